@@ -1,0 +1,265 @@
+"""One SQLite connection, its lock, and its transactions.
+
+Every public store method runs under ``Database.lock`` (an ``RLock``), so a store is
+safe to share between threads. Writes run in ``transaction()``: ``BEGIN IMMEDIATE``
+takes the write lock up front (no failed lock upgrades between processes), nested
+calls become savepoints, and callbacks registered with ``after_commit`` run only
+once the outermost transaction has committed (the vector mirror uses this, so a
+rolled-back write never reaches it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+import unicodedata
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ..errors import DriverError, SchemaError, StorageError, StoreClosedError
+from .driver import Driver, connect, get_driver
+
+__all__ = ["Database"]
+
+_BUSY_RETRIES = 50
+
+
+class Database:
+    """A connection to one openkoi-memory file (or ``:memory:``)."""
+
+    def __init__(self, path: str, *, read_only: bool = False, busy_timeout_ms: int = 10_000) -> None:
+        self.path = path
+        self.read_only = read_only
+        self.driver: Driver = get_driver()
+        if path != ":memory:":
+            _prepare_location(Path(path), read_only)
+        self.conn = connect(path, read_only=read_only, busy_timeout_ms=busy_timeout_ms)
+        self.lock = threading.RLock()
+        self._depth = 0
+        # after-commit callbacks per nesting level: a rolled-back savepoint drops its own
+        self._after_commit: list[list[Callable[[], None]]] = []
+        self._on_rollback: list[Callable[[], None]] = []
+        self._closed = False
+        self.conn.create_function("casefold", 1, _casefold, deterministic=True)
+        with self.translate_errors():
+            try:
+                self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            except self.driver.DatabaseError as exc:
+                self.conn.close()
+                raise SchemaError(
+                    f"{path} is not an SQLite database ({exc}); point the store at a new or existing "
+                    "openkoi-memory file"
+                ) from None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self.lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                if self.path != ":memory:" and not self.read_only:
+                    with contextlib.suppress(self.driver.Error):
+                        self.conn.execute("PRAGMA optimize")
+            finally:
+                self.conn.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError("the store is closed; open it again with MemoryStore.open(...)")
+
+    # -- statements ----------------------------------------------------------------------------
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        with self.translate_errors():
+            return self.conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Any) -> Any:
+        with self.translate_errors():
+            return self.conn.executemany(sql, rows)
+
+    def query(self, sql: str, params: Any = ()) -> list[Any]:
+        with self.translate_errors():
+            return self.conn.execute(sql, params).fetchall()
+
+    def scalar(self, sql: str, params: Any = ()) -> Any:
+        with self.translate_errors():
+            row = self.conn.execute(sql, params).fetchone()
+        return None if row is None else row[0]
+
+    # -- transactions --------------------------------------------------------------------------
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._depth > 0
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A write transaction; nested calls are savepoints. Rolls back on any exception."""
+        with self.lock:
+            self.check_open()
+            if self.read_only:
+                raise StorageError(f"{self.path} was opened read-only; open it without read_only=True to write")
+            if self._depth == 0:
+                self._begin()
+                self._depth = 1
+                self._after_commit = [[]]
+                try:
+                    yield
+                except BaseException:
+                    self._depth = 0
+                    self._rollback()
+                    raise
+                else:
+                    self._depth = 0
+                    try:
+                        self._commit()
+                    except BaseException:
+                        self._rollback()
+                        raise
+                    callbacks = self._after_commit[0]
+                    self._after_commit = []
+                    self._on_rollback = []
+                    for callback in callbacks:
+                        callback()
+            else:
+                name = f"sp{self._depth}"
+                self.execute(f"SAVEPOINT {name}")
+                self._depth += 1
+                self._after_commit.append([])
+                try:
+                    yield
+                except BaseException:
+                    self._depth -= 1
+                    self._after_commit.pop()
+                    self.execute(f"ROLLBACK TO {name}")
+                    self.execute(f"RELEASE {name}")
+                    raise
+                else:
+                    self._depth -= 1
+                    inner = self._after_commit.pop()
+                    self._after_commit[-1].extend(inner)
+                    self.execute(f"RELEASE {name}")
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once the current outermost transaction commits (now, if none is open)."""
+        if self._depth == 0:
+            callback()
+        else:
+            self._after_commit[-1].append(callback)
+
+    def on_rollback(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` if the current outermost transaction rolls back."""
+        if self._depth > 0:
+            self._on_rollback.append(callback)
+
+    def _begin(self) -> None:
+        for attempt in range(_BUSY_RETRIES):
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return
+            except self.driver.OperationalError as exc:
+                if not _is_busy(exc) or attempt == _BUSY_RETRIES - 1:
+                    raise self._translate(exc) from None
+                time.sleep(min(0.05 * (attempt + 1), 0.5))
+
+    def _commit(self) -> None:
+        for attempt in range(_BUSY_RETRIES):
+            try:
+                self.conn.execute("COMMIT")
+                return
+            except self.driver.OperationalError as exc:
+                if not _is_busy(exc) or attempt == _BUSY_RETRIES - 1:
+                    raise self._translate(exc) from None
+                time.sleep(min(0.05 * (attempt + 1), 0.5))
+
+    def _rollback(self) -> None:
+        self._after_commit = []
+        callbacks, self._on_rollback = self._on_rollback, []
+        with contextlib.suppress(self.driver.Error):
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+        for callback in callbacks:
+            callback()
+
+    # -- errors --------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def translate_errors(self) -> Iterator[None]:
+        """Turn raw driver errors into library errors with a hint (never leak them raw)."""
+        self.check_open()
+        try:
+            yield
+        except self.driver.Error as exc:
+            raise self._translate(exc) from exc
+
+    def _translate(self, exc: BaseException) -> Exception:
+        message = str(exc)
+        lowered = message.lower()
+        if _is_busy(exc):
+            return StorageError(
+                f"{self.path} stayed locked by another writer for too long ({message}); retry, or make "
+                "long-running writers commit in smaller batches"
+            )
+        if "readonly" in lowered or "read-only" in lowered:
+            return StorageError(
+                f"cannot write to {self.path} ({message}); check the file and directory permissions"
+            )
+        if "disk" in lowered and "full" in lowered:
+            return StorageError(f"the disk holding {self.path} is full ({message}); free some space")
+        if "not a database" in lowered or "malformed" in lowered:
+            return SchemaError(f"{self.path} is not a healthy SQLite database ({message})")
+        if "no such module" in lowered:
+            return DriverError(f"a SQLite extension is missing ({message}); reinstall sqlite-vec")
+        return StorageError(f"SQLite error on {self.path}: {message}")
+
+    # -- metadata --------------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        return self.scalar("SELECT value FROM store_meta WHERE key = ?", (key,))
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.execute(
+            "INSERT INTO store_meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+
+def _is_busy(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def _casefold(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    return unicodedata.normalize("NFKC", value).casefold()
+
+
+def _prepare_location(path: Path, read_only: bool) -> None:
+    if path.is_dir():
+        raise StorageError(f"{path} is a directory; give a file path such as {path / 'openkoi.db'}")
+    if read_only:
+        if not path.exists():
+            raise StorageError(f"{path} does not exist; a read-only store must open an existing file")
+        return
+    parent = path.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(f"cannot create the directory {parent} ({exc.strerror}); choose a writable location") from None
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise StorageError(
+            f"the directory {parent} is not writable, and SQLite needs to create files beside {path.name}; "
+            "choose a writable location or fix the permissions"
+        )
+    if path.exists() and not os.access(path, os.R_OK | os.W_OK):
+        raise StorageError(f"{path} is not readable and writable by this user; fix its permissions")

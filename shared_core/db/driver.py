@@ -1,0 +1,141 @@
+"""Pick a SQLite DB-API module that can load sqlite-vec, and open connections with it.
+
+The stdlib ``sqlite3`` is used when its build allows ``enable_load_extension``. Many
+builds do not (pyenv's default, the macOS system Python, some distributions), so the
+fallback is ``sqlean.py``: a DB-API module with its own bundled, recent SQLite that
+has FTS5 and extension loading, published as wheels for Linux, macOS and Windows on
+x86-64 and ARM. ``OPENKOI_SQLITE_DRIVER=stdlib|sqlean`` forces one.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3 as _stdlib_sqlite3
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import sqlite_vec
+
+from ..errors import DriverError
+
+__all__ = ["Driver", "get_driver", "connect"]
+
+
+@dataclass(frozen=True)
+class Driver:
+    """A DB-API module and the facts about it that the library needs."""
+
+    name: str  # "stdlib" or "sqlean"
+    module: ModuleType
+
+    @property
+    def sqlite_version(self) -> str:
+        return self.module.sqlite_version
+
+    @property
+    def Error(self) -> type[Exception]:  # noqa: N802 - mirrors the DB-API name
+        return self.module.Error
+
+    @property
+    def OperationalError(self) -> type[Exception]:  # noqa: N802
+        return self.module.OperationalError
+
+    @property
+    def IntegrityError(self) -> type[Exception]:  # noqa: N802
+        return self.module.IntegrityError
+
+    @property
+    def DatabaseError(self) -> type[Exception]:  # noqa: N802
+        return self.module.DatabaseError
+
+
+def _stdlib_can_load_extensions() -> bool:
+    return hasattr(_stdlib_sqlite3.Connection, "enable_load_extension")
+
+
+def _sqlean() -> ModuleType:
+    try:
+        import sqlean  # type: ignore[import-untyped]
+    except ImportError as exc:  # pragma: no cover - sqlean.py is a hard dependency
+        raise DriverError(
+            "this Python's sqlite3 cannot load extensions and the fallback driver is missing; "
+            "run: pip install sqlean.py"
+        ) from exc
+    return sqlean
+
+
+_cached: Driver | None = None
+
+
+def get_driver() -> Driver:
+    """The driver this process uses (decided once)."""
+    global _cached
+    if _cached is not None:
+        return _cached
+    forced = os.environ.get("OPENKOI_SQLITE_DRIVER", "").strip().lower()
+    if forced not in {"", "stdlib", "sqlean"}:
+        raise DriverError(f"OPENKOI_SQLITE_DRIVER={forced!r} is unknown; use 'stdlib' or 'sqlean'")
+    if forced == "stdlib":
+        if not _stdlib_can_load_extensions():
+            raise DriverError(
+                "OPENKOI_SQLITE_DRIVER=stdlib, but this Python's sqlite3 was built without extension "
+                "loading; unset the variable to use the bundled sqlean driver"
+            )
+        _cached = Driver("stdlib", _stdlib_sqlite3)
+    elif forced == "sqlean" or not _stdlib_can_load_extensions():
+        _cached = Driver("sqlean", _sqlean())
+    else:
+        _cached = Driver("stdlib", _stdlib_sqlite3)
+    return _cached
+
+
+def connect(path: str, *, read_only: bool = False, busy_timeout_ms: int = 10_000) -> Any:
+    """Open a connection with sqlite-vec loaded, WAL, busy timeout and foreign keys on.
+
+    Transactions are explicit (``isolation_level=None``): callers use ``BEGIN IMMEDIATE``
+    so that a writer takes the lock up front instead of failing to upgrade later.
+    """
+    driver = get_driver()
+    target = path
+    uri = False
+    if read_only and path != ":memory:":
+        target = f"file:{os.path.abspath(path)}?mode=ro"
+        uri = True
+    try:
+        conn = driver.module.connect(
+            target, isolation_level=None, check_same_thread=False, uri=uri, timeout=busy_timeout_ms / 1000
+        )
+    except driver.Error as exc:
+        raise DriverError(f"cannot open {path}: {exc}") from None
+    try:
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+    except (AttributeError, driver.Error) as exc:
+        conn.close()
+        raise DriverError(
+            f"could not load the sqlite-vec extension with the {driver.name} driver ({exc}); "
+            "reinstall with: pip install --force-reinstall sqlite-vec sqlean.py"
+        ) from None
+    _check_fts5(conn, driver)
+    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    if path != ":memory:" and not read_only:
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":  # pragma: no cover - e.g. a network filesystem
+            conn.execute("PRAGMA journal_mode = DELETE")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+def _check_fts5(conn: Any, driver: Driver) -> None:
+    try:
+        conn.execute("CREATE VIRTUAL TABLE temp._openkoi_fts5_probe USING fts5(x)")
+        conn.execute("DROP TABLE temp._openkoi_fts5_probe")
+    except driver.Error:
+        conn.close()
+        raise DriverError(
+            f"the SQLite {driver.sqlite_version} used by the {driver.name} driver has no FTS5; "
+            "set OPENKOI_SQLITE_DRIVER=sqlean to use the bundled SQLite, which has it"
+        ) from None

@@ -1,0 +1,120 @@
+"""Numbered SQL migrations, applied on open, one transaction each, recorded in ``_migrations``.
+
+A migration is a file ``NNNN_name.sql`` in ``shared_core/db/migrations/``. Released
+migrations are never edited; a change is a new file. ``@DIMS@`` in a file stands for
+the embedder's dimensions (the vector table is sized to it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from ..errors import SchemaError
+
+__all__ = ["Migration", "available_migrations", "latest_version", "apply_migrations", "schema_version"]
+
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+    def statements(self, dims: int) -> list[str]:
+        """The file split into statements (trigger bodies stay whole)."""
+        from .driver import get_driver
+
+        complete = get_driver().module.complete_statement
+        text = self.sql.replace("@DIMS@", str(int(dims)))
+        out: list[str] = []
+        buffer = ""
+        for line in text.splitlines(keepends=True):
+            stripped = line.strip()
+            if not buffer and (not stripped or stripped.startswith("--")):
+                continue
+            buffer += line
+            if complete(buffer):
+                out.append(buffer.strip())
+                buffer = ""
+        if buffer.strip():
+            raise SchemaError(f"migration {self.version} ({self.name}) ends with an incomplete statement")
+        return out
+
+
+def available_migrations() -> list[Migration]:
+    found = []
+    for entry in resources.files(__package__).joinpath("migrations").iterdir():
+        match = _NAME.match(entry.name)
+        if match:
+            found.append(Migration(int(match.group(1)), match.group(2), entry.read_text(encoding="utf-8")))
+    found.sort(key=lambda m: m.version)
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):  # pragma: no cover - a packaging mistake
+        raise SchemaError(f"two migrations share a number: {versions}")
+    return found
+
+
+def latest_version() -> int:
+    migrations = available_migrations()
+    return migrations[-1].version if migrations else 0
+
+
+def schema_version(conn: Any) -> int:
+    """The highest applied migration (0 for a database without our tables)."""
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
+    ).fetchone()
+    if not exists:
+        return 0
+    row = conn.execute("SELECT MAX(version) FROM _migrations").fetchone()
+    return int(row[0] or 0)
+
+
+def apply_migrations(conn: Any, *, dims: int, now_iso: str, path: str) -> list[int]:
+    """Bring the schema up to date; return the versions applied. Refuses a newer schema."""
+    current = schema_version(conn)
+    newest = latest_version()
+    if current > newest:
+        raise SchemaError(
+            f"{path} was written by a newer openkoi-memory (schema version {current}; this version "
+            f"knows up to {newest}); upgrade with: pip install -U openkoi-memory"
+        )
+    if current == 0:
+        clash = conn.execute(
+            "SELECT name FROM sqlite_master WHERE name IN ('memory_chunks', 'learnings', 'tasks')"
+        ).fetchone()
+        if clash:
+            raise SchemaError(
+                f"{path} already has a table named {clash[0]!r} that openkoi-memory did not create; "
+                "use a different file"
+            )
+    applied = []
+    for migration in available_migrations():
+        if migration.version <= current:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if schema_version(conn) >= migration.version:  # another process got here first
+                conn.execute("COMMIT")
+                continue
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS _migrations ("
+                "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+            for statement in migration.statements(dims):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO _migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                (migration.version, migration.name, now_iso),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        applied.append(migration.version)
+    return applied

@@ -1,0 +1,44 @@
+"""Embedders: the protocol, the hashing default, and an optional sentence-transformers one."""
+
+from __future__ import annotations
+
+from .base import Embedder, EmbedderProfile, EmbeddingError, as_matrix, as_vector, profile_of
+from .hashes import EMBEDDING_TEXT_VERSION, content_hash, fnv1a_64
+from .hashing import HashingEmbedder
+from .sentence import SentenceTransformerEmbedder
+
+__all__ = [
+    "Embedder",
+    "EmbedderProfile",
+    "EmbeddingError",
+    "HashingEmbedder",
+    "SentenceTransformerEmbedder",
+    "EMBEDDING_TEXT_VERSION",
+    "content_hash",
+    "fnv1a_64",
+    "as_matrix",
+    "as_vector",
+    "profile_of",
+    "embedder_from_name",
+]
+
+
+def embedder_from_name(name: str) -> Embedder:
+    """Build an embedder from a config or database name.
+
+    ``hashing`` or ``openkoi-hashing-v1-<dims>``: the default; ``sentence-transformers/<model>``:
+    a local sentence-transformers model. Anything else (an adapter-wrapped LangChain or
+    LlamaIndex model, say) cannot be rebuilt from its name and must be passed in code.
+    """
+    if name in ("hashing", "default"):
+        return HashingEmbedder()
+    if name.startswith("openkoi-hashing-v1-"):
+        rest = name.removeprefix("openkoi-hashing-v1-")
+        if rest.isdigit():
+            return HashingEmbedder(dims=int(rest))
+    if name.startswith("sentence-transformers/"):
+        return SentenceTransformerEmbedder(name.removeprefix("sentence-transformers/"))
+    raise ValueError(
+        f"cannot build the embedder {name!r} from its name; pass it in code, e.g. "
+        "MemoryStore.open(path, embedder=...)"
+    )

@@ -1,0 +1,74 @@
+"""The ``Embedder`` protocol and the checks every embedding goes through."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+__all__ = ["Embedder", "EmbedderProfile", "profile_of", "as_matrix", "as_vector", "EmbeddingError"]
+
+
+class EmbeddingError(ValueError):
+    """An embedding has the wrong shape, is not finite, or is all zeros."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors. ``name`` and ``dims`` are recorded in the database."""
+
+    name: str
+    dims: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray | Sequence[Sequence[float]]:
+        """One vector per text, in order."""
+        ...
+
+
+@dataclass(frozen=True)
+class EmbedderProfile:
+    """How much to trust an embedder's similarities when fusing them with BM25.
+
+    ``similarity_floor``: cosine at or below which a match is noise (only the excess counts).
+    ``vector_weight``: weight of the vector side against normalised BM25 in fusion.
+    ``kb_threshold``: the knowledge-base vector threshold (seed 003 uses 0.7 for sentence models).
+    """
+
+    similarity_floor: float = 0.2
+    vector_weight: float = 0.6
+    kb_threshold: float = 0.7
+
+
+def profile_of(embedder: object) -> EmbedderProfile:
+    """The embedder's own ``profile`` attribute, or the defaults for a sentence-embedding model."""
+    profile = getattr(embedder, "profile", None)
+    return profile if isinstance(profile, EmbedderProfile) else EmbedderProfile()
+
+
+def as_matrix(vectors: object, dims: int, *, count: int | None = None, what: str = "embedding") -> np.ndarray:
+    """Validate and convert to a C-contiguous float32 matrix of unit-length rows."""
+    try:
+        matrix = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingError(f"{what}s must be sequences of numbers: {exc}") from None
+    if matrix.ndim == 1 and count in (None, 1) and matrix.size == dims:
+        matrix = matrix.reshape(1, dims)
+    if matrix.ndim != 2 or matrix.shape[1] != dims:
+        got = matrix.shape[1] if matrix.ndim == 2 else matrix.shape
+        raise EmbeddingError(
+            f"{what} has {got} dimensions but this store holds {dims}-dimensional vectors; "
+            "use the embedder the database was built with, or re-embed it (MemoryStore.open(..., reembed=True))"
+        )
+    if count is not None and matrix.shape[0] != count:
+        raise EmbeddingError(f"expected {count} {what}s, got {matrix.shape[0]}")
+    if not np.isfinite(matrix).all():
+        raise EmbeddingError(f"{what} contains NaN or infinite values; check the embedding model's output")
+    norms = np.linalg.norm(matrix, axis=1)
+    if (norms == 0).any():
+        raise EmbeddingError(f"{what} is all zeros, so it has no direction to compare; embed non-empty text")
+    return np.ascontiguousarray(matrix / norms[:, None], dtype=np.float32)
+
+
+def as_vector(vector: object, dims: int, *, what: str = "query vector") -> np.ndarray:
+    return as_matrix(vector, dims, count=1, what=what)[0]

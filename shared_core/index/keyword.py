@@ -1,0 +1,108 @@
+"""The keyword side of search: FTS5 BM25 over text, tags and source (seed 002).
+
+Queries go through the seed's sanitiser (OR of quoted words). On a large index an OR
+query with a very common word ("what", "did") makes FTS5 score tens of thousands of
+rows, so words found in more than ``max_df_ratio`` of the rows (and more than
+``df_gate_min_rows`` rows) are left out of the query: their BM25 weight is small, and
+dropping them keeps a 100k-row search fast. Document frequencies come from FTS5's own
+vocabulary; query words are stemmed by FTS5 itself (a temporary table with the same
+tokenizer), so the lookup always matches what the index stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import SearchConfig
+from ..db import Database
+from .sanitize import query_terms, to_fts_query
+from .scope import Scope
+
+__all__ = ["KeywordIndex", "KeywordQuery"]
+
+TOKENIZER = "porter unicode61 remove_diacritics 2"  # must match migration 0002's memory_fts
+
+
+@dataclass(frozen=True)
+class KeywordQuery:
+    """A sanitised query: the words asked for, those used, and the FTS5 expression."""
+
+    terms: tuple[str, ...]
+    used: tuple[str, ...]
+    fts: str
+
+
+class KeywordIndex:
+    def __init__(self, db: Database, config: SearchConfig) -> None:
+        self.db = db
+        self.config = config
+        self._oracle_ready = False
+
+    def prepare(self, text: str) -> KeywordQuery:
+        terms = query_terms(text)
+        used = self._gate(terms) if terms else []
+        return KeywordQuery(tuple(terms), tuple(used), to_fts_query(used))
+
+    def search(self, query: KeywordQuery, scope: Scope, limit: int) -> list[tuple[int, float]]:
+        """(chunk_rowid, BM25 as a positive number), best first, within ``scope``."""
+        if not query.fts:
+            return []
+        scope_sql, scope_params = scope.sql("c")
+        cfg = self.config
+        rows = self.db.query(
+            "SELECT memory_fts.rowid, -bm25(memory_fts, ?, ?, ?) AS relevance "
+            "FROM memory_fts JOIN memory_chunks c ON c.chunk_rowid = memory_fts.rowid "
+            f"WHERE memory_fts MATCH ? AND {scope_sql} "
+            "ORDER BY relevance DESC LIMIT ?",
+            (cfg.text_weight, cfg.tags_weight, cfg.source_weight, query.fts, *scope_params, limit),
+        )
+        return [(int(rowid), float(score)) for rowid, score in rows]
+
+    # -- document-frequency gate -------------------------------------------------------------
+
+    def _gate(self, terms: list[str]) -> list[str]:
+        rows = int(self.db.scalar("SELECT max(chunk_rowid) FROM memory_chunks") or 0)
+        limit = max(self.config.df_gate_min_rows, self.config.max_df_ratio * rows)
+        if rows <= limit:  # nothing can be common enough to drop
+            return terms
+        stems = self._stems(terms)
+        all_stems = sorted({s for group in stems for s in group})
+        if not all_stems:
+            return terms
+        marks = ", ".join("?" for _ in all_stems)
+        df = dict(self.db.query(f"SELECT term, doc FROM memory_fts_vocab WHERE term IN ({marks})", all_stems))
+        freq = [min((df.get(s, 0) for s in group), default=0) for group in stems]
+        kept = [t for t, f in zip(terms, freq) if f <= limit]
+        if kept:
+            return kept
+        rarest = sorted(range(len(terms)), key=lambda i: freq[i])[:2]
+        return [terms[i] for i in sorted(rarest)]
+
+    def _stems(self, terms: list[str]) -> list[list[str]]:
+        """Each term as FTS5's tokenizer stores it (usually one stem per term)."""
+        conn = self.db.conn
+        with self.db.translate_errors():
+            if not self._oracle_ready:
+                conn.execute(
+                    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.openkoi_tokenize "
+                    f"USING fts5(t, tokenize='{TOKENIZER}')"
+                )
+                conn.execute(
+                    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.openkoi_tokenize_terms "
+                    "USING fts5vocab(temp, openkoi_tokenize, 'instance')"
+                )
+                self._oracle_ready = True
+            conn.execute("DELETE FROM temp.openkoi_tokenize")
+            conn.executemany(
+                "INSERT INTO temp.openkoi_tokenize (rowid, t) VALUES (?, ?)",
+                [(i + 1, term) for i, term in enumerate(terms)],
+            )
+            found: list[Any] = conn.execute(
+                "SELECT doc, term FROM temp.openkoi_tokenize_terms ORDER BY doc, offset"
+            ).fetchall()
+            conn.execute("DELETE FROM temp.openkoi_tokenize")
+        groups: list[list[str]] = [[] for _ in terms]
+        for doc, term in found:
+            groups[int(doc) - 1].append(term)
+        return groups

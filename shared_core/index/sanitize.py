@@ -1,0 +1,56 @@
+"""Seed 002's FTS5 query sanitiser: any user text becomes a valid, broad FTS5 query.
+
+1. URLs are stripped (noisy, FTS5-incompatible tokens).
+2. Hyphens split words ("word-word" would read as column filter or subtraction).
+3. Remaining punctuation and FTS5 special characters are stripped.
+4. Single-character tokens are dropped.
+5. Each remaining word is quoted (``"word"``) so it is matched literally.
+6. Words are joined with OR for broad matching.
+
+Only letters, digits and combining marks survive step 3, so a quoted word can never
+contain a quote, and no input can raise an FTS5 syntax error.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["query_terms", "to_fts_query", "sanitize"]
+
+_URL = re.compile(r"(?:[a-z][a-z0-9+.-]*://|www\.)\S*", re.IGNORECASE)
+
+
+def _is_word_char(ch: str) -> bool:
+    return unicodedata.category(ch)[0] in "LNM"
+
+
+def query_terms(text: str) -> list[str]:
+    """The words of ``text`` after rules 1-4, in order, without repeats (case-insensitive)."""
+    text = _URL.sub(" ", text)  # rule 1
+    text = text.replace("-", " ")  # rule 2
+    cleaned = "".join(ch if _is_word_char(ch) else " " for ch in text)  # rule 3
+    seen: set[str] = set()
+    terms = []
+    for word in cleaned.split():
+        if len(word) < 2:  # rule 4
+            continue
+        key = word.casefold()
+        if key not in seen:
+            seen.add(key)
+            terms.append(word)
+    return terms
+
+
+def to_fts_query(terms: list[str]) -> str:
+    """Rules 5 and 6: quote each word and join with OR ('' when there is nothing to match)."""
+    return " OR ".join(f'"{term}"' for term in terms)
+
+
+def sanitize(text: str) -> str:
+    """The whole pipeline: user text in, FTS5 MATCH expression out.
+
+    >>> sanitize('payment-api HMAC? see https://x.io/a "quoted" a')
+    '"payment" OR "api" OR "HMAC" OR "see" OR "quoted"'
+    """
+    return to_fts_query(query_terms(text))

@@ -1,0 +1,71 @@
+"""Which chunks a search may see: namespaces, kinds, ids, liveness and a filter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .filters import Filter, compile_filter
+
+__all__ = ["Scope"]
+
+_MAX_CHAR = "\U0010ffff"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The rows a search runs over, applied before top-k on both keyword and vector sides.
+
+    ``namespaces``: exact namespaces (``None`` only together with ``namespace_prefix``).
+    ``live_at``: ISO time; rows that expired at or before it are left out (``None``: keep them).
+    ``current_only``: leave out superseded facts (``valid_to`` set).
+    """
+
+    namespaces: tuple[str, ...] | None = ("default",)
+    namespace_prefix: str | None = None
+    kinds: tuple[str, ...] | None = None
+    ids: tuple[str, ...] | None = None
+    where: Filter | None = None
+    live_at: str | None = None
+    current_only: bool = True
+
+    @property
+    def needs_row_filter(self) -> bool:
+        """True when the vector mirror cannot decide membership on its own columns."""
+        return self.ids is not None or self.where is not None
+
+    def sql(self, alias: str = "c") -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if self.namespaces is not None:
+            if len(self.namespaces) == 1:
+                clauses.append(f"{alias}.namespace = ?")
+            else:
+                clauses.append(f"{alias}.namespace IN ({', '.join('?' for _ in self.namespaces)})")
+            params.extend(self.namespaces)
+        if self.namespace_prefix:
+            clauses.append(f"{alias}.namespace >= ? AND {alias}.namespace < ?")
+            params.extend([self.namespace_prefix, self.namespace_prefix + _MAX_CHAR])
+        if self.kinds is not None:
+            clauses.append(f"{alias}.kind IN ({', '.join('?' for _ in self.kinds)})" if self.kinds else "0")
+            params.extend(self.kinds)
+        if self.ids is not None:
+            clauses.append(f"{alias}.id IN ({', '.join('?' for _ in self.ids)})" if self.ids else "0")
+            params.extend(self.ids)
+        if self.live_at is not None:
+            clauses.append(f"({alias}.expires_at IS NULL OR {alias}.expires_at > ?)")
+            params.append(self.live_at)
+        if self.current_only:
+            clauses.append(f"{alias}.valid_to IS NULL")
+        if self.where is not None:
+            where_sql, where_params = compile_filter(self.where, alias)
+            clauses.append(where_sql)
+            params.extend(where_params)
+        return (" AND ".join(clauses) if clauses else "1"), params
+
+    def admits_namespace(self, namespace: str) -> bool:
+        if self.namespaces is not None and namespace not in self.namespaces:
+            return False
+        if self.namespace_prefix and not namespace.startswith(self.namespace_prefix):
+            return False
+        return True

@@ -1,0 +1,443 @@
+"""The vector side of search.
+
+Vectors live in ``memory_vec`` (a sqlite-vec ``vec0`` table, cosine distance): that is
+the durable copy, written in the same transaction as the row and its FTS entry. Two
+ways to search them:
+
+* ``sqlite-vec``: exact KNN inside SQLite, with the scope as a ``chunk_rowid IN
+  (subquery)`` constraint, so filters apply before top-k. No memory cost; about
+  60-80 ms at 100k rows on a small machine.
+* ``mirror`` (the default): an in-process copy of the vectors as a float32 matrix plus
+  their sign bits (binary quantisation). Small scopes are scanned exactly; large ones
+  are ranked by Hamming distance on the bits, and the best ``rerank_pool`` are then
+  scored exactly, which finds the true top-k for well over 95 % of queries on real
+  sentence embeddings at a few milliseconds per 100k rows.
+
+The mirror follows other connections through ``index_log``, a table every change to a
+chunk appends to (by trigger): before each search it reads the log past the last
+sequence number it applied, refreshes those rows' state, and re-reads a vector only
+when the row's embedding stamp changed. Its own writes reach it after commit, never
+before, so a rolled-back write cannot leak into search.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ..clock import from_iso
+from ..config import SearchConfig
+from ..db import Database
+from .scope import Scope
+
+__all__ = ["VectorIndex", "RowState"]
+
+_BATCH = 500  # rowids per IN (...) list
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+
+@dataclass(frozen=True)
+class RowState:
+    """What the mirror keeps about a row besides its vector."""
+
+    namespace: str
+    kind: str
+    expires: float  # epoch seconds, inf when the row never expires
+    current: bool  # not superseded
+    stamp: str  # changes whenever the row's vector changes
+
+
+def _epoch(iso: str | None) -> float:
+    when = from_iso(iso)
+    return math.inf if when is None else when.timestamp()
+
+
+def _stamp(embedded_at: str | None, content_hash: str | None) -> str:
+    return f"{embedded_at or ''}|{content_hash or ''}"
+
+
+_STATE_COLUMNS = "chunk_rowid, namespace, kind, expires_at, valid_to IS NULL, embedded_at, content_hash"
+
+
+def _state(row: Sequence[Any]) -> RowState:
+    return RowState(row[1], row[2], _epoch(row[3]), bool(row[4]), _stamp(row[5], row[6]))
+
+
+class _Mirror:
+    """Growable arrays of vectors, sign bits and filter columns, addressed by slot."""
+
+    def __init__(self, dims: int) -> None:
+        self.dims = dims
+        self.words = dims // 64 if dims % 64 == 0 else 0  # uint64 words per code, if it divides
+        self.capacity = 0
+        self.size = 0
+        self.slot: dict[int, int] = {}
+        self.stamps: dict[int, str] = {}
+        self.ns_codes: dict[str, int] = {}
+        self.kind_codes: dict[str, int] = {}
+        self._allocate(1024)
+
+    def _allocate(self, capacity: int) -> None:
+        def grow(old: np.ndarray | None, shape: tuple[int, ...], dtype: Any, fill: Any = 0) -> np.ndarray:
+            new = np.full(shape, fill, dtype=dtype)
+            if old is not None:
+                new[: self.size] = old[: self.size]
+            return new
+
+        d = self.dims
+        self.rowids = grow(getattr(self, "rowids", None), (capacity,), np.int64)
+        self.alive = grow(getattr(self, "alive", None), (capacity,), bool, False)
+        self.ns = grow(getattr(self, "ns", None), (capacity,), np.int32)
+        self.kind = grow(getattr(self, "kind", None), (capacity,), np.int32)
+        self.expires = grow(getattr(self, "expires", None), (capacity,), np.float64, math.inf)
+        self.current = grow(getattr(self, "current", None), (capacity,), bool, True)
+        self.vectors = grow(getattr(self, "vectors", None), (capacity, d), np.float32)
+        self.codes = grow(getattr(self, "codes", None), (capacity, d // 8), np.uint8)
+        self.capacity = capacity
+
+    def _code(self, name: str, table: dict[str, int]) -> int:
+        code = table.get(name)
+        if code is None:
+            code = table[name] = len(table)
+        return code
+
+    def upsert(self, rowid: int, state: RowState, vector: np.ndarray | None) -> None:
+        slot = self.slot.get(rowid)
+        if slot is None:
+            if vector is None:
+                return  # a state change for a row we never saw with a vector
+            if self.size == self.capacity:
+                self._allocate(self.capacity * 2)
+            slot = self.size
+            self.size += 1
+            self.slot[rowid] = slot
+            self.rowids[slot] = rowid
+        self.alive[slot] = True
+        self.ns[slot] = self._code(state.namespace, self.ns_codes)
+        self.kind[slot] = self._code(state.kind, self.kind_codes)
+        self.expires[slot] = state.expires
+        self.current[slot] = state.current
+        if vector is not None:
+            self.vectors[slot] = vector
+            self.codes[slot] = np.packbits(vector > 0)
+            self.stamps[rowid] = state.stamp
+
+    def remove(self, rowid: int) -> None:
+        slot = self.slot.pop(rowid, None)
+        if slot is not None:
+            self.alive[slot] = False
+            self.stamps.pop(rowid, None)
+        dead = self.size - len(self.slot)
+        if dead > 1024 and dead > self.size // 4:
+            self._compact()
+
+    def _compact(self) -> None:
+        keep = np.flatnonzero(self.alive[: self.size])
+        for name in ("rowids", "alive", "ns", "kind", "expires", "current", "vectors", "codes"):
+            array = getattr(self, name)
+            array[: len(keep)] = array[keep]
+        self.alive[len(keep) : self.size] = False
+        self.size = len(keep)
+        self.slot = {int(r): i for i, r in enumerate(self.rowids[: self.size])}
+
+    def bulk_load(self, rowids: np.ndarray, states: list[RowState], vectors: np.ndarray) -> None:
+        n = len(rowids)
+        self.size = 0
+        self.slot = {}
+        self.stamps = {}
+        self._allocate(max(1024, 1 << max(0, (n - 1)).bit_length()))
+        self.size = n
+        self.rowids[:n] = rowids
+        self.alive[:n] = True
+        self.ns[:n] = [self._code(s.namespace, self.ns_codes) for s in states]
+        self.kind[:n] = [self._code(s.kind, self.kind_codes) for s in states]
+        self.expires[:n] = [s.expires for s in states]
+        self.current[:n] = [s.current for s in states]
+        self.vectors[:n] = vectors
+        self.codes[:n] = np.packbits(vectors > 0, axis=1)
+        self.slot = {int(r): i for i, r in enumerate(rowids)}
+        self.stamps = {int(r): s.stamp for r, s in zip(rowids, states)}
+
+    def mask(self, scope: Scope, now: float) -> np.ndarray:
+        n = self.size
+        mask = self.alive[:n].copy()
+        if scope.namespaces is not None:
+            codes = [self.ns_codes[ns] for ns in scope.namespaces if ns in self.ns_codes]
+            mask &= self.ns[:n] == codes[0] if len(codes) == 1 else np.isin(self.ns[:n], codes)
+        if scope.namespace_prefix:
+            codes = [c for name, c in self.ns_codes.items() if name.startswith(scope.namespace_prefix)]
+            mask &= np.isin(self.ns[:n], codes)
+        if scope.kinds is not None:
+            codes = [self.kind_codes[k] for k in scope.kinds if k in self.kind_codes]
+            mask &= self.kind[:n] == codes[0] if len(codes) == 1 else np.isin(self.kind[:n], codes)
+        if scope.live_at is not None:
+            mask &= self.expires[:n] > now
+        if scope.current_only:
+            mask &= self.current[:n]
+        return mask
+
+    def hamming(self, slots: np.ndarray, query_code: np.ndarray) -> np.ndarray:
+        if self.words:
+            codes = self.codes[slots].view(np.uint64)
+            x = codes ^ query_code.view(np.uint64)
+        else:
+            x = self.codes[slots] ^ query_code
+        if hasattr(np, "bitwise_count"):
+            return np.bitwise_count(x).sum(axis=1, dtype=np.int32)
+        return _POPCOUNT[x.view(np.uint8)].sum(axis=1, dtype=np.int32)  # numpy < 2.0
+
+
+class VectorIndex:
+    """Reads and writes ``memory_vec``; answers KNN queries within a scope."""
+
+    def __init__(self, db: Database, dims: int, config: SearchConfig) -> None:
+        self.db = db
+        self.dims = dims
+        self.config = config
+        self._mirror: _Mirror | None = None
+        self._last_seq = 0
+        self._written_in_txn = False
+
+    # -- writes (inside the caller's transaction) -----------------------------------------
+
+    def put(self, rowid: int, vector: np.ndarray, state: RowState, *, replace: bool) -> None:
+        if replace:
+            self.db.execute("DELETE FROM memory_vec WHERE chunk_rowid = ?", (rowid,))
+        self.db.execute(
+            "INSERT INTO memory_vec (chunk_rowid, embedding) VALUES (?, ?)", (rowid, vector.tobytes())
+        )
+        self._note_write()
+        if self._mirror is not None:
+            mirror = self._mirror
+            self.db.after_commit(lambda: mirror.upsert(rowid, state, vector))
+
+    def put_many(self, rows: list[tuple[int, np.ndarray, RowState]]) -> None:
+        """Insert vectors for new rows (no replace) in one statement batch."""
+        self.db.executemany(
+            "INSERT INTO memory_vec (chunk_rowid, embedding) VALUES (?, ?)",
+            [(rowid, vector.tobytes()) for rowid, vector, _ in rows],
+        )
+        self._note_write()
+        if self._mirror is not None:
+            mirror = self._mirror
+
+            def apply() -> None:
+                for rowid, vector, state in rows:
+                    mirror.upsert(rowid, state, vector)
+
+            self.db.after_commit(apply)
+
+    def delete(self, rowids: Iterable[int]) -> None:
+        ids = list(rowids)
+        for start in range(0, len(ids), _BATCH):
+            part = ids[start : start + _BATCH]
+            self.db.execute(
+                f"DELETE FROM memory_vec WHERE chunk_rowid IN ({', '.join('?' for _ in part)})", part
+            )
+        self._note_write()
+        if self._mirror is not None and ids:
+            mirror = self._mirror
+
+            def apply() -> None:
+                for rowid in ids:
+                    mirror.remove(rowid)
+
+            self.db.after_commit(apply)
+
+    def _note_write(self) -> None:
+        if not self._written_in_txn:
+            self._written_in_txn = True
+
+            def reset() -> None:
+                self._written_in_txn = False
+
+            self.db.after_commit(reset)
+            self.db.on_rollback(reset)
+
+    def reset(self) -> None:
+        """Forget the mirror (after the vector table was rebuilt, e.g. by a re-embed)."""
+        self._mirror = None
+        self._last_seq = 0
+
+    # -- reads ----------------------------------------------------------------------------
+
+    @property
+    def uses_mirror(self) -> bool:
+        return self.config.vector_index in ("auto", "mirror")
+
+    def search(
+        self, query: np.ndarray, k: int, scope: Scope, *, now: float
+    ) -> list[tuple[int, float]]:
+        """(chunk_rowid, cosine similarity), best first: the top ``k`` within ``scope``."""
+        if k <= 0:
+            return []
+        if not self.uses_mirror:
+            return self._search_sqlite_vec(query, k, scope)
+        mirror = self.sync()
+        mask = mirror.mask(scope, now)
+        if scope.needs_row_filter:
+            allowed = np.zeros(mirror.size, dtype=bool)
+            for rowid in self._rowids_in(scope):
+                slot = mirror.slot.get(rowid)
+                if slot is not None:
+                    allowed[slot] = True
+            mask &= allowed
+        slots = np.flatnonzero(mask)
+        if slots.size == 0:
+            return []
+        if slots.size <= max(self.config.exact_scan_rows, k):
+            if slots.size * 2 > mirror.size:
+                sims = (mirror.vectors[: mirror.size] @ query)[slots]
+            else:
+                sims = mirror.vectors[slots] @ query
+            candidates = slots
+        else:
+            query_code = np.packbits(query > 0)
+            distances = mirror.hamming(slots, query_code)
+            pool = min(slots.size, max(self.config.rerank_pool, 20 * k))
+            nearest = np.argpartition(distances, pool - 1)[:pool]
+            candidates = slots[nearest]
+            sims = mirror.vectors[candidates] @ query
+        top = min(k, sims.size)
+        best = np.argpartition(-sims, top - 1)[:top]
+        best = best[np.argsort(-sims[best], kind="stable")]
+        return [(int(mirror.rowids[candidates[i]]), float(sims[i])) for i in best]
+
+    def similarities(self, query: np.ndarray, rowids: Sequence[int]) -> dict[int, float]:
+        """Exact cosine similarity of ``query`` to each of ``rowids`` (rows without a vector are left out)."""
+        if not rowids:
+            return {}
+        if self.uses_mirror:
+            mirror = self.sync()
+            pairs = [(r, mirror.slot[r]) for r in rowids if r in mirror.slot]
+            if not pairs:
+                return {}
+            slots = np.fromiter((s for _, s in pairs), dtype=np.int64, count=len(pairs))
+            sims = mirror.vectors[slots] @ query
+            return {r: float(s) for (r, _), s in zip(pairs, sims)}
+        out: dict[int, float] = {}
+        blob = query.astype(np.float32).tobytes()
+        for start in range(0, len(rowids), _BATCH):
+            part = list(rowids[start : start + _BATCH])
+            for rowid, distance in self.db.query(
+                "SELECT chunk_rowid, vec_distance_cosine(embedding, ?) FROM memory_vec "
+                f"WHERE chunk_rowid IN ({', '.join('?' for _ in part)})",
+                (blob, *part),
+            ):
+                out[int(rowid)] = 1.0 - float(distance)
+        return out
+
+    def vectors_of(self, rowids: Sequence[int]) -> dict[int, np.ndarray]:
+        """The stored vectors of some rows."""
+        out: dict[int, np.ndarray] = {}
+        if self.uses_mirror and self._mirror is not None and not self._written_in_txn:
+            mirror = self.sync()
+            missing = []
+            for rowid in rowids:
+                slot = mirror.slot.get(rowid)
+                if slot is None:
+                    missing.append(rowid)
+                else:
+                    out[rowid] = mirror.vectors[slot].copy()
+            rowids = missing
+        for start in range(0, len(rowids), _BATCH):
+            part = list(rowids[start : start + _BATCH])
+            for rowid, blob in self.db.query(
+                f"SELECT chunk_rowid, embedding FROM memory_vec WHERE chunk_rowid IN ({', '.join('?' for _ in part)})",
+                part,
+            ):
+                out[int(rowid)] = np.frombuffer(blob, dtype=np.float32).copy()
+        return out
+
+    def _rowids_in(self, scope: Scope) -> list[int]:
+        sql, params = scope.sql("c")
+        return [int(r[0]) for r in self.db.query(f"SELECT c.chunk_rowid FROM memory_chunks c WHERE {sql}", params)]
+
+    def _search_sqlite_vec(self, query: np.ndarray, k: int, scope: Scope) -> list[tuple[int, float]]:
+        sql, params = scope.sql("c")
+        rows = self.db.query(
+            "SELECT chunk_rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ? "
+            f"AND chunk_rowid IN (SELECT c.chunk_rowid FROM memory_chunks c WHERE {sql}) ORDER BY distance",
+            (query.astype(np.float32).tobytes(), k, *params),
+        )
+        return [(int(rowid), 1.0 - float(distance)) for rowid, distance in rows]
+
+    # -- keeping the mirror current -------------------------------------------------------
+
+    def sync(self) -> _Mirror:
+        """Load the mirror on first use; afterwards apply what ``index_log`` says changed."""
+        mirror = self._mirror
+        if mirror is None:
+            return self._full_load()
+        if self._written_in_txn:
+            # our own uncommitted writes are in the log; they reach the mirror after commit
+            return mirror
+        newest = int(self.db.scalar("SELECT max(seq) FROM index_log") or 0)
+        if newest == self._last_seq:
+            return mirror
+        oldest = int(self.db.scalar("SELECT min(seq) FROM index_log") or 0)
+        if oldest > self._last_seq + 1:  # the log was trimmed past what we applied
+            return self._full_load()
+        changed = [
+            int(r[0])
+            for r in self.db.query(
+                "SELECT DISTINCT chunk_rowid FROM index_log WHERE seq > ? AND seq <= ?", (self._last_seq, newest)
+            )
+        ]
+        if len(changed) > max(5000, mirror.size // 20):
+            return self._full_load()
+        states: dict[int, RowState] = {}
+        for start in range(0, len(changed), _BATCH):
+            part = changed[start : start + _BATCH]
+            for row in self.db.query(
+                f"SELECT {_STATE_COLUMNS} FROM memory_chunks WHERE chunk_rowid IN ({', '.join('?' for _ in part)})",
+                part,
+            ):
+                states[int(row[0])] = _state(row)
+        stale = [r for r, s in states.items() if mirror.stamps.get(r) != s.stamp]
+        fetched: dict[int, np.ndarray] = {}
+        for start in range(0, len(stale), _BATCH):
+            part = stale[start : start + _BATCH]
+            for rowid, blob in self.db.query(
+                f"SELECT chunk_rowid, embedding FROM memory_vec WHERE chunk_rowid IN ({', '.join('?' for _ in part)})",
+                part,
+            ):
+                fetched[int(rowid)] = np.frombuffer(blob, dtype=np.float32)
+        for rowid in changed:
+            state = states.get(rowid)
+            if state is None:
+                mirror.remove(rowid)
+            elif rowid in fetched:
+                mirror.upsert(rowid, state, fetched[rowid])
+            elif rowid in stale:
+                mirror.remove(rowid)  # a row without a vector is not vector-searchable
+            else:
+                mirror.upsert(rowid, state, None)
+        self._last_seq = newest
+        return mirror
+
+    def _full_load(self) -> _Mirror:
+        db = self.db
+        own_snapshot = not db.conn.in_transaction
+        with db.lock:
+            if own_snapshot:
+                db.execute("BEGIN")  # one read snapshot for the log position and the rows
+            try:
+                newest = int(db.scalar("SELECT max(seq) FROM index_log") or 0)
+                vectors = db.query("SELECT chunk_rowid, embedding FROM memory_vec")
+                states = {int(r[0]): _state(r) for r in db.query(f"SELECT {_STATE_COLUMNS} FROM memory_chunks")}
+            finally:
+                if own_snapshot:
+                    db.execute("COMMIT")
+        keep = [(int(rowid), blob) for rowid, blob in vectors if int(rowid) in states]
+        mirror = _Mirror(self.dims)
+        if keep:
+            rowids = np.fromiter((r for r, _ in keep), dtype=np.int64, count=len(keep))
+            matrix = np.frombuffer(b"".join(b for _, b in keep), dtype=np.float32).reshape(len(keep), self.dims)
+            mirror.bulk_load(rowids, [states[r] for r, _ in keep], matrix)
+        self._mirror = mirror
+        self._last_seq = newest
+        return mirror

@@ -1,0 +1,725 @@
+"""Memories: the records of the searchable index, and the one place that writes them.
+
+A memory is a row of ``memory_chunks`` (text, kind, namespace, tags, category, source,
+metadata, feedback and access counters, validity) with its FTS5 entry (kept by
+trigger) and its vector in ``memory_vec``. Facts are memories of kind ``fact``; the
+other domains (learnings, messages, document chunks, ...) keep structured rows of
+their own and index their text here with ``owner_id`` pointing back. Every write of
+row, FTS entry and vector happens in one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import secrets
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .clock import Clock, from_iso, to_iso
+from .config import Config
+from .db import Database
+from .embed import Embedder, as_matrix, content_hash
+from .errors import NotFoundError
+from .index.filters import Filter, parse_filter
+from .index.scope import Scope
+from .index.vectors import RowState, VectorIndex, _epoch
+
+__all__ = ["Memory", "NewMemory", "AddResult", "MemoryRepository", "KINDS", "DEFAULT_NAMESPACE"]
+
+DEFAULT_NAMESPACE = "default"
+KINDS = (
+    "fact", "learning", "episode", "procedure", "summary", "message", "document", "workspace", "insight",
+    "task", "skill", "note",
+)
+_KIND = re.compile(r"^[a-z][a-z0-9_\-]{0,63}$")
+
+COLUMNS = (
+    "chunk_rowid", "id", "text", "kind", "namespace", "tags", "category", "source", "metadata",
+    "importance", "confidence", "pinned", "score", "access_count", "created_at", "updated_at",
+    "last_hit_at", "last_access_at", "expires_at", "valid_from", "valid_to", "superseded_by",
+    "session_id", "task_id", "owner_id", "content_hash", "embedding_model", "embedded_at",
+)
+SELECT_COLUMNS = ", ".join(COLUMNS)
+
+
+@dataclass
+class Memory:
+    """One remembered item. Timestamps are aware UTC datetimes."""
+
+    id: str
+    text: str
+    kind: str = "fact"
+    namespace: str = DEFAULT_NAMESPACE
+    tags: list[str] = field(default_factory=list)
+    category: str | None = None
+    source: str = "agent"
+    metadata: dict[str, Any] = field(default_factory=dict)
+    importance: float | None = None
+    confidence: float | None = None
+    pinned: bool = False
+    score: float = 0.0
+    access_count: int = 0
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    last_hit_at: datetime | None = None
+    last_access_at: datetime | None = None
+    expires_at: datetime | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    superseded_by: str | None = None
+    session_id: str | None = None
+    task_id: str | None = None
+    owner_id: str | None = None
+    content_hash: str | None = None
+    embedding_model: str | None = None
+    embedded_at: datetime | None = None
+    rowid: int = field(default=0, repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: timestamps as ISO strings, the internal rowid left out."""
+        out = asdict(self)
+        out.pop("rowid", None)
+        for key, value in out.items():
+            if isinstance(value, datetime):
+                out[key] = to_iso(value)
+        return out
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> Memory:
+        values = dict(zip(COLUMNS, row))
+        return cls(
+            id=values["id"],
+            text=values["text"],
+            kind=values["kind"],
+            namespace=values["namespace"],
+            tags=json.loads(values["tags"] or "[]"),
+            category=values["category"],
+            source=values["source"],
+            metadata=json.loads(values["metadata"] or "{}"),
+            importance=values["importance"],
+            confidence=values["confidence"],
+            pinned=bool(values["pinned"]),
+            score=float(values["score"] or 0.0),
+            access_count=int(values["access_count"] or 0),
+            created_at=from_iso(values["created_at"]),
+            updated_at=from_iso(values["updated_at"]),
+            last_hit_at=from_iso(values["last_hit_at"]),
+            last_access_at=from_iso(values["last_access_at"]),
+            expires_at=from_iso(values["expires_at"]),
+            valid_from=from_iso(values["valid_from"]),
+            valid_to=from_iso(values["valid_to"]),
+            superseded_by=values["superseded_by"],
+            session_id=values["session_id"],
+            task_id=values["task_id"],
+            owner_id=values["owner_id"],
+            content_hash=values["content_hash"],
+            embedding_model=values["embedding_model"],
+            embedded_at=from_iso(values["embedded_at"]),
+            rowid=int(values["chunk_rowid"]),
+        )
+
+
+@dataclass
+class NewMemory:
+    """What ``add_many`` takes (``add`` takes the same fields as keyword arguments).
+
+    ``ttl`` (seconds or a timedelta) is an alternative to ``expires_at``. ``vector`` skips
+    the embedder. ``embedding_text`` is embedded instead of ``text`` when a domain wants
+    context in the vector that the keyword index should not see.
+    """
+
+    text: str
+    id: str | None = None
+    kind: str = "fact"
+    namespace: str = DEFAULT_NAMESPACE
+    tags: Sequence[str] = ()
+    category: str | None = None
+    source: str = "agent"
+    metadata: Mapping[str, Any] | None = None
+    importance: float | None = None
+    confidence: float | None = None
+    pinned: bool = False
+    session_id: str | None = None
+    task_id: str | None = None
+    owner_id: str | None = None
+    expires_at: datetime | str | None = None
+    ttl: float | timedelta | None = None
+    created_at: datetime | str | None = None
+    vector: Any = None
+    embedding_text: str | None = None
+
+
+class AddResult(str):
+    """The id a write landed on; a ``str``, with ``event`` saying what happened.
+
+    ``event`` is ``"created"``, ``"updated"`` (a caller-given id that existed: upsert) or
+    ``"reinforced"`` (a near-duplicate fact: the existing one was reinforced instead).
+    """
+
+    event: str
+
+    def __new__(cls, memory_id: str, event: str) -> AddResult:
+        obj = super().__new__(cls, memory_id)
+        obj.event = event
+        return obj
+
+    @property
+    def id(self) -> str:
+        return str(self)
+
+    @property
+    def created(self) -> bool:
+        return self.event == "created"
+
+    def __repr__(self) -> str:
+        return f"AddResult({str(self)!r}, event={self.event!r})"
+
+    def __reduce__(self) -> Any:
+        return (AddResult, (str(self), self.event))
+
+
+# -- validation ------------------------------------------------------------------------------
+
+
+def _text(value: Any, what: str = "text") -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise ValueError(f"{what} is empty; a memory needs some text to remember")
+    if "\x00" in value:
+        raise ValueError(f"{what} contains a NUL character; remove it")
+    return value
+
+
+def check_namespace(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"namespace must be a non-empty string such as 'user:alice', got {value!r}")
+    if "\x00" in value:
+        raise ValueError("namespace contains a NUL character")
+    return value
+
+
+def _kind(value: Any) -> str:
+    if not isinstance(value, str) or not _KIND.match(value):
+        raise ValueError(
+            f"kind must be a short lowercase name such as 'fact' (known kinds: {', '.join(KINDS)}), got {value!r}"
+        )
+    return value
+
+
+def _tags(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [part for part in value.split(",")]
+    if not isinstance(value, (list, tuple, set, frozenset)):
+        raise TypeError(f"tags must be a list of strings, got {type(value).__name__}")
+    out: list[str] = []
+    for tag in value:
+        if not isinstance(tag, str):
+            raise TypeError(f"tags must be strings, got {tag!r}")
+        tag = tag.strip()
+        if tag and tag not in out:
+            out.append(tag)
+    return out
+
+
+def _metadata(value: Any) -> str:
+    if value is None:
+        return "{}"
+    if not isinstance(value, Mapping):
+        raise TypeError(f"metadata must be a dict, got {type(value).__name__}")
+    try:
+        return json.dumps(dict(value), ensure_ascii=False, allow_nan=False, sort_keys=True, default=_json_default)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"metadata must be JSON-serialisable without NaN or infinity: {exc}") from None
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return to_iso(value)
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def _unit(value: Any, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise ValueError(f"{what} must be a number between 0 and 1, got {value!r}")
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{what} must be between 0 and 1, got {value}")
+    return float(value)
+
+
+def _optional_text(value: Any, what: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _when(value: Any, what: str) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return from_iso(to_iso(value))
+    if isinstance(value, str):
+        try:
+            return from_iso(value)
+        except ValueError:
+            raise ValueError(f"{what} must be an ISO-8601 time such as 2026-01-31T12:00:00Z, got {value!r}") from None
+    raise TypeError(f"{what} must be a datetime or an ISO-8601 string, got {type(value).__name__}")
+
+
+def _expiry(expires_at: Any, ttl: Any, now: datetime) -> datetime | None:
+    if expires_at is not None and ttl is not None:
+        raise ValueError("give either expires_at or ttl, not both")
+    if ttl is not None:
+        if isinstance(ttl, timedelta):
+            seconds = ttl.total_seconds()
+        elif isinstance(ttl, (int, float)) and not isinstance(ttl, bool):
+            seconds = float(ttl)
+        else:
+            raise TypeError(f"ttl must be seconds or a timedelta, got {ttl!r}")
+        if not seconds > 0 or math.isinf(seconds):
+            raise ValueError(f"ttl must be a positive, finite number of seconds, got {ttl!r}")
+        return now + timedelta(seconds=seconds)
+    return _when(expires_at, "expires_at")
+
+
+def new_id() -> str:
+    """A fresh memory id: 16 hex digits (64 random bits)."""
+    return secrets.token_hex(8)
+
+
+@dataclass
+class _Prepared:
+    """A validated NewMemory, ready to write."""
+
+    id: str | None
+    text: str
+    kind: str
+    namespace: str
+    tags: list[str]
+    category: str | None
+    source: str
+    metadata_json: str
+    importance: float | None
+    confidence: float | None
+    pinned: bool
+    session_id: str | None
+    task_id: str | None
+    owner_id: str | None
+    expires_at: datetime | None
+    created_at: datetime | None
+    vector: np.ndarray | None
+    embedding_text: str
+    hash: str
+
+
+# -- the repository -----------------------------------------------------------------------
+
+
+class MemoryRepository:
+    """SQL for memories. Callers hold the store lock; writes run in ``db.transaction()``."""
+
+    def __init__(self, db: Database, vectors: VectorIndex, embedder: Embedder, clock: Clock, config: Config) -> None:
+        self.db = db
+        self.vectors = vectors
+        self.embedder = embedder
+        self.clock = clock
+        self.config = config
+
+    # -- preparing ----------------------------------------------------------------------
+
+    def prepare(self, items: Sequence[NewMemory]) -> list[_Prepared]:
+        """Validate and embed (in one batch) before any transaction starts."""
+        now = self.clock.now()
+        prepared: list[_Prepared] = []
+        for item in items:
+            if not isinstance(item, NewMemory):
+                raise TypeError(f"expected NewMemory, got {type(item).__name__}")
+            text = _text(item.text)
+            embedding_text = _text(item.embedding_text, "embedding_text") if item.embedding_text else text
+            if item.id is not None and (not isinstance(item.id, str) or not item.id.strip()):
+                raise ValueError(f"id must be a non-empty string, got {item.id!r}")
+            prepared.append(
+                _Prepared(
+                    id=item.id,
+                    text=text,
+                    kind=_kind(item.kind),
+                    namespace=check_namespace(item.namespace),
+                    tags=_tags(item.tags),
+                    category=_optional_text(item.category, "category"),
+                    source=_optional_text(item.source, "source") or "agent",
+                    metadata_json=_metadata(item.metadata),
+                    importance=_unit(item.importance, "importance"),
+                    confidence=_unit(item.confidence, "confidence"),
+                    pinned=bool(item.pinned),
+                    session_id=_optional_text(item.session_id, "session_id"),
+                    task_id=_optional_text(item.task_id, "task_id"),
+                    owner_id=_optional_text(item.owner_id, "owner_id"),
+                    expires_at=_expiry(item.expires_at, item.ttl, now),
+                    created_at=_when(item.created_at, "created_at"),
+                    vector=None,
+                    embedding_text=embedding_text,
+                    hash=content_hash(embedding_text),
+                )
+            )
+        given = [i for i, item in enumerate(items) if item.vector is not None]
+        if given:
+            matrix = as_matrix([items[i].vector for i in given], self.embedder.dims, count=len(given), what="vector")
+            for i, row in zip(given, matrix):
+                prepared[i].vector = row
+        todo = [i for i, p in enumerate(prepared) if p.vector is None]
+        if todo:
+            embedded = self.embed([prepared[i].embedding_text for i in todo])
+            for i, row in zip(todo, embedded):
+                prepared[i].vector = row
+        return prepared
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return as_matrix(self.embedder.embed(list(texts)), self.embedder.dims, count=len(texts), what="embedding")
+
+    # -- reading ------------------------------------------------------------------------
+
+    def get_row(self, memory_id: str, namespace: str | None = None) -> Memory | None:
+        row = self.db.query(f"SELECT {SELECT_COLUMNS} FROM memory_chunks WHERE id = ?", (memory_id,))
+        if not row:
+            return None
+        memory = Memory.from_row(row[0])
+        if namespace is not None and memory.namespace != namespace:
+            return None
+        return memory
+
+    def require(self, memory_id: str, namespace: str | None = None) -> Memory:
+        if not isinstance(memory_id, str) or not memory_id:
+            raise ValueError(f"a memory id must be a non-empty string, got {memory_id!r}")
+        memory = self.get_row(memory_id, namespace)
+        if memory is None:
+            where = f" in namespace {namespace!r}" if namespace is not None else ""
+            raise NotFoundError(f"no memory with id {memory_id!r}{where}")
+        return memory
+
+    def get_many(self, ids: Sequence[str], namespace: str | None = None) -> list[Memory]:
+        found: dict[str, Memory] = {}
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), 500):
+            part = unique[start : start + 500]
+            for row in self.db.query(
+                f"SELECT {SELECT_COLUMNS} FROM memory_chunks WHERE id IN ({', '.join('?' for _ in part)})", part
+            ):
+                memory = Memory.from_row(row)
+                if namespace is None or memory.namespace == namespace:
+                    found[memory.id] = memory
+        return [found[i] for i in ids if i in found]
+
+    def by_rowids(self, rowids: Sequence[int]) -> dict[int, Memory]:
+        out: dict[int, Memory] = {}
+        for start in range(0, len(rowids), 500):
+            part = list(rowids[start : start + 500])
+            for row in self.db.query(
+                f"SELECT {SELECT_COLUMNS} FROM memory_chunks WHERE chunk_rowid IN ({', '.join('?' for _ in part)})",
+                part,
+            ):
+                memory = Memory.from_row(row)
+                out[memory.rowid] = memory
+        return out
+
+    def select(self, scope: Scope, *, order_by: str = "created_at", descending: bool = False,
+               limit: int | None = None, offset: int = 0) -> list[Memory]:
+        sql, params = scope.sql("c")
+        if order_by not in {"created_at", "updated_at", "score", "access_count", "id", "last_hit_at", "chunk_rowid"}:
+            raise ValueError(f"cannot order by {order_by!r}")
+        direction = "DESC" if descending else "ASC"
+        tail = ""
+        if limit is not None:
+            tail = " LIMIT ? OFFSET ?"
+            params = [*params, int(limit), int(offset)]
+        elif offset:
+            tail = " LIMIT -1 OFFSET ?"
+            params = [*params, int(offset)]
+        rows = self.db.query(
+            f"SELECT {', '.join('c.' + c for c in COLUMNS)} FROM memory_chunks c WHERE {sql} "
+            f"ORDER BY c.{order_by} {direction}, c.chunk_rowid {direction}{tail}",
+            params,
+        )
+        return [Memory.from_row(r) for r in rows]
+
+    def count(self, scope: Scope) -> int:
+        sql, params = scope.sql("c")
+        return int(self.db.scalar(f"SELECT count(*) FROM memory_chunks c WHERE {sql}", params) or 0)
+
+    # -- writing (inside a transaction) ---------------------------------------------------
+
+    def write(self, item: _Prepared, *, dedup: bool) -> AddResult:
+        """Insert, upsert (caller-given id) or reinforce a near-duplicate fact."""
+        now = self.clock.now()
+        if item.id is not None:
+            existing = self.get_row(item.id)
+            if existing is not None:
+                if existing.namespace != item.namespace:
+                    raise ValueError(
+                        f"id {item.id!r} already belongs to namespace {existing.namespace!r}; ids are unique "
+                        "across namespaces, so choose another id or delete the old memory first"
+                    )
+                self._replace(existing, item, now)
+                return AddResult(item.id, "updated")
+        elif dedup and item.kind == "fact":
+            duplicate = self.find_duplicate(item)
+            if duplicate is not None:
+                self.feedback(duplicate, self.config.memory.reinforce_weight, hit=True, now=now)
+                return AddResult(duplicate.id, "reinforced")
+        memory_id = item.id or new_id()
+        rowid = self._insert(memory_id, item, now)
+        self.vectors.put(rowid, item.vector, self._state(item, now), replace=False)
+        return AddResult(memory_id, "created")
+
+    def write_many(self, items: list[_Prepared]) -> list[AddResult]:
+        """Bulk insert without dedup (caller-given ids still upsert)."""
+        now = self.clock.now()
+        results: list[AddResult] = []
+        fresh: list[tuple[int, np.ndarray, RowState]] = []
+        for item in items:
+            if item.id is not None and self.get_row(item.id) is not None:
+                results.append(self.write(item, dedup=False))
+                continue
+            memory_id = item.id or new_id()
+            rowid = self._insert(memory_id, item, now)
+            fresh.append((rowid, item.vector, self._state(item, now)))
+            results.append(AddResult(memory_id, "created"))
+        if fresh:
+            self.vectors.put_many(fresh)
+        return results
+
+    def find_duplicate(self, item: _Prepared) -> Memory | None:
+        """A live fact in the same namespace with the same text, or cosine above the dedup threshold."""
+        now_iso = to_iso(self.clock.now())
+        row = self.db.query(
+            f"SELECT {SELECT_COLUMNS} FROM memory_chunks WHERE namespace = ? AND content_hash = ? AND kind = 'fact' "
+            "AND valid_to IS NULL AND (expires_at IS NULL OR expires_at > ?) LIMIT 1",
+            (item.namespace, item.hash, now_iso),
+        )
+        if row:
+            return Memory.from_row(row[0])
+        scope = Scope(namespaces=(item.namespace,), kinds=("fact",), live_at=now_iso)
+        best = self.vectors.search(item.vector, 1, scope, now=self.clock.now().timestamp())
+        if best and best[0][1] > self.config.memory.fact_dedup_threshold:
+            return self.by_rowids([best[0][0]]).get(best[0][0])
+        return None
+
+    def _insert(self, memory_id: str, item: _Prepared, now: datetime) -> int:
+        created = item.created_at or now
+        cursor = self.db.execute(
+            "INSERT INTO memory_chunks (id, source, text, created_at, kind, namespace, owner_id, tags, category, "
+            "metadata, importance, confidence, pinned, updated_at, expires_at, valid_from, session_id, task_id, "
+            "content_hash, embedding_model, embedded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                memory_id, item.source, item.text, to_iso(created), item.kind, item.namespace, item.owner_id,
+                json.dumps(item.tags, ensure_ascii=False), item.category, item.metadata_json, item.importance,
+                item.confidence, int(item.pinned), to_iso(now), to_iso(item.expires_at), to_iso(created),
+                item.session_id, item.task_id, item.hash, self.embedder.name, to_iso(now),
+            ),
+        )
+        return int(cursor.lastrowid)
+
+    def _replace(self, existing: Memory, item: _Prepared, now: datetime) -> None:
+        """Upsert of a caller-given id: new content, kept feedback and access history."""
+        self.db.execute(
+            "UPDATE memory_chunks SET source = ?, text = ?, kind = ?, owner_id = ?, tags = ?, category = ?, "
+            "metadata = ?, importance = ?, confidence = ?, pinned = ?, updated_at = ?, expires_at = ?, "
+            "session_id = ?, task_id = ?, content_hash = ?, embedding_model = ?, embedded_at = ?, "
+            "created_at = coalesce(?, created_at) WHERE chunk_rowid = ?",
+            (
+                item.source, item.text, item.kind, item.owner_id, json.dumps(item.tags, ensure_ascii=False),
+                item.category, item.metadata_json, item.importance, item.confidence, int(item.pinned), to_iso(now),
+                to_iso(item.expires_at), item.session_id, item.task_id, item.hash, self.embedder.name, to_iso(now),
+                to_iso(item.created_at), existing.rowid,
+            ),
+        )
+        self.vectors.put(existing.rowid, item.vector, self._state(item, now), replace=True)
+
+    def _state(self, item: _Prepared, now: datetime) -> RowState:
+        from .index.vectors import _stamp
+
+        return RowState(item.namespace, item.kind, _epoch(to_iso(item.expires_at)), True, _stamp(to_iso(now), item.hash))
+
+    def update(
+        self,
+        memory: Memory,
+        *,
+        text: str | None = None,
+        tags: Any = None,
+        metadata: Mapping[str, Any] | None = None,
+        category: Any = ...,
+        importance: Any = ...,
+        confidence: Any = ...,
+        pinned: bool | None = None,
+        expires_at: Any = ...,
+        vector: Any = None,
+        embedding_text: str | None = None,
+        refresh_hit: bool = True,
+    ) -> None:
+        """Change a memory in place (seed 002's update): score kept, ``last_hit_at`` refreshed."""
+        now = self.clock.now()
+        sets: list[str] = ["updated_at = ?"]
+        params: list[Any] = [to_iso(now)]
+        if refresh_hit:
+            sets.append("last_hit_at = ?")
+            params.append(to_iso(now))
+        if tags is not None:
+            sets.append("tags = ?")
+            params.append(json.dumps(_tags(tags), ensure_ascii=False))
+        if metadata is not None:
+            sets.append("metadata = ?")
+            params.append(_metadata(metadata))
+        if category is not ...:
+            sets.append("category = ?")
+            params.append(_optional_text(category, "category"))
+        if importance is not ...:
+            sets.append("importance = ?")
+            params.append(_unit(importance, "importance"))
+        if confidence is not ...:
+            sets.append("confidence = ?")
+            params.append(_unit(confidence, "confidence"))
+        if pinned is not None:
+            sets.append("pinned = ?")
+            params.append(int(bool(pinned)))
+        if expires_at is not ...:
+            sets.append("expires_at = ?")
+            params.append(to_iso(_when(expires_at, "expires_at")))
+        new_vector: np.ndarray | None = None
+        new_hash = memory.content_hash
+        if text is not None or vector is not None or embedding_text is not None:
+            new_text = _text(text) if text is not None else memory.text
+            basis = _text(embedding_text, "embedding_text") if embedding_text else new_text
+            new_hash = content_hash(basis)
+            if vector is not None:
+                new_vector = as_matrix([vector], self.embedder.dims, count=1, what="vector")[0]
+            elif new_hash != memory.content_hash or memory.embedding_model != self.embedder.name:
+                new_vector = self.embed([basis])[0]
+            if text is not None:
+                sets.append("text = ?")
+                params.append(new_text)
+            if new_vector is not None:
+                sets += ["content_hash = ?", "embedding_model = ?", "embedded_at = ?"]
+                params += [new_hash, self.embedder.name, to_iso(now)]
+        self.db.execute(f"UPDATE memory_chunks SET {', '.join(sets)} WHERE chunk_rowid = ?", (*params, memory.rowid))
+        if new_vector is not None:
+            expiry = to_iso(_when(expires_at, "expires_at")) if expires_at is not ... else to_iso(memory.expires_at)
+            from .index.vectors import _stamp
+
+            state = RowState(memory.namespace, memory.kind, _epoch(expiry), memory.valid_to is None,
+                             _stamp(to_iso(now), new_hash))
+            self.vectors.put(memory.rowid, new_vector, state, replace=True)
+
+    def feedback(self, memory: Memory, delta: float, *, hit: bool, now: datetime | None = None) -> None:
+        """Seed 002's reinforce (+3, ``last_hit_at`` = now) and demote (-1)."""
+        now = now or self.clock.now()
+        if hit:
+            self.db.execute(
+                "UPDATE memory_chunks SET score = score + ?, last_hit_at = ? WHERE chunk_rowid = ?",
+                (delta, to_iso(now), memory.rowid),
+            )
+        else:
+            self.db.execute("UPDATE memory_chunks SET score = score + ? WHERE chunk_rowid = ?", (delta, memory.rowid))
+
+    def track_access(self, rowids: Iterable[int]) -> None:
+        """Seed 003's access tracking: one statement for all returned rows."""
+        ids = list(rowids)
+        if not ids:
+            return
+        self.db.execute(
+            "UPDATE memory_chunks SET access_count = access_count + 1, last_access_at = ? "
+            f"WHERE chunk_rowid IN ({', '.join('?' for _ in ids)})",
+            (to_iso(self.clock.now()), *ids),
+        )
+
+    def delete_rows(self, rowids: Sequence[int]) -> int:
+        ids = list(rowids)
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            self.db.execute(f"DELETE FROM memory_chunks WHERE chunk_rowid IN ({', '.join('?' for _ in part)})", part)
+        self.vectors.delete(ids)
+        return len(ids)
+
+
+def scope_for(
+    *,
+    namespace: str | Sequence[str] | None,
+    namespace_prefix: str | None,
+    kind: str | Sequence[str] | None,
+    ids: Sequence[str] | None,
+    where: Mapping[str, Any] | Filter | None,
+    tags: str | Sequence[str] | None,
+    category: str | Sequence[str] | None,
+    source: str | Sequence[str] | None,
+    since: datetime | str | None,
+    until: datetime | str | None,
+    live_at: str | None,
+    current_only: bool,
+) -> Scope:
+    """Build a Scope from the keyword arguments that ``search``, ``list`` and ``count`` share."""
+    from .index.filters import And, Condition
+
+    if namespace_prefix is not None:
+        if namespace not in (None, DEFAULT_NAMESPACE):
+            raise ValueError("give namespace or namespace_prefix, not both")
+        if not isinstance(namespace_prefix, str):
+            raise TypeError("namespace_prefix must be a string ('' for every namespace)")
+        namespaces = None
+    elif namespace is None:
+        namespaces = (DEFAULT_NAMESPACE,)
+    elif isinstance(namespace, str):
+        namespaces = (check_namespace(namespace),)
+    else:
+        namespaces = tuple(check_namespace(n) for n in namespace)
+        if not namespaces:
+            raise ValueError("namespace list is empty")
+    kinds = None
+    if kind is not None:
+        kinds = (_kind(kind),) if isinstance(kind, str) else tuple(_kind(k) for k in kind)
+    if ids is not None:
+        if isinstance(ids, str):
+            ids = [ids]
+        ids = tuple(ids)
+    conditions: list[Filter] = []
+    parsed = parse_filter(where) if where is not None else None
+    if parsed is not None:
+        conditions.append(parsed)
+    if tags is not None:
+        conditions.append(Condition("@tags", "$any", _tags(tags)))
+    if category is not None:
+        conditions.append(Condition("@category", "$in", [category] if isinstance(category, str) else list(category)))
+    if source is not None:
+        conditions.append(Condition("@source", "$in", [source] if isinstance(source, str) else list(source)))
+    if since is not None:
+        conditions.append(Condition("@created_at", "$gte", to_iso(_when(since, "since"))))
+    if until is not None:
+        conditions.append(Condition("@created_at", "$lt", to_iso(_when(until, "until"))))
+    combined: Filter | None
+    if not conditions:
+        combined = None
+    elif len(conditions) == 1:
+        combined = conditions[0]
+    else:
+        combined = And(tuple(conditions))
+    return Scope(
+        namespaces=namespaces,
+        namespace_prefix=namespace_prefix,
+        kinds=kinds,
+        ids=ids,
+        where=combined,
+        live_at=live_at,
+        current_only=current_only,
+    )

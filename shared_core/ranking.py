@@ -1,0 +1,128 @@
+"""Every ranking formula, as a pure function of its inputs and its constants.
+
+Constants default to the seeds' numbers and are configurable (see config.py). Nothing
+here reads the database or the clock: callers pass ages and counts in.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping
+
+__all__ = [
+    "feedback_weight",
+    "recency_weight",
+    "koshi_rank",
+    "normalise_bm25",
+    "similarity_excess",
+    "FusedScore",
+    "fuse",
+    "FUSIONS",
+]
+
+# -- seed 002 (Koshi): finalRank = bm25 x exp(score x 0.2) x 1/(1 + daysSince x 0.01) ---------
+
+
+def feedback_weight(score: float, score_weight: float = 0.2) -> float:
+    """``exp(score x 0.2)``: +3 gives 1.82x, 0 gives 1.0x, -1 gives 0.82x, -5 gives 0.37x (seed 002)."""
+    return math.exp(score * score_weight)
+
+
+def recency_weight(days_since: float, recency_rate: float = 0.01) -> float:
+    """``1 / (1 + days x 0.01)`` with days since the last hit, or since creation (seed 002)."""
+    return 1.0 / (1.0 + max(0.0, days_since) * recency_rate)
+
+
+def koshi_rank(
+    relevance: float,
+    score: float,
+    days_since: float,
+    *,
+    score_weight: float = 0.2,
+    recency_rate: float = 0.01,
+) -> float:
+    """Seed 002's final rank: relevance x feedback weight x recency weight."""
+    return relevance * feedback_weight(score, score_weight) * recency_weight(days_since, recency_rate)
+
+
+# -- fusion of the keyword and vector sides ---------------------------------------------------
+
+
+def normalise_bm25(scores: Mapping[int, float]) -> dict[int, float]:
+    """BM25 relative to the best keyword match of this query: the best is 1.0."""
+    if not scores:
+        return {}
+    best = max(scores.values())
+    if best <= 0:
+        return {key: 0.0 for key in scores}
+    return {key: max(0.0, value) / best for key, value in scores.items()}
+
+
+def similarity_excess(similarity: float, floor: float) -> float:
+    """How far a cosine similarity rises above the embedder's noise floor, scaled to [0, 1]."""
+    if similarity <= floor:
+        return 0.0
+    return min(1.0, (similarity - floor) / (1.0 - floor))
+
+
+@dataclass(frozen=True)
+class FusedScore:
+    keyword: float  # normalised BM25, 0..1
+    vector: float  # similarity above the floor, 0..1
+    relevance: float  # the fused value that the rank multiplies
+
+
+def fuse(
+    method: str,
+    bm25: Mapping[int, float],
+    similarity: Mapping[int, float],
+    *,
+    vector_weight: float,
+    similarity_floor: float,
+    rrf_k: int = 60,
+) -> dict[int, FusedScore]:
+    """Combine the two sides' scores for every candidate that either side found.
+
+    * ``keyword_first`` (default): BM25 is the backbone. Relevance = keyword + w x vector,
+      where vector is the similarity's excess over the embedder's noise floor; a weak
+      embedder (high floor, low weight) can add evidence but never drown good keyword hits.
+    * ``weighted``: a convex mix, (1 - w) x keyword + w x vector.
+    * ``rrf``: reciprocal rank fusion, sum of 1 / (k + rank) over the sides that found it.
+    * ``keyword`` / ``vector``: one side only.
+    """
+    keyword = normalise_bm25(bm25)
+    vector = {key: similarity_excess(value, similarity_floor) for key, value in similarity.items()}
+    keys = set(keyword) | set(vector) if method != "keyword" else set(keyword)
+    if method == "vector":
+        keys = set(similarity)
+    out: dict[int, FusedScore] = {}
+    if method == "rrf":
+        kw_rank = {key: i for i, key in enumerate(sorted(bm25, key=lambda k: -bm25[k]))}
+        vec_rank = {key: i for i, key in enumerate(sorted(similarity, key=lambda k: -similarity[k]))}
+        for key in keys:
+            value = 0.0
+            if key in kw_rank:
+                value += 1.0 / (rrf_k + kw_rank[key] + 1)
+            if key in vec_rank and vector.get(key, 0.0) > 0.0:
+                value += 1.0 / (rrf_k + vec_rank[key] + 1)
+            out[key] = FusedScore(keyword.get(key, 0.0), vector.get(key, 0.0), value)
+        return out
+    for key in keys:
+        kw = keyword.get(key, 0.0)
+        vec = vector.get(key, 0.0)
+        if method == "keyword_first":
+            relevance = kw + vector_weight * vec
+        elif method == "weighted":
+            relevance = (1.0 - vector_weight) * kw + vector_weight * vec
+        elif method == "keyword":
+            relevance = kw
+        elif method == "vector":  # plain cosine order, mapped from [-1, 1] to [0, 1]
+            relevance = (1.0 + similarity.get(key, -1.0)) / 2.0
+        else:
+            raise ValueError(f"unknown fusion {method!r}; use one of {', '.join(FUSIONS)}")
+        out[key] = FusedScore(kw, vec, relevance)
+    return out
+
+
+FUSIONS = ("keyword_first", "weighted", "rrf", "keyword", "vector")

@@ -1,0 +1,229 @@
+"""Hybrid search: BM25 and vector candidates within a scope, fused, then ranked by seed 002.
+
+final score = relevance x exp(0.2 x score) x 1 / (1 + 0.01 x days since last hit)
+
+where relevance comes from the fusion of normalised BM25 and the vector similarity's
+excess over the embedder's noise floor (see ``ranking.fuse``), and the days count from
+``last_hit_at``, falling back to ``created_at``. Every hit carries the parts.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any, Sequence
+
+import numpy as np
+
+from .clock import Clock, days_between
+from .config import Config
+from .embed import Embedder, as_vector, profile_of
+from .index.keyword import KeywordIndex
+from .index.scope import Scope
+from .index.vectors import VectorIndex
+from .memories import Memory, MemoryRepository
+from .ranking import FUSIONS, feedback_weight, fuse, recency_weight
+
+__all__ = ["Hit", "ScoreParts", "SearchResults", "Searcher"]
+
+
+@dataclass(frozen=True)
+class ScoreParts:
+    """Why a hit scored what it did. ``bm25``/``similarity`` are ``None`` when that side did not look."""
+
+    bm25: float | None  # FTS5 BM25 (positive; higher is better), 0 when the keywords did not match
+    keyword: float  # BM25 relative to this query's best match, 0..1
+    similarity: float | None  # cosine similarity to the query vector
+    vector: float  # similarity above the embedder's noise floor, 0..1
+    relevance: float  # the fused relevance
+    feedback: float  # exp(score x 0.2)
+    recency: float  # 1 / (1 + days x 0.01)
+    days_since_hit: float
+    fusion: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: the memory, its final score and the parts of that score."""
+
+    memory: Memory
+    score: float
+    parts: ScoreParts
+
+    @property
+    def id(self) -> str:
+        return self.memory.id
+
+    @property
+    def text(self) -> str:
+        return self.memory.text
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return self.memory.metadata
+
+    def explain(self) -> str:
+        p = self.parts
+        bm25 = "not searched" if p.bm25 is None else f"{p.bm25:.3f} (x{p.keyword:.2f} of the best)"
+        sim = "not searched" if p.similarity is None else f"{p.similarity:.3f} ({p.vector:.2f} above the floor)"
+        return (
+            f"{self.score:.4f} = relevance {p.relevance:.4f} [{p.fusion}: bm25 {bm25}, similarity {sim}]"
+            f" x feedback {p.feedback:.3f} (score {self.memory.score:+g})"
+            f" x recency {p.recency:.3f} ({p.days_since_hit:.1f} days)"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "text": self.text, "score": self.score, "parts": self.parts.to_dict(),
+                "memory": self.memory.to_dict()}
+
+
+class SearchResults(list):
+    """A list of :class:`Hit`, best first, that renders as a table in Jupyter."""
+
+    def __init__(self, hits: Sequence[Hit] = (), *, query: str | None = None) -> None:
+        super().__init__(hits)
+        self.query = query
+
+    @property
+    def ids(self) -> list[str]:
+        return [hit.id for hit in self]
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        return [hit.to_dict() for hit in self]
+
+    def _repr_html_(self) -> str:
+        head = "".join(
+            f"<th>{h}</th>" for h in ("#", "id", "score", "text", "kind", "tags", "bm25", "similarity", "feedback", "recency")
+        )
+        rows = []
+        for i, hit in enumerate(self, 1):
+            p = hit.parts
+            text = hit.text if len(hit.text) <= 160 else hit.text[:157] + "..."
+            rows.append(
+                "<tr>"
+                f"<td>{i}</td><td><code>{html.escape(hit.id)}</code></td><td>{hit.score:.4f}</td>"
+                f"<td style='text-align:left'>{html.escape(text)}</td><td>{html.escape(hit.memory.kind)}</td>"
+                f"<td>{html.escape(', '.join(hit.memory.tags))}</td>"
+                f"<td>{'' if p.bm25 is None else f'{p.bm25:.3f}'}</td>"
+                f"<td>{'' if p.similarity is None else f'{p.similarity:.3f}'}</td>"
+                f"<td>{p.feedback:.3f}</td><td>{p.recency:.3f}</td></tr>"
+            )
+        caption = f"<caption>{len(self)} hits for {html.escape(repr(self.query))}</caption>" if self.query else ""
+        return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+    def __repr__(self) -> str:
+        return f"SearchResults({len(self)} hits)"
+
+
+class Searcher:
+    """Runs one search over the index; the store calls it under its lock."""
+
+    def __init__(
+        self,
+        config: Config,
+        keyword: KeywordIndex,
+        vectors: VectorIndex,
+        memories: MemoryRepository,
+        embedder: Embedder,
+        clock: Clock,
+    ) -> None:
+        self.config = config
+        self.keyword = keyword
+        self.vectors = vectors
+        self.memories = memories
+        self.embedder = embedder
+        self.clock = clock
+
+    def embed_query(self, text: str) -> np.ndarray:
+        embed_query = getattr(self.embedder, "embed_query", None)
+        raw = embed_query(text) if callable(embed_query) else self.embedder.embed([text])[0]
+        return as_vector(raw, self.embedder.dims, what="query embedding")
+
+    def run(
+        self,
+        query: str | None,
+        scope: Scope,
+        *,
+        vector: Any = None,
+        limit: int,
+        offset: int = 0,
+        fusion: str | None = None,
+        vector_weight: float | None = None,
+        min_score: float | None = None,
+    ) -> tuple[list[Hit], np.ndarray | None]:
+        cfg = self.config.search
+        method = fusion or cfg.fusion
+        if method not in FUSIONS:
+            raise ValueError(f"unknown fusion {method!r}; use one of {', '.join(FUSIONS)}")
+        if query is not None and not isinstance(query, str):
+            raise TypeError(f"query must be a string, got {type(query).__name__}")
+        has_text = bool(query and query.strip())
+        if not has_text and vector is None:
+            raise ValueError("search needs a query text or a vector; to list memories without one, use store.list()")
+        if method == "keyword" and not has_text:
+            raise ValueError("a keyword search needs a query text")
+        if limit < 0 or offset < 0:
+            raise ValueError("limit and offset must not be negative")
+        wanted = limit + offset
+        if wanted == 0:
+            return [], None
+        pool = max(cfg.candidates, 5 * wanted)
+        profile = profile_of(self.embedder)
+        floor = cfg.similarity_floor if cfg.similarity_floor >= 0 else profile.similarity_floor
+        weight = vector_weight if vector_weight is not None else (
+            cfg.vector_weight if cfg.vector_weight >= 0 else profile.vector_weight
+        )
+        if vector is not None and method in ("keyword_first", "weighted", "rrf") and not has_text:
+            method = "vector"
+
+        bm25: dict[int, float] = {}
+        searched_keywords = False
+        if has_text and method != "vector":
+            searched_keywords = True
+            bm25 = dict(self.keyword.search(self.keyword.prepare(query), scope, pool))  # type: ignore[arg-type]
+
+        similarity: dict[int, float] = {}
+        query_vector: np.ndarray | None = None
+        if method != "keyword":
+            query_vector = as_vector(vector, self.embedder.dims) if vector is not None else self.embed_query(query)  # type: ignore[arg-type]
+            now_ts = self.clock.now().timestamp()
+            similarity = dict(self.vectors.search(query_vector, pool, scope, now=now_ts))
+            missing = [rowid for rowid in bm25 if rowid not in similarity]
+            similarity.update(self.vectors.similarities(query_vector, missing))
+
+        fused = fuse(method, bm25, similarity, vector_weight=weight, similarity_floor=floor, rrf_k=cfg.rrf_k)
+        fused = {rowid: f for rowid, f in fused.items() if f.relevance > 0}
+        rows = self.memories.by_rowids(list(fused))
+        now = self.clock.now()
+        hits: list[Hit] = []
+        for rowid, f in fused.items():
+            memory = rows.get(rowid)
+            if memory is None:
+                continue
+            days = days_between(memory.last_hit_at or memory.created_at, now)
+            fw = feedback_weight(memory.score, self.config.ranking.score_weight)
+            rw = recency_weight(days, self.config.ranking.recency_rate)
+            parts = ScoreParts(
+                bm25=bm25.get(rowid, 0.0) if searched_keywords else None,
+                keyword=f.keyword,
+                similarity=similarity.get(rowid) if query_vector is not None else None,
+                vector=f.vector,
+                relevance=f.relevance,
+                feedback=fw,
+                recency=rw,
+                days_since_hit=days,
+                fusion=method,
+            )
+            hits.append(Hit(memory, f.relevance * fw * rw, parts))
+        hits.sort(key=lambda h: (-h.score, -_ts(h.memory.created_at), h.memory.rowid))
+        if min_score is not None:
+            hits = [h for h in hits if h.score >= min_score]
+        return hits[offset : offset + limit], query_vector
+
+
+def _ts(when: datetime | None) -> float:
+    return when.timestamp() if when else 0.0

@@ -1,0 +1,697 @@
+"""``MemoryStore``: the one object users open. One SQLite file holds everything.
+
+>>> from shared_core import MemoryStore
+>>> with MemoryStore.open(":memory:") as store:
+...     mid = store.add("The production server runs on Fly.io in Frankfurt", namespace="user:alice")
+...     [hit.id == mid for hit in store.search("where does production run?", namespace="user:alice")]
+[True]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from .clock import Clock, SystemClock, to_iso
+from .config import Config
+from .db import Database, apply_migrations, schema_version
+from .embed import Embedder, HashingEmbedder, as_matrix, content_hash, embedder_from_name
+from .errors import EmbedderMismatchError, NotFoundError, SchemaError
+from .index.filters import Filter
+from .index.keyword import KeywordIndex
+from .index.vectors import VectorIndex
+from .memories import (
+    DEFAULT_NAMESPACE,
+    AddResult,
+    Memory,
+    MemoryRepository,
+    NewMemory,
+    check_namespace,
+    scope_for,
+)
+from .search import SearchResults, Searcher
+
+__all__ = ["MemoryStore", "StoreStats"]
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    """What is in a store, for ``openkoi-memory stats`` and notebooks."""
+
+    path: str
+    file_bytes: int
+    schema_version: int
+    driver: str
+    sqlite_version: str
+    embedder: str
+    dims: int
+    vector_index: str
+    memories: int
+    by_kind: dict[str, int] = field(default_factory=dict)
+    by_namespace: dict[str, int] = field(default_factory=dict)
+
+    def _repr_html_(self) -> str:
+        rows = "".join(f"<tr><th style='text-align:left'>{k}</th><td style='text-align:left'>{v}</td></tr>"
+                       for k, v in self.__dict__.items())
+        return f"<table>{rows}</table>"
+
+
+class MemoryStore:
+    """Long-term memory in one SQLite file: add, search, feedback, lifecycle.
+
+    Open with :meth:`open`; use as a context manager or call :meth:`close`. A store is
+    safe to share between threads, and several processes may open the same file.
+    """
+
+    def __init__(self, db: Database, *, embedder: Embedder, config: Config, clock: Clock) -> None:
+        self._db = db
+        self.embedder = embedder
+        self.config = config
+        self.clock = clock
+        self._build_components()
+        self._erasers: list[Callable[[str], None]] = []
+        self._embedding_texts: dict[str, Callable[[Memory], str]] = {}
+
+    def _build_components(self) -> None:
+        self._vectors = VectorIndex(self._db, self.embedder.dims, self.config.search)
+        self._keyword = KeywordIndex(self._db, self.config.search)
+        self._memories = MemoryRepository(self._db, self._vectors, self.embedder, self.clock, self.config)
+        self._searcher = Searcher(self.config, self._keyword, self._vectors, self._memories, self.embedder, self.clock)
+
+    # -- opening and closing ----------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        embedder: Embedder | None = None,
+        config: Config | Mapping[str, Any] | None = None,
+        clock: Clock | None = None,
+        read_only: bool = False,
+        reembed: bool = False,
+    ) -> MemoryStore:
+        """Open (creating if needed) a memory file.
+
+        ``path``: a file, ``":memory:"``, or ``None`` for ``<data dir>/openkoi.db`` (the XDG data
+        dir, or ``$OPENKOI_DATA``). ``embedder``: defaults to what the database was built with,
+        else ``[models] embedder`` from the config (the hashing embedder). ``config``: a
+        :class:`Config`, or a dict of overrides on top of ``config.toml``. ``reembed=True``
+        lets a different embedder take over an existing database by re-embedding everything.
+        """
+        cfg = config if isinstance(config, Config) else Config.load(overrides=config)
+        clock = clock or SystemClock()
+        target = str(Path(cfg.data_dir) / "openkoi.db") if path is None else os.fspath(path)
+        if target != ":memory:":
+            target = str(Path(target).expanduser())
+        db = Database(target, read_only=read_only)
+        try:
+            store = cls._attach(db, embedder, cfg, clock, reembed)
+        except BaseException:
+            db.close()
+            raise
+        return store
+
+    @classmethod
+    def _attach(cls, db: Database, embedder: Embedder | None, cfg: Config, clock: Clock, reembed: bool) -> MemoryStore:
+        version = schema_version(db.conn)
+        recorded_name = recorded_dims = None
+        if version >= 2:
+            recorded_name = db.get_meta("embedder_name")
+            dims_text = db.get_meta("embedder_dims")
+            recorded_dims = int(dims_text) if dims_text else None
+        if embedder is None:
+            if recorded_name:
+                try:
+                    embedder = embedder_from_name(recorded_name)
+                except (ValueError, ImportError, FileNotFoundError) as exc:
+                    raise EmbedderMismatchError(
+                        f"{db.path} was built with the embedder {recorded_name!r}, which cannot be rebuilt here "
+                        f"({exc}); pass it in code: MemoryStore.open(path, embedder=...)"
+                    ) from None
+            else:
+                embedder = HashingEmbedder() if cfg.models.embedder in ("hashing", "default") else \
+                    embedder_from_name(cfg.models.embedder)
+        _check_embedder(embedder)
+        if db.read_only and version == 0:
+            raise SchemaError(f"{db.path} is not an openkoi-memory database yet; open it writable once to create it")
+        if not db.read_only:
+            applied = apply_migrations(
+                db.conn, dims=recorded_dims or embedder.dims, now_iso=to_iso(clock.now()), path=db.path
+            )
+            if applied and recorded_name is None:
+                with db.transaction():
+                    if db.get_meta("embedder_name") is None:  # another process may have recorded it
+                        db.set_meta("embedder_name", embedder.name)
+                        db.set_meta("embedder_dims", str(embedder.dims))
+                        db.set_meta("created_at", to_iso(clock.now()))
+                recorded_name = db.get_meta("embedder_name")
+                dims_text = db.get_meta("embedder_dims")
+                recorded_dims = int(dims_text) if dims_text else None
+        elif version < _latest_version():
+            raise SchemaError(f"{db.path} needs a schema upgrade; open it once without read_only=True")
+        store = cls(db, embedder=embedder, config=cfg, clock=clock)
+        if recorded_name and (recorded_name != embedder.name or recorded_dims != embedder.dims):
+            if not reembed:
+                raise EmbedderMismatchError(
+                    f"{db.path} was built with the embedder {recorded_name!r} ({recorded_dims} dims), not "
+                    f"{embedder.name!r} ({embedder.dims} dims); open it with that embedder, or re-embed it "
+                    "with MemoryStore.open(path, embedder=..., reembed=True)"
+                )
+            store._switch_embedder(embedder, recorded_dims or embedder.dims)
+        return store
+
+    def close(self) -> None:
+        """Close the file. Further use raises :class:`StoreClosedError`."""
+        self._db.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._db.closed
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"MemoryStore({self.path!r}, embedder={self.embedder.name!r})"
+
+    @property
+    def path(self) -> str:
+        return self._db.path
+
+    @property
+    def data_dir(self) -> Path:
+        """Where files written beside the database go (transcripts, workspace, skills)."""
+        if self.path == ":memory:":
+            return Path(self.config.data_dir)
+        return Path(self.path).parent
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group several writes into one atomic transaction (nested calls are savepoints)."""
+        with self._db.transaction():
+            yield
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def add(
+        self,
+        text: str,
+        *,
+        id: str | None = None,  # noqa: A002 - the natural name for callers
+        kind: str = "fact",
+        namespace: str = DEFAULT_NAMESPACE,
+        tags: Sequence[str] | str | None = None,
+        category: str | None = None,
+        source: str = "agent",
+        metadata: Mapping[str, Any] | None = None,
+        importance: float | None = None,
+        confidence: float | None = None,
+        pinned: bool = False,
+        session_id: str | None = None,
+        task_id: str | None = None,
+        owner_id: str | None = None,
+        expires_at: datetime | str | None = None,
+        ttl: float | timedelta | None = None,
+        created_at: datetime | str | None = None,
+        vector: Any = None,
+        embedding_text: str | None = None,
+        dedup: bool = True,
+    ) -> AddResult:
+        """Remember ``text``; return the id it landed on (an :class:`AddResult`, a ``str``).
+
+        A caller-given ``id`` always upserts. Without one, a fact whose vector has cosine
+        similarity above ``memory.fact_dedup_threshold`` (0.9, seed 001) to a live fact in the
+        same namespace reinforces that fact instead, and its id comes back with
+        ``event == "reinforced"``.
+        """
+        item = NewMemory(
+            text=text, id=id, kind=kind, namespace=namespace, tags=tags or (), category=category, source=source,
+            metadata=metadata, importance=importance, confidence=confidence, pinned=pinned, session_id=session_id,
+            task_id=task_id, owner_id=owner_id, expires_at=expires_at, ttl=ttl, created_at=created_at,
+            vector=vector, embedding_text=embedding_text,
+        )
+        with self._db.lock:
+            self._db.check_open()
+            (prepared,) = self._memories.prepare([item])
+            with self._db.transaction():
+                return self._memories.write(prepared, dedup=dedup)
+
+    def add_many(
+        self,
+        items: Iterable[NewMemory | Mapping[str, Any] | str],
+        *,
+        namespace: str | None = None,
+        batch_size: int = 1000,
+        dedup: bool = False,
+        progress: Progress | None = None,
+    ) -> list[AddResult]:
+        """Add many memories, embedded and written ``batch_size`` at a time (one transaction each).
+
+        Items are :class:`NewMemory`, dicts of the same fields, or plain strings. ``namespace``
+        applies to items that do not name their own. Bulk loading skips near-duplicate
+        detection unless ``dedup=True`` (then each item is checked like :meth:`add`; within
+        one batch only identical texts are merged).
+        """
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        batch: list[NewMemory] = []
+        results: list[AddResult] = []
+        materialised = list(items)
+        total = len(materialised)
+        for raw in materialised:
+            batch.append(_as_new_memory(raw, namespace))
+            if len(batch) >= batch_size:
+                results.extend(self._write_batch(batch, dedup))
+                batch = []
+                if progress:
+                    progress(len(results), total)
+        if batch:
+            results.extend(self._write_batch(batch, dedup))
+            if progress:
+                progress(len(results), total)
+        return results
+
+    def _write_batch(self, batch: list[NewMemory], dedup: bool) -> list[AddResult]:
+        with self._db.lock:
+            self._db.check_open()
+            prepared = self._memories.prepare(batch)
+            with self._db.transaction():
+                if dedup:
+                    return [self._memories.write(p, dedup=True) for p in prepared]
+                return self._memories.write_many(prepared)
+
+    def update(
+        self,
+        id: str,  # noqa: A002
+        text: str | None = None,
+        *,
+        tags: Sequence[str] | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        category: Any = ...,
+        importance: Any = ...,
+        confidence: Any = ...,
+        pinned: bool | None = None,
+        expires_at: Any = ...,
+        vector: Any = None,
+        namespace: str | None = None,
+    ) -> Memory:
+        """Fix or update a memory in place (seed 002): score kept, ``last_hit_at`` refreshed, re-indexed.
+
+        Only the arguments given change; ``tags`` and ``metadata`` replace the old values.
+        """
+        with self._db.lock:
+            memory = self._memories.require(id, namespace)
+            with self._db.transaction():
+                self._memories.update(
+                    memory, text=text, tags=tags, metadata=metadata, category=category, importance=importance,
+                    confidence=confidence, pinned=pinned, expires_at=expires_at, vector=vector,
+                    embedding_text=self._embedding_text_after(memory, text),
+                )
+            return self._memories.require(id)
+
+    def _embedding_text_after(self, memory: Memory, new_text: str | None) -> str | None:
+        builder = self._embedding_texts.get(memory.kind)
+        if builder is None or new_text is None:
+            return None
+        changed = Memory(**{**memory.__dict__, "text": new_text})
+        return builder(changed)
+
+    def delete(self, ids: str | Sequence[str], *, namespace: str | None = None, missing_ok: bool = False) -> int:
+        """Delete memories for good (row, index entry, vector); return how many were deleted.
+
+        Deleting is an explicit request; the lifecycle itself only ever archives.
+        """
+        wanted = [ids] if isinstance(ids, str) else list(ids)
+        with self._db.lock:
+            found = self._memories.get_many(wanted, namespace)
+            if not missing_ok:
+                missing = sorted(set(wanted) - {m.id for m in found})
+                if missing:
+                    where = f" in namespace {namespace!r}" if namespace is not None else ""
+                    raise NotFoundError(f"no memory with id {missing[0]!r}{where}" +
+                                        (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+            if not found:
+                return 0
+            with self._db.transaction():
+                return self._memories.delete_rows([m.rowid for m in found])
+
+    # -- feedback ----------------------------------------------------------------------------
+
+    def reinforce(self, id: str, *, namespace: str | None = None, weight: float | None = None) -> Memory:  # noqa: A002
+        """This memory helped: score += 3 (``memory.reinforce_weight``), ``last_hit_at`` = now."""
+        delta = self.config.memory.reinforce_weight if weight is None else float(weight)
+        return self._feedback(id, delta, hit=True, namespace=namespace)
+
+    def demote(self, id: str, *, namespace: str | None = None, weight: float | None = None) -> Memory:  # noqa: A002
+        """This memory is wrong, stale or irrelevant: score -= 1 (``memory.demote_weight``)."""
+        delta = self.config.memory.demote_weight if weight is None else float(weight)
+        return self._feedback(id, -delta, hit=False, namespace=namespace)
+
+    def _feedback(self, memory_id: str, delta: float, *, hit: bool, namespace: str | None) -> Memory:
+        with self._db.lock:
+            memory = self._memories.require(memory_id, namespace)
+            with self._db.transaction():
+                self._memories.feedback(memory, delta, hit=hit)
+            return self._memories.require(memory_id)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def get(self, id: str, *, namespace: str | None = None) -> Memory:  # noqa: A002
+        """The memory with this id (in ``namespace``, if given), or :class:`NotFoundError`."""
+        with self._db.lock:
+            return self._memories.require(id, namespace)
+
+    def get_many(self, ids: Sequence[str], *, namespace: str | None = None) -> list[Memory]:
+        """The memories that exist among ``ids``, in the order asked; missing ids are skipped."""
+        with self._db.lock:
+            return self._memories.get_many(list(ids), namespace)
+
+    def search(
+        self,
+        query: str | None = None,
+        *,
+        vector: Any = None,
+        namespace: str | Sequence[str] = DEFAULT_NAMESPACE,
+        namespace_prefix: str | None = None,
+        kind: str | Sequence[str] | None = None,
+        tags: str | Sequence[str] | None = None,
+        category: str | Sequence[str] | None = None,
+        source: str | Sequence[str] | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        where: Mapping[str, Any] | Filter | None = None,
+        ids: Sequence[str] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        fusion: str | None = None,
+        vector_weight: float | None = None,
+        min_score: float | None = None,
+        include_expired: bool = False,
+        include_superseded: bool = False,
+        track_access: bool | None = None,
+    ) -> SearchResults:
+        """Hybrid search (BM25 + vectors, fused, then ranked by feedback and recency).
+
+        Filters (namespace, kind, tags: any of, category, source, created ``since``/``until``,
+        ``where`` in the filter language, ``ids``) apply before top-k. ``fusion``: ``keyword_first``
+        (default), ``weighted``, ``rrf``, ``keyword`` (BM25 only) or ``vector`` (KNN only). Each
+        returned hit's ``access_count`` goes up by one unless ``track_access=False``.
+        """
+        limit = self.config.search.default_limit if limit is None else limit
+        with self._db.lock:
+            self._db.check_open()
+            now_iso = to_iso(self.clock.now())
+            scope = scope_for(
+                namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=ids, where=where, tags=tags,
+                category=category, source=source, since=since, until=until,
+                live_at=None if include_expired else now_iso, current_only=not include_superseded,
+            )
+            hits, _ = self._searcher.run(
+                query, scope, vector=vector, limit=limit, offset=offset, fusion=fusion,
+                vector_weight=vector_weight, min_score=min_score,
+            )
+            track = self.config.search.track_access if track_access is None else track_access
+            if track and hits and not self._db.read_only:
+                with self._db.transaction():
+                    self._memories.track_access(h.memory.rowid for h in hits)
+            return SearchResults(hits, query=query)
+
+    def list(
+        self,
+        *,
+        namespace: str | Sequence[str] = DEFAULT_NAMESPACE,
+        namespace_prefix: str | None = None,
+        kind: str | Sequence[str] | None = None,
+        tags: str | Sequence[str] | None = None,
+        category: str | Sequence[str] | None = None,
+        source: str | Sequence[str] | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        where: Mapping[str, Any] | Filter | None = None,
+        ids: Sequence[str] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        order_by: str = "created_at",
+        descending: bool = False,
+        include_expired: bool = False,
+        include_superseded: bool = False,
+    ) -> list[Memory]:
+        """Memories matching the filters, without ranking (``order_by`` a column)."""
+        with self._db.lock:
+            scope = scope_for(
+                namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=ids, where=where, tags=tags,
+                category=category, source=source, since=since, until=until,
+                live_at=None if include_expired else to_iso(self.clock.now()),
+                current_only=not include_superseded,
+            )
+            return self._memories.select(scope, order_by=order_by, descending=descending, limit=limit, offset=offset)
+
+    def count(
+        self,
+        *,
+        namespace: str | Sequence[str] = DEFAULT_NAMESPACE,
+        namespace_prefix: str | None = None,
+        kind: str | Sequence[str] | None = None,
+        where: Mapping[str, Any] | Filter | None = None,
+        include_expired: bool = False,
+        include_superseded: bool = False,
+    ) -> int:
+        """How many memories match."""
+        with self._db.lock:
+            scope = scope_for(
+                namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=None, where=where, tags=None,
+                category=None, source=None, since=None, until=None,
+                live_at=None if include_expired else to_iso(self.clock.now()),
+                current_only=not include_superseded,
+            )
+            return self._memories.count(scope)
+
+    def namespaces(self, prefix: str | None = None) -> dict[str, int]:
+        """Every namespace (starting with ``prefix``) and how many memories it holds."""
+        with self._db.lock:
+            if prefix:
+                rows = self._db.query(
+                    "SELECT namespace, count(*) FROM memory_chunks WHERE namespace >= ? AND namespace < ? "
+                    "GROUP BY namespace ORDER BY namespace",
+                    (prefix, prefix + "\U0010ffff"),
+                )
+            else:
+                rows = self._db.query("SELECT namespace, count(*) FROM memory_chunks GROUP BY namespace ORDER BY namespace")
+            return {ns: int(n) for ns, n in rows}
+
+    def stats(self) -> StoreStats:
+        with self._db.lock:
+            by_kind = {k: int(n) for k, n in self._db.query("SELECT kind, count(*) FROM memory_chunks GROUP BY kind")}
+            by_ns = self.namespaces()
+            size = 0
+            if self.path != ":memory:":
+                size = sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
+            return StoreStats(
+                path=self.path, file_bytes=size, schema_version=schema_version(self._db.conn),
+                driver=self._db.driver.name, sqlite_version=self._db.driver.sqlite_version,
+                embedder=self.embedder.name, dims=self.embedder.dims, vector_index=self.config.search.vector_index,
+                memories=sum(by_kind.values()), by_kind=by_kind, by_namespace=by_ns,
+            )
+
+    # -- lifecycle basics ----------------------------------------------------------------------
+
+    def sweep_expired(self) -> int:
+        """Delete memories whose ``expires_at`` has passed (TTL); return how many."""
+        with self._db.lock:
+            now = to_iso(self.clock.now())
+            rowids = [int(r[0]) for r in self._db.query(
+                "SELECT chunk_rowid FROM memory_chunks WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,))]
+            if not rowids:
+                return 0
+            with self._db.transaction():
+                return self._memories.delete_rows(rowids)
+
+    def erase_namespace(self, namespace: str) -> int:
+        """Remove every trace of a namespace (a user, an agent) and compact the file.
+
+        Rows, index entries, vectors, and whatever the domain modules registered (archive,
+        transcripts, workspace files) go; then the FTS index is merged, freed pages are
+        zeroed and the file is vacuumed, so no byte of the erased text remains. Returns the
+        number of memories erased.
+        """
+        check_namespace(namespace)
+        with self._db.lock:
+            rowids = [int(r[0]) for r in self._db.query(
+                "SELECT chunk_rowid FROM memory_chunks WHERE namespace = ?", (namespace,))]
+            self._db.execute("PRAGMA secure_delete = ON")
+            try:
+                with self._db.transaction():
+                    self._memories.delete_rows(rowids)
+                    for eraser in self._erasers:
+                        eraser(namespace)
+                    self._db.execute("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')")
+                    self._rebuild_vectors_without_stale_bytes()
+                self._vectors.reset()
+                if self.path != ":memory:":
+                    self._db.execute("VACUUM")
+                    self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                self._db.execute("PRAGMA secure_delete = OFF")
+            return len(rowids)
+
+    def _rebuild_vectors_without_stale_bytes(self) -> None:
+        """vec0 marks deleted vectors invalid but may keep their bytes: copy the live ones out and back."""
+        dims = self.embedder.dims
+        self._db.execute("CREATE TEMP TABLE IF NOT EXISTS openkoi_vec_copy (chunk_rowid INTEGER PRIMARY KEY, embedding BLOB)")
+        self._db.execute("DELETE FROM temp.openkoi_vec_copy")
+        self._db.execute("INSERT INTO temp.openkoi_vec_copy SELECT chunk_rowid, embedding FROM memory_vec")
+        self._db.execute("DROP TABLE memory_vec")
+        self._db.execute(
+            f"CREATE VIRTUAL TABLE memory_vec USING vec0(chunk_rowid INTEGER PRIMARY KEY, "
+            f"embedding float[{dims}] distance_metric=cosine)"
+        )
+        self._db.execute("INSERT INTO memory_vec (chunk_rowid, embedding) SELECT chunk_rowid, embedding FROM temp.openkoi_vec_copy")
+        self._db.execute("DROP TABLE temp.openkoi_vec_copy")
+
+    def register_eraser(self, eraser: Callable[[str], None]) -> None:
+        """Domain modules: also erase your own rows and files in ``erase_namespace``."""
+        self._erasers.append(eraser)
+
+    def register_embedding_text(self, kind: str, builder: Callable[[Memory], str]) -> None:
+        """Domain modules: embed ``builder(memory)`` instead of the text for memories of ``kind``."""
+        self._embedding_texts[kind] = builder
+
+    # -- re-embedding ------------------------------------------------------------------------
+
+    def reembed(self, embedder: Embedder | None = None, *, batch_size: int = 256,
+                progress: Progress | None = None) -> int:
+        """Re-embed what needs it; return how many memories were re-embedded.
+
+        With a different ``embedder`` (or dims): everything, in one transaction, and the database
+        then records the new embedder. Otherwise: only rows whose versioned FNV-64a content
+        hash (seed 003) or embedder name no longer matches.
+        """
+        with self._db.lock:
+            if embedder is not None and (embedder.name != self.embedder.name or embedder.dims != self.embedder.dims):
+                _check_embedder(embedder)
+                return self._switch_embedder(embedder, self.embedder.dims, batch_size=batch_size, progress=progress)
+            rows = self._db.query(f"SELECT chunk_rowid, content_hash, embedding_model FROM memory_chunks")
+            memories = self._memories
+            stale: list[int] = []
+            candidates = self._memories.by_rowids([int(r[0]) for r in rows])
+            for rowid, stored_hash, model in rows:
+                memory = candidates[int(rowid)]
+                if model != self.embedder.name or stored_hash != content_hash(self._embedding_text(memory)):
+                    stale.append(int(rowid))
+            done = 0
+            for start in range(0, len(stale), batch_size):
+                part = [candidates[r] for r in stale[start : start + batch_size]]
+                vectors = memories.embed([self._embedding_text(m) for m in part])
+                with self._db.transaction():
+                    for memory, vector in zip(part, vectors):
+                        memories.update(memory, vector=vector, embedding_text=self._embedding_text(memory),
+                                        refresh_hit=False)
+                done += len(part)
+                if progress:
+                    progress(done, len(stale))
+            return done
+
+    def _embedding_text(self, memory: Memory) -> str:
+        builder = self._embedding_texts.get(memory.kind)
+        return builder(memory) if builder else memory.text
+
+    def _switch_embedder(self, embedder: Embedder, old_dims: int, *, batch_size: int = 256,
+                         progress: Progress | None = None) -> int:
+        db = self._db
+        self.embedder = embedder
+        self._build_components()
+        rows = db.query("SELECT chunk_rowid FROM memory_chunks")
+        memories = self._memories.by_rowids([int(r[0]) for r in rows])
+        ordered = list(memories.values())
+        with db.transaction():
+            db.execute("DROP TABLE memory_vec")
+            db.execute(
+                f"CREATE VIRTUAL TABLE memory_vec USING vec0(chunk_rowid INTEGER PRIMARY KEY, "
+                f"embedding float[{embedder.dims}] distance_metric=cosine)"
+            )
+            now = to_iso(self.clock.now())
+            for start in range(0, len(ordered), batch_size):
+                part = ordered[start : start + batch_size]
+                texts = [self._embedding_text(m) for m in part]
+                vectors = as_matrix(embedder.embed(texts), embedder.dims, count=len(texts), what="embedding")
+                db.executemany(
+                    "INSERT INTO memory_vec (chunk_rowid, embedding) VALUES (?, ?)",
+                    [(m.rowid, v.tobytes()) for m, v in zip(part, vectors)],
+                )
+                db.executemany(
+                    "UPDATE memory_chunks SET content_hash = ?, embedding_model = ?, embedded_at = ? WHERE chunk_rowid = ?",
+                    [(content_hash(t), embedder.name, now, m.rowid) for m, t in zip(part, texts)],
+                )
+                if progress:
+                    progress(min(start + batch_size, len(ordered)), len(ordered))
+            db.set_meta("embedder_name", embedder.name)
+            db.set_meta("embedder_dims", str(embedder.dims))
+        self._vectors.reset()
+        return len(ordered)
+
+    # -- for domain modules and adapters --------------------------------------------------------
+
+    @property
+    def db(self) -> Database:
+        """The underlying connection wrapper (domain modules run their SQL through it)."""
+        return self._db
+
+    @property
+    def memories(self) -> MemoryRepository:
+        return self._memories
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts with the store's embedder (unit-length float32 rows)."""
+        return self._memories.embed(texts)
+
+
+def _check_embedder(embedder: Any) -> None:
+    for attr in ("name", "dims", "embed"):
+        if not hasattr(embedder, attr):
+            raise TypeError(
+                f"embedder {embedder!r} has no {attr!r}; an embedder needs name, dims and embed(texts)"
+            )
+    if not isinstance(embedder.dims, int) or embedder.dims < 1:
+        raise ValueError(f"embedder dims must be a positive integer, got {embedder.dims!r}")
+    if not isinstance(embedder.name, str) or not embedder.name:
+        raise ValueError(f"embedder name must be a non-empty string, got {embedder.name!r}")
+
+
+def _latest_version() -> int:
+    from .db import latest_version
+
+    return latest_version()
+
+
+def _as_new_memory(raw: NewMemory | Mapping[str, Any] | str, namespace: str | None) -> NewMemory:
+    if isinstance(raw, NewMemory):
+        item = raw
+        if namespace is not None and item.namespace == DEFAULT_NAMESPACE:
+            item = NewMemory(**{**item.__dict__, "namespace": namespace})
+        return item
+    if isinstance(raw, str):
+        return NewMemory(text=raw, namespace=namespace or DEFAULT_NAMESPACE)
+    if isinstance(raw, Mapping):
+        data = dict(raw)
+        if namespace is not None:
+            data.setdefault("namespace", namespace)
+        unknown = set(data) - set(NewMemory.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown memory fields {sorted(unknown)}; known: {sorted(NewMemory.__dataclass_fields__)}")
+        try:
+            return NewMemory(**data)
+        except TypeError as exc:
+            raise ValueError(f"invalid memory {raw!r}: {exc}") from None
+    raise TypeError(f"add_many takes NewMemory objects, dicts or strings, got {type(raw).__name__}")

@@ -1,0 +1,206 @@
+"""Add, get, update, delete, dedup and feedback on memories."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared_core import AddResult, MemoryStore, NotFoundError
+
+
+def test_add_returns_id_and_get_round_trips(store):
+    mid = store.add(
+        "The production server runs on Fly.io in Frankfurt",
+        namespace="user:alice", tags=["infra", "deploy"], category="infrastructure",
+        source="conversation", metadata={"project": "atlas", "nested": {"level": 2}},
+        importance=0.7, confidence=0.9, pinned=True, session_id="s1", task_id="t1",
+    )
+    assert isinstance(mid, AddResult) and isinstance(mid, str) and mid.event == "created"
+    memory = store.get(mid)
+    assert memory.text == "The production server runs on Fly.io in Frankfurt"
+    assert memory.kind == "fact"
+    assert memory.namespace == "user:alice"
+    assert memory.tags == ["infra", "deploy"]
+    assert memory.category == "infrastructure"
+    assert memory.source == "conversation"
+    assert memory.metadata == {"project": "atlas", "nested": {"level": 2}}
+    assert (memory.importance, memory.confidence, memory.pinned) == (0.7, 0.9, True)
+    assert (memory.session_id, memory.task_id) == ("s1", "t1")
+    assert memory.score == 0 and memory.access_count == 0 and memory.last_hit_at is None
+    assert memory.created_at.isoformat() == "2026-01-01T00:00:00+00:00"
+
+
+def test_caller_given_id_upserts_and_keeps_feedback(store):
+    assert store.add("first version", id="doc-1").event == "created"
+    store.reinforce("doc-1")
+    result = store.add("second version", id="doc-1", tags=["v2"])
+    assert result == "doc-1" and result.event == "updated"
+    memory = store.get("doc-1")
+    assert memory.text == "second version" and memory.tags == ["v2"] and memory.score == 3
+    assert store.count() == 1
+    assert store.search("second", fusion="keyword").ids == ["doc-1"]
+    assert store.search("first", fusion="keyword").ids == []
+
+
+def test_caller_given_id_in_another_namespace_is_refused(store):
+    store.add("alice's note", id="n1", namespace="user:alice")
+    with pytest.raises(ValueError, match="already belongs to namespace 'user:alice'"):
+        store.add("bob's note", id="n1", namespace="user:bob")
+    assert store.get("n1").text == "alice's note"
+
+
+def test_near_duplicate_fact_reinforces_existing(store):
+    first = store.add("The production server runs on Fly.io in Frankfurt", namespace="ops")
+    again = store.add("the production server runs on fly.io in Frankfurt.", namespace="ops")
+    assert again == first and again.event == "reinforced"
+    memory = store.get(first)
+    assert memory.score == 3 and memory.last_hit_at is not None
+    assert store.count(namespace="ops") == 1
+
+
+def test_dedup_is_per_namespace_and_only_for_facts(store):
+    a = store.add("User prefers dark mode interfaces", namespace="user:a")
+    b = store.add("User prefers dark mode interfaces", namespace="user:b")
+    assert a != b and b.event == "created"
+    c = store.add("User prefers dark mode interfaces", namespace="user:a", kind="note")
+    assert c.event == "created"
+    d = store.add("User prefers dark mode interfaces", namespace="user:a", dedup=False)
+    assert d.event == "created" and store.count(namespace="user:a", kind="fact") == 2
+
+
+def test_distinct_facts_are_not_merged(store):
+    a = store.add("The production server runs on Fly.io in Frankfurt")
+    b = store.add("User's timezone is Europe/Berlin")
+    assert a != b and b.event == "created"
+
+
+def test_reinforce_demote_and_update_follow_seed_002(store, clock):
+    mid = store.add("Payment API HMAC signature must not include a trailing empty string", tags="payments, hmac")
+    assert store.get(mid).tags == ["payments", "hmac"]
+    clock.advance(days=2)
+    m = store.reinforce(mid)
+    assert m.score == 3 and m.last_hit_at == clock.now()
+    clock.advance(days=1)
+    m = store.demote(mid)
+    assert m.score == 2 and m.last_hit_at != clock.now()  # demote does not refresh the hit time
+    clock.advance(days=1)
+    m = store.update(mid, "Payment API HMAC: no trailing empty string when the body is empty", tags=["payments"])
+    assert m.score == 2  # update preserves the score ...
+    assert m.last_hit_at == clock.now()  # ... and refreshes last_hit_at
+    assert m.text.startswith("Payment API HMAC: no trailing") and m.tags == ["payments"]
+    assert store.search("trailing body empty", fusion="keyword").ids == [mid]
+
+
+def test_feedback_weights_are_configurable(clock):
+    with MemoryStore.open(":memory:", clock=clock, config={"memory": {"reinforce_weight": 5, "demote_weight": 2}}) as s:
+        mid = s.add("x marks the spot")
+        assert s.reinforce(mid).score == 5
+        assert s.demote(mid).score == 3
+        assert s.reinforce(mid, weight=1).score == 4
+
+
+def test_delete_removes_row_index_and_vector(store):
+    mid = store.add("ephemeral secret zebra")
+    assert store.search("zebra", fusion="keyword").ids == [mid]
+    assert store.delete(mid) == 1
+    with pytest.raises(NotFoundError):
+        store.get(mid)
+    assert store.search("zebra", fusion="keyword").ids == []
+    assert store.search("ephemeral secret zebra", fusion="vector").ids == []
+    assert store.db.scalar("SELECT count(*) FROM memory_vec") == 0
+
+
+def test_delete_unknown_id_is_a_clear_error(store):
+    with pytest.raises(NotFoundError, match="no memory with id 'nope'"):
+        store.delete("nope")
+    assert store.delete(["nope"], missing_ok=True) == 0
+
+
+def test_unknown_ids_are_clear_errors(store):
+    for call in (store.get, store.reinforce, store.demote, lambda i: store.update(i, "x")):
+        with pytest.raises(NotFoundError, match="no memory with id 'missing'"):
+            call("missing")
+
+
+def test_namespace_guard_on_id_operations(store):
+    mid = store.add("alice only", namespace="user:alice")
+    with pytest.raises(NotFoundError, match="in namespace 'user:bob'"):
+        store.get(mid, namespace="user:bob")
+    with pytest.raises(NotFoundError):
+        store.reinforce(mid, namespace="user:bob")
+    assert store.get(mid, namespace="user:alice").id == mid
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"text": ""}, "empty"),
+        ({"text": "   \n"}, "empty"),
+        ({"text": "x", "namespace": ""}, "namespace"),
+        ({"text": "x", "kind": "Not A Kind"}, "kind"),
+        ({"text": "x", "importance": 2}, "between 0 and 1"),
+        ({"text": "x", "metadata": {"bad": float("nan")}}, "NaN"),
+        ({"text": "x", "ttl": -5}, "positive"),
+        ({"text": "x", "ttl": 5, "expires_at": "2030-01-01"}, "either"),
+        ({"text": "x", "vector": [1.0, 2.0]}, "dimensions"),
+        ({"text": "x", "vector": [float("nan")] * 384}, "NaN"),
+        ({"text": "x", "vector": [0.0] * 384}, "zeros"),
+        ({"text": "x", "expires_at": "not a date"}, "ISO-8601"),
+    ],
+)
+def test_bad_input_is_refused_and_nothing_is_written(store, kwargs, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        store.add(**kwargs)
+    assert store.db.scalar("SELECT count(*) FROM memory_chunks") == 0
+    assert store.db.scalar("SELECT count(*) FROM memory_vec") == 0
+
+
+def test_text_must_be_a_string(store):
+    with pytest.raises(TypeError, match="text must be a string"):
+        store.add(42)  # type: ignore[arg-type]
+
+
+def test_add_many_batches_and_reports_ids(store):
+    progress = []
+    results = store.add_many(
+        ["alpha one", {"text": "beta two", "tags": ["b"]}, {"text": "gamma three", "id": "g"}],
+        namespace="bulk", batch_size=2, progress=lambda done, total: progress.append((done, total)),
+    )
+    assert [r.event for r in results] == ["created"] * 3 and results[2] == "g"
+    assert store.count(namespace="bulk") == 3
+    assert progress == [(2, 3), (3, 3)]
+    assert store.get(results[1]).tags == ["b"]
+
+
+def test_add_many_rejects_unknown_fields(store):
+    with pytest.raises(ValueError, match="unknown memory fields"):
+        store.add_many([{"text": "x", "colour": "red"}])
+
+
+def test_ttl_expiry_hides_then_sweep_deletes(store, clock):
+    mid = store.add("short lived reminder", ttl=3600)
+    assert store.search("reminder", fusion="keyword").ids == [mid]
+    clock.advance(hours=2)
+    assert store.search("reminder", fusion="keyword").ids == []
+    assert store.search("reminder", fusion="keyword", include_expired=True).ids == [mid]
+    assert store.search("short lived reminder", fusion="vector").ids == []
+    assert store.sweep_expired() == 1
+    assert store.count(include_expired=True) == 0
+
+
+def test_list_and_count_and_namespaces(store):
+    for i in range(5):
+        store.add(f"note number {i}", namespace="a" if i % 2 else "b", dedup=False)
+    assert store.count(namespace="a") == 2 and store.count(namespace="b") == 3
+    assert store.namespaces() == {"a": 2, "b": 3}
+    listed = store.list(namespace="b", order_by="created_at")
+    assert [m.text for m in listed] == ["note number 0", "note number 2", "note number 4"]
+    assert len(store.list(namespace_prefix="", limit=2)) == 2
+
+
+def test_store_is_closed_after_context(clock):
+    from shared_core import StoreClosedError
+
+    with MemoryStore.open(":memory:", clock=clock) as s:
+        s.add("x")
+    with pytest.raises(StoreClosedError):
+        s.add("y")
