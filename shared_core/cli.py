@@ -1,0 +1,195 @@
+"""The ``openkoi-memory`` command line.
+
+Errors print as one line on stderr and exit non-zero. ``--db`` (or ``$OPENKOI_DB``)
+picks the file; the default is ``<data dir>/openkoi.db``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from typing import Any, Callable
+
+import click
+
+from .errors import OpenKoiError
+from .memories import DEFAULT_NAMESPACE
+from .store import MemoryStore
+
+__all__ = ["main"]
+
+
+def open_store(ctx: click.Context, **kwargs: Any) -> MemoryStore:
+    """The store named by ``--db``; one-shot commands search through sqlite-vec, not the RAM mirror."""
+    options = ctx.find_root().params
+    overrides = {"search": {"vector_index": "sqlite-vec"}} if kwargs.pop("one_shot", True) else None
+    store = MemoryStore.open(options.get("db"), config=overrides, **kwargs)
+    ctx.call_on_close(store.close)
+    return store
+
+
+def friendly_errors(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn library errors and bad arguments into a one-line message and exit status 1."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except (OpenKoiError, ValueError, TypeError, FileNotFoundError, PermissionError, ImportError) as exc:
+            name = type(exc).__name__
+            raise click.ClickException(f"{name}: {exc}") from None
+
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", envvar="OPENKOI_DB", type=click.Path(dir_okay=False), default=None,
+              help="The memory file (default: <data dir>/openkoi.db; env OPENKOI_DB).")
+@click.version_option(package_name="openkoi-memory")
+def main(db: str | None) -> None:
+    """openkoi-memory: local-first long-term memory for LLM agents, in one SQLite file."""
+
+
+namespace_option = click.option(
+    "-n", "--namespace", default=DEFAULT_NAMESPACE, show_default=True, help="Namespace (a user, an agent, a thread)."
+)
+
+
+@main.command()
+@click.argument("text")
+@namespace_option
+@click.option("-t", "--tag", "tags", multiple=True, help="A tag (repeatable, or comma-separated).")
+@click.option("-c", "--category", help="Topical category, e.g. infrastructure.")
+@click.option("-k", "--kind", default="fact", show_default=True)
+@click.option("-s", "--source", default="user", show_default=True, help="Provenance (conversation, agent, ...).")
+@click.option("-m", "--metadata", help="Metadata as a JSON object.")
+@click.option("--id", "memory_id", help="Choose the id (an existing id is updated).")
+@click.option("--ttl", type=float, help="Expire after this many seconds.")
+@click.pass_context
+@friendly_errors
+def add(ctx: click.Context, text: str, namespace: str, tags: tuple[str, ...], category: str | None, kind: str,
+        source: str, metadata: str | None, memory_id: str | None, ttl: float | None) -> None:
+    """Remember TEXT; prints the id (and whether a near-duplicate was reinforced instead)."""
+    meta = _json_object(metadata, "--metadata")
+    tag_list = [t for chunk in tags for t in chunk.split(",")]
+    store = open_store(ctx)
+    result = store.add(text, namespace=namespace, tags=tag_list, category=category, kind=kind, source=source,
+                       metadata=meta, id=memory_id, ttl=ttl)
+    click.echo(result if result.event == "created" else f"{result} ({result.event})")
+
+
+@main.command()
+@click.argument("query")
+@namespace_option
+@click.option("-l", "--limit", default=5, show_default=True)
+@click.option("-k", "--kind", multiple=True, help="Only these kinds (repeatable).")
+@click.option("-t", "--tag", "tags", multiple=True, help="Only memories with any of these tags.")
+@click.option("-w", "--where", help='Metadata filter as JSON, e.g. \'{"project": "atlas"}\'.')
+@click.option("--fusion", type=click.Choice(["keyword_first", "weighted", "rrf", "keyword", "vector"]))
+@click.option("--explain", is_flag=True, help="Show how each score was made.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON lines.")
+@click.pass_context
+@friendly_errors
+def search(ctx: click.Context, query: str, namespace: str, limit: int, kind: tuple[str, ...], tags: tuple[str, ...],
+           where: str | None, fusion: str | None, explain: bool, as_json: bool) -> None:
+    """Hybrid search; results show ids as [id:...] for reinforce/demote."""
+    store = open_store(ctx)
+    hits = store.search(query, namespace=namespace, limit=limit, kind=list(kind) or None, tags=list(tags) or None,
+                        where=_json_object(where, "--where"), fusion=fusion)
+    for hit in hits:
+        if as_json:
+            click.echo(json.dumps(hit.to_dict(), ensure_ascii=False))
+            continue
+        click.echo(f"[id:{hit.id}] {hit.score:.4f}  {hit.text}")
+        if explain:
+            click.echo(f"    {hit.explain()}")
+    if not hits and not as_json:
+        click.echo("no matches", err=True)
+
+
+@main.command()
+@click.argument("memory_id")
+@click.pass_context
+@friendly_errors
+def show(ctx: click.Context, memory_id: str) -> None:
+    """Print one memory as JSON."""
+    click.echo(json.dumps(open_store(ctx).get(memory_id).to_dict(), ensure_ascii=False, indent=2))
+
+
+@main.command()
+@click.argument("memory_id")
+@click.pass_context
+@friendly_errors
+def reinforce(ctx: click.Context, memory_id: str) -> None:
+    """This memory was useful: score +3, recency clock reset (seed 002)."""
+    memory = open_store(ctx).reinforce(memory_id)
+    click.echo(f"[id:{memory.id}] score {memory.score:+g}")
+
+
+@main.command()
+@click.argument("memory_id")
+@click.pass_context
+@friendly_errors
+def demote(ctx: click.Context, memory_id: str) -> None:
+    """This memory is wrong, stale or irrelevant: score -1 (seed 002)."""
+    memory = open_store(ctx).demote(memory_id)
+    click.echo(f"[id:{memory.id}] score {memory.score:+g}")
+
+
+@main.command()
+@click.argument("memory_id")
+@click.argument("text", required=False)
+@click.option("-t", "--tags", help="Replace the tags (comma-separated).")
+@click.option("-m", "--metadata", help="Replace the metadata (JSON object).")
+@click.pass_context
+@friendly_errors
+def update(ctx: click.Context, memory_id: str, text: str | None, tags: str | None, metadata: str | None) -> None:
+    """Fix a memory in place: score kept, recency refreshed, re-indexed."""
+    if text is None and tags is None and metadata is None:
+        raise click.UsageError("give new TEXT, --tags or --metadata")
+    memory = open_store(ctx).update(memory_id, text, tags=tags, metadata=_json_object(metadata, "--metadata"))
+    click.echo(f"[id:{memory.id}] updated")
+
+
+@main.command()
+@click.argument("memory_ids", nargs=-1, required=True)
+@click.pass_context
+@friendly_errors
+def delete(ctx: click.Context, memory_ids: tuple[str, ...]) -> None:
+    """Delete memories for good."""
+    count = open_store(ctx).delete(list(memory_ids))
+    click.echo(f"deleted {count}")
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@friendly_errors
+def stats(ctx: click.Context, as_json: bool) -> None:
+    """What the store holds: counts by kind and namespace, embedder, driver, size."""
+    info = open_store(ctx).stats()
+    if as_json:
+        click.echo(json.dumps(info.__dict__, indent=2))
+        return
+    for key, value in info.__dict__.items():
+        click.echo(f"{key:15s} {value}")
+
+
+def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not valid JSON: {exc}", param_hint=option) from None
+    if not isinstance(value, dict):
+        raise click.BadParameter("must be a JSON object", param_hint=option)
+    return value
+
+
+# Commands defined in other modules register here, one line each.
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
