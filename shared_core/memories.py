@@ -27,7 +27,7 @@ from .embed import Embedder, as_matrix, content_hash
 from .errors import NotFoundError
 from .index.filters import Filter, parse_filter
 from .index.scope import Scope
-from .index.vectors import RowState, VectorIndex, _epoch
+from .index.vectors import RowState, VectorIndex, epoch_of, stamp_of
 
 __all__ = ["Memory", "NewMemory", "AddResult", "MemoryRepository", "KINDS", "DEFAULT_NAMESPACE"]
 
@@ -78,6 +78,8 @@ class Memory:
     content_hash: str | None = None
     embedding_model: str | None = None
     embedded_at: datetime | None = None
+    archived_at: datetime | None = None  # set on memories read from the archive
+    archive_reason: str | None = None
     rowid: int = field(default=0, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -518,6 +520,31 @@ class MemoryRepository:
             return self.by_rowids([best[0][0]]).get(best[0][0])
         return None
 
+    def insert_full(self, memory: Memory, vector: np.ndarray) -> int:
+        """Insert a complete record as it was (restore, import): feedback and timestamps kept."""
+        now = self.clock.now()
+        text_hash = content_hash(memory.text)
+        cursor = self.db.execute(
+            "INSERT INTO memory_chunks (id, source, text, created_at, kind, namespace, owner_id, tags, category, "
+            "metadata, importance, confidence, pinned, score, last_hit_at, access_count, last_access_at, updated_at, "
+            "expires_at, valid_from, valid_to, superseded_by, session_id, task_id, content_hash, embedding_model, "
+            "embedded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                memory.id, memory.source, _text(memory.text), to_iso(memory.created_at or now), _kind(memory.kind),
+                check_namespace(memory.namespace), memory.owner_id, json.dumps(_tags(memory.tags), ensure_ascii=False),
+                memory.category, _metadata(memory.metadata), memory.importance, memory.confidence, int(memory.pinned),
+                memory.score, to_iso(memory.last_hit_at), memory.access_count, to_iso(memory.last_access_at),
+                to_iso(memory.updated_at or now), to_iso(memory.expires_at), to_iso(memory.valid_from or memory.created_at),
+                to_iso(memory.valid_to), memory.superseded_by, memory.session_id, memory.task_id, text_hash,
+                self.embedder.name, to_iso(now),
+            ),
+        )
+        rowid = int(cursor.lastrowid)
+        state = RowState(memory.namespace, memory.kind, epoch_of(to_iso(memory.expires_at)), memory.valid_to is None,
+                         stamp_of(to_iso(now), text_hash))
+        self.vectors.put(rowid, vector, state, replace=False)
+        return rowid
+
     def _insert(self, memory_id: str, item: _Prepared, now: datetime) -> int:
         created = item.created_at or now
         cursor = self.db.execute(
@@ -550,9 +577,7 @@ class MemoryRepository:
         self.vectors.put(existing.rowid, item.vector, self._state(item, now), replace=True)
 
     def _state(self, item: _Prepared, now: datetime) -> RowState:
-        from .index.vectors import _stamp
-
-        return RowState(item.namespace, item.kind, _epoch(to_iso(item.expires_at)), True, _stamp(to_iso(now), item.hash))
+        return RowState(item.namespace, item.kind, epoch_of(to_iso(item.expires_at)), True, stamp_of(to_iso(now), item.hash))
 
     def update(
         self,
@@ -617,10 +642,8 @@ class MemoryRepository:
         self.db.execute(f"UPDATE memory_chunks SET {', '.join(sets)} WHERE chunk_rowid = ?", (*params, memory.rowid))
         if new_vector is not None:
             expiry = to_iso(_when(expires_at, "expires_at")) if expires_at is not ... else to_iso(memory.expires_at)
-            from .index.vectors import _stamp
-
-            state = RowState(memory.namespace, memory.kind, _epoch(expiry), memory.valid_to is None,
-                             _stamp(to_iso(now), new_hash))
+            state = RowState(memory.namespace, memory.kind, epoch_of(expiry), memory.valid_to is None,
+                             stamp_of(to_iso(now), new_hash))
             self.vectors.put(memory.rowid, new_vector, state, replace=True)
 
     def feedback(self, memory: Memory, delta: float, *, hit: bool, now: datetime | None = None) -> None:

@@ -19,6 +19,7 @@ __all__ = [
     "FusedScore",
     "fuse",
     "FUSIONS",
+    "maximal_marginal_relevance",
 ]
 
 # -- seed 002 (Koshi): finalRank = bm25 x exp(score x 0.2) x 1/(1 + daysSince x 0.01) ---------
@@ -126,3 +127,36 @@ def fuse(
 
 
 FUSIONS = ("keyword_first", "weighted", "rrf", "keyword", "vector")
+
+
+# -- diversity --------------------------------------------------------------------------------
+
+
+def maximal_marginal_relevance(
+    query: "np.ndarray", candidates: "np.ndarray", k: int, lambda_mult: float = 0.5
+) -> list[int]:
+    """Indices of ``candidates`` picked by maximal marginal relevance (Carbonell & Goldstein 1998).
+
+    Each step takes the candidate maximising ``lambda x sim(query, d) - (1 - lambda) x max sim(d, picked)``,
+    with cosine similarity on unit vectors. ``lambda_mult`` 1 ranks by relevance only, 0 by diversity only.
+    """
+    import numpy as np
+
+    if not 0.0 <= lambda_mult <= 1.0:
+        raise ValueError(f"lambda_mult must be between 0 and 1, got {lambda_mult}")
+    n = len(candidates)
+    if n == 0 or k <= 0:
+        return []
+    relevance = candidates @ query
+    picked: list[int] = []
+    redundancy = np.full(n, -np.inf)
+    available = np.ones(n, dtype=bool)
+    for _ in range(min(k, n)):
+        penalty = np.where(np.isfinite(redundancy), redundancy, 0.0)
+        value = lambda_mult * relevance - (1.0 - lambda_mult) * penalty
+        value[~available] = -np.inf
+        best = int(np.argmax(value))
+        picked.append(best)
+        available[best] = False
+        redundancy = np.maximum(redundancy, candidates @ candidates[best])
+    return picked

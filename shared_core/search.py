@@ -23,7 +23,7 @@ from .index.keyword import KeywordIndex
 from .index.scope import Scope
 from .index.vectors import VectorIndex
 from .memories import Memory, MemoryRepository
-from .ranking import FUSIONS, feedback_weight, fuse, recency_weight
+from .ranking import FUSIONS, feedback_weight, fuse, maximal_marginal_relevance, recency_weight
 
 __all__ = ["Hit", "ScoreParts", "SearchResults", "Searcher"]
 
@@ -130,7 +130,9 @@ class Searcher:
         memories: MemoryRepository,
         embedder: Embedder,
         clock: Clock,
+        archive: Any = None,
     ) -> None:
+        self.archive = archive
         self.config = config
         self.keyword = keyword
         self.vectors = vectors
@@ -154,6 +156,9 @@ class Searcher:
         fusion: str | None = None,
         vector_weight: float | None = None,
         min_score: float | None = None,
+        include_archive: bool = False,
+        mmr_lambda: float | None = None,
+        fetch_k: int | None = None,
     ) -> tuple[list[Hit], np.ndarray | None]:
         cfg = self.config.search
         method = fusion or cfg.fusion
@@ -171,6 +176,10 @@ class Searcher:
         wanted = limit + offset
         if wanted == 0:
             return [], None
+        if mmr_lambda is not None:
+            if fetch_k is not None and fetch_k < wanted:
+                raise ValueError(f"fetch_k ({fetch_k}) must be at least limit + offset ({wanted})")
+            wanted = fetch_k or max(20, 4 * wanted)
         pool = max(cfg.candidates, 5 * wanted)
         profile = profile_of(self.embedder)
         floor = cfg.similarity_floor if cfg.similarity_floor >= 0 else profile.similarity_floor
@@ -179,12 +188,18 @@ class Searcher:
         )
         if vector is not None and method in ("keyword_first", "weighted", "rrf") and not has_text:
             method = "vector"
+        if vector is None and not getattr(self.embedder, "embeds_text", True):
+            if method == "vector":
+                raise ValueError(f"this store's embedder ({self.embedder.name}) cannot embed text; pass vector=...")
+            method = "keyword"
 
         bm25: dict[int, float] = {}
         searched_keywords = False
+        keyword_query = None
         if has_text and method != "vector":
             searched_keywords = True
-            bm25 = dict(self.keyword.search(self.keyword.prepare(query), scope, pool))  # type: ignore[arg-type]
+            keyword_query = self.keyword.prepare(query)  # type: ignore[arg-type]
+            bm25 = dict(self.keyword.search(keyword_query, scope, pool))
 
         similarity: dict[int, float] = {}
         query_vector: np.ndarray | None = None
@@ -219,10 +234,50 @@ class Searcher:
                 fusion=method,
             )
             hits.append(Hit(memory, f.relevance * fw * rw, parts))
+        if include_archive and keyword_query is not None:
+            hits.extend(self._archive_hits(keyword_query, scope, pool, bm25, now, method))
         hits.sort(key=lambda h: (-h.score, -_ts(h.memory.created_at), h.memory.rowid))
         if min_score is not None:
             hits = [h for h in hits if h.score >= min_score]
+        if mmr_lambda is not None:
+            hits = self._diversify(hits[:wanted], query, query_vector, limit + offset, mmr_lambda)
         return hits[offset : offset + limit], query_vector
+
+    def _archive_hits(self, keyword_query: Any, scope: Scope, pool: int, live_bm25: dict[int, float],
+                      now: datetime, method: str) -> list[Hit]:
+        """Keyword matches from the archive, scaled against the same best BM25 as live hits."""
+        if self.archive is None:
+            return []
+        found = self.archive.search(keyword_query, scope, pool)
+        best = max([*live_bm25.values(), *(score for _, score in found)], default=0.0)
+        hits = []
+        for memory, score in found:
+            relevance = score / best if best > 0 else 0.0
+            if relevance <= 0:
+                continue
+            days = days_between(memory.last_hit_at or memory.created_at, now)
+            fw = feedback_weight(memory.score, self.config.ranking.score_weight)
+            rw = recency_weight(days, self.config.ranking.recency_rate)
+            parts = ScoreParts(bm25=score, keyword=relevance, similarity=None, vector=0.0, relevance=relevance,
+                               feedback=fw, recency=rw, days_since_hit=days, fusion="archive")
+            hits.append(Hit(memory, relevance * fw * rw, parts))
+        return hits
+
+    def _diversify(self, hits: list[Hit], query: str | None, query_vector: np.ndarray | None, k: int,
+                   lambda_mult: float) -> list[Hit]:
+        """Reorder the best candidates by maximal marginal relevance (archive hits have no vector)."""
+        live = [h for h in hits if h.memory.archived_at is None]
+        if not live:
+            return hits[:k]
+        if query_vector is None:
+            if not getattr(self.embedder, "embeds_text", True):
+                raise ValueError("MMR needs a query vector: pass vector=... (this store cannot embed text)")
+            query_vector = self.embed_query(query or "")
+        vectors = self.vectors.vectors_of([h.memory.rowid for h in live])
+        live = [h for h in live if h.memory.rowid in vectors]
+        matrix = np.stack([vectors[h.memory.rowid] for h in live]) if live else np.zeros((0, self.embedder.dims))
+        order = maximal_marginal_relevance(query_vector, matrix, k, lambda_mult)
+        return [live[i] for i in order]
 
 
 def _ts(when: datetime | None) -> float:

@@ -35,6 +35,7 @@ from .memories import (
     check_namespace,
     scope_for,
 )
+from .archive import Archive
 from .search import SearchResults, Searcher
 
 __all__ = ["MemoryStore", "StoreStats"]
@@ -84,7 +85,9 @@ class MemoryStore:
         self._vectors = VectorIndex(self._db, self.embedder.dims, self.config.search)
         self._keyword = KeywordIndex(self._db, self.config.search)
         self._memories = MemoryRepository(self._db, self._vectors, self.embedder, self.clock, self.config)
-        self._searcher = Searcher(self.config, self._keyword, self._vectors, self._memories, self.embedder, self.clock)
+        self._archive = Archive(self._db, self._memories, self.clock)
+        self._searcher = Searcher(self.config, self._keyword, self._vectors, self._memories, self.embedder, self.clock,
+                                  archive=self._archive)
 
     # -- opening and closing ----------------------------------------------------------------
 
@@ -347,6 +350,93 @@ class MemoryStore:
             with self._db.transaction():
                 return self._memories.delete_rows([m.rowid for m in found])
 
+    def delete_where(
+        self,
+        *,
+        namespace: str | Sequence[str] = DEFAULT_NAMESPACE,
+        namespace_prefix: str | None = None,
+        kind: str | Sequence[str] | None = None,
+        where: Mapping[str, Any] | Filter | None = None,
+    ) -> int:
+        """Delete every memory matching the filters (e.g. all chunks of one source document)."""
+        with self._db.lock:
+            scope = scope_for(
+                namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=None, where=where, tags=None,
+                category=None, source=None, since=None, until=None, live_at=None, current_only=False,
+            )
+            sql, params = scope.sql("c")
+            rowids = [int(r[0]) for r in self._db.query(f"SELECT c.chunk_rowid FROM memory_chunks c WHERE {sql}", params)]
+            if not rowids:
+                return 0
+            with self._db.transaction():
+                return self._memories.delete_rows(rowids)
+
+    def set_expiry(
+        self,
+        ids: str | Sequence[str],
+        *,
+        ttl: float | timedelta | None = None,
+        expires_at: datetime | str | None = None,
+        namespace: str | None = None,
+    ) -> int:
+        """Set (or with neither argument, clear) the expiry of memories without touching anything else.
+
+        For TTLs refreshed on read; returns how many memories were changed.
+        """
+        from .memories import _expiry
+
+        when = to_iso(_expiry(expires_at, ttl, self.clock.now()))
+        wanted = [ids] if isinstance(ids, str) else list(ids)
+        with self._db.lock:
+            found = self._memories.get_many(wanted, namespace)
+            if not found:
+                return 0
+            with self._db.transaction():
+                self._db.executemany(
+                    "UPDATE memory_chunks SET expires_at = ? WHERE chunk_rowid = ?", [(when, m.rowid) for m in found]
+                )
+            return len(found)
+
+    # -- the archive -------------------------------------------------------------------------
+
+    def archive(self, ids: str | Sequence[str], *, reason: str = "manual", namespace: str | None = None) -> int:
+        """Move memories out of the live index into the keyword-searchable archive (seed 002)."""
+        wanted = [ids] if isinstance(ids, str) else list(ids)
+        with self._db.lock:
+            found = self._memories.get_many(wanted, namespace)
+            missing = sorted(set(wanted) - {m.id for m in found})
+            if missing:
+                raise NotFoundError(f"no live memory with id {missing[0]!r}")
+            with self._db.transaction():
+                return self._archive.move([m.rowid for m in found], reason)
+
+    def restore(self, ids: str | Sequence[str], *, namespace: str | None = None) -> list[Memory]:
+        """Bring archived memories back into the live index (re-embedded), feedback and dates kept."""
+        wanted = [ids] if isinstance(ids, str) else list(ids)
+        with self._db.lock:
+            archived = [self._archive.get(i, namespace) for i in wanted]
+            for memory_id, memory in zip(wanted, archived):
+                if memory is None:
+                    raise NotFoundError(f"no archived memory with id {memory_id!r}")
+            with self._db.transaction():
+                for memory in archived:
+                    assert memory is not None
+                    self._archive.restore(memory)
+            return self._memories.get_many(wanted)
+
+    def get_archived(self, id: str, *, namespace: str | None = None) -> Memory:  # noqa: A002
+        """An archived memory (``archived_at`` and ``archive_reason`` set), or :class:`NotFoundError`."""
+        with self._db.lock:
+            memory = self._archive.get(id, namespace)
+            if memory is None:
+                raise NotFoundError(f"no archived memory with id {id!r}")
+            return memory
+
+    @property
+    def archive_store(self) -> Archive:
+        """The archive's repository (for lifecycle code: ``move(rowids, reason)`` inside a transaction)."""
+        return self._archive
+
     # -- feedback ----------------------------------------------------------------------------
 
     def reinforce(self, id: str, *, namespace: str | None = None, weight: float | None = None) -> Memory:  # noqa: A002
@@ -400,14 +490,19 @@ class MemoryStore:
         min_score: float | None = None,
         include_expired: bool = False,
         include_superseded: bool = False,
+        include_archive: bool = False,
+        mmr_lambda: float | None = None,
+        fetch_k: int | None = None,
         track_access: bool | None = None,
     ) -> SearchResults:
         """Hybrid search (BM25 + vectors, fused, then ranked by feedback and recency).
 
         Filters (namespace, kind, tags: any of, category, source, created ``since``/``until``,
         ``where`` in the filter language, ``ids``) apply before top-k. ``fusion``: ``keyword_first``
-        (default), ``weighted``, ``rrf``, ``keyword`` (BM25 only) or ``vector`` (KNN only). Each
-        returned hit's ``access_count`` goes up by one unless ``track_access=False``.
+        (default), ``weighted``, ``rrf``, ``keyword`` (BM25 only) or ``vector`` (KNN only).
+        ``include_archive`` adds keyword matches from the archive. ``mmr_lambda`` (0..1) reorders
+        the best ``fetch_k`` candidates by maximal marginal relevance for diversity. Each returned
+        live hit's ``access_count`` goes up by one unless ``track_access=False`` (seed 003).
         """
         limit = self.config.search.default_limit if limit is None else limit
         with self._db.lock:
@@ -420,13 +515,36 @@ class MemoryStore:
             )
             hits, _ = self._searcher.run(
                 query, scope, vector=vector, limit=limit, offset=offset, fusion=fusion,
-                vector_weight=vector_weight, min_score=min_score,
+                vector_weight=vector_weight, min_score=min_score, include_archive=include_archive,
+                mmr_lambda=mmr_lambda, fetch_k=fetch_k,
             )
             track = self.config.search.track_access if track_access is None else track_access
-            if track and hits and not self._db.read_only:
+            live = [h.memory.rowid for h in hits if h.memory.archived_at is None]
+            if track and live and not self._db.read_only:
                 with self._db.transaction():
-                    self._memories.track_access(h.memory.rowid for h in hits)
+                    self._memories.track_access(live)
             return SearchResults(hits, query=query)
+
+    def search_archive(
+        self,
+        query: str,
+        *,
+        namespace: str | Sequence[str] = DEFAULT_NAMESPACE,
+        namespace_prefix: str | None = None,
+        kind: str | Sequence[str] | None = None,
+        where: Mapping[str, Any] | Filter | None = None,
+        limit: int = 10,
+    ) -> SearchResults:
+        """Keyword search over archived memories only (seed 002's ``queryArchive``)."""
+        with self._db.lock:
+            scope = scope_for(
+                namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=None, where=where, tags=None,
+                category=None, source=None, since=None, until=None, live_at=None, current_only=False,
+            )
+            keyword_query = self._keyword.prepare(query)
+            hits = self._searcher._archive_hits(keyword_query, scope, limit, {}, self.clock.now(), "archive")
+            hits.sort(key=lambda h: -h.score)
+            return SearchResults(hits[:limit], query=query)
 
     def list(
         self,
@@ -534,6 +652,7 @@ class MemoryStore:
             try:
                 with self._db.transaction():
                     self._memories.delete_rows(rowids)
+                    self._archive.erase(namespace)
                     for eraser in self._erasers:
                         eraser(namespace)
                     self._db.execute("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .base import Embedder, EmbedderProfile, EmbeddingError, as_matrix, as_vector, profile_of
 from .hashes import EMBEDDING_TEXT_VERSION, content_hash, fnv1a_64
 from .hashing import HashingEmbedder
+from .precomputed import PrecomputedVectors
 from .sentence import SentenceTransformerEmbedder
 
 __all__ = [
@@ -12,6 +13,7 @@ __all__ = [
     "EmbedderProfile",
     "EmbeddingError",
     "HashingEmbedder",
+    "PrecomputedVectors",
     "SentenceTransformerEmbedder",
     "EMBEDDING_TEXT_VERSION",
     "content_hash",
@@ -36,6 +38,8 @@ def embedder_from_name(name: str) -> Embedder:
         rest = name.removeprefix("openkoi-hashing-v1-")
         if rest.isdigit():
             return HashingEmbedder(dims=int(rest))
+    if name.startswith("precomputed-") and name.removeprefix("precomputed-").isdigit():
+        return PrecomputedVectors(int(name.removeprefix("precomputed-")))
     if name.startswith("sentence-transformers/"):
         return SentenceTransformerEmbedder(name.removeprefix("sentence-transformers/"))
     raise ValueError(

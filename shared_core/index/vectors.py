@@ -33,7 +33,7 @@ from ..config import SearchConfig
 from ..db import Database
 from .scope import Scope
 
-__all__ = ["VectorIndex", "RowState"]
+__all__ = ["VectorIndex", "RowState", "epoch_of", "stamp_of"]
 
 _BATCH = 500  # rowids per IN (...) list
 _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
@@ -50,12 +50,14 @@ class RowState:
     stamp: str  # changes whenever the row's vector changes
 
 
-def _epoch(iso: str | None) -> float:
+def epoch_of(iso: str | None) -> float:
+    """Epoch seconds of a stored timestamp (infinity for none)."""
     when = from_iso(iso)
     return math.inf if when is None else when.timestamp()
 
 
-def _stamp(embedded_at: str | None, content_hash: str | None) -> str:
+def stamp_of(embedded_at: str | None, content_hash: str | None) -> str:
+    """A value that changes whenever a row's vector changes."""
     return f"{embedded_at or ''}|{content_hash or ''}"
 
 
@@ -63,7 +65,7 @@ _STATE_COLUMNS = "chunk_rowid, namespace, kind, expires_at, valid_to IS NULL, em
 
 
 def _state(row: Sequence[Any]) -> RowState:
-    return RowState(row[1], row[2], _epoch(row[3]), bool(row[4]), _stamp(row[5], row[6]))
+    return RowState(row[1], row[2], epoch_of(row[3]), bool(row[4]), stamp_of(row[5], row[6]))
 
 
 class _Mirror:
