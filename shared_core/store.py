@@ -25,6 +25,7 @@ from .embed import Embedder, HashingEmbedder, as_matrix, content_hash, embedder_
 from .errors import EmbedderMismatchError, NotFoundError, SchemaError
 from .index.filters import Filter
 from .index.keyword import KeywordIndex
+from .llm import TextModel
 from .index.vectors import VectorIndex
 from .memories import (
     DEFAULT_NAMESPACE,
@@ -72,9 +73,11 @@ class MemoryStore:
     safe to share between threads, and several processes may open the same file.
     """
 
-    def __init__(self, db: Database, *, embedder: Embedder, config: Config, clock: Clock) -> None:
+    def __init__(self, db: Database, *, embedder: Embedder, config: Config, clock: Clock,
+                 text_model: TextModel | None = None) -> None:
         self._db = db
         self.embedder = embedder
+        self.text_model = text_model  # optional: summaries and extraction use rules without one
         self.config = config
         self.clock = clock
         self._build_components()
@@ -101,6 +104,7 @@ class MemoryStore:
         clock: Clock | None = None,
         read_only: bool = False,
         reembed: bool = False,
+        text_model: TextModel | None = None,
     ) -> MemoryStore:
         """Open (creating if needed) a memory file.
 
@@ -109,6 +113,8 @@ class MemoryStore:
         else ``[models] embedder`` from the config (the hashing embedder). ``config``: a
         :class:`Config`, or a dict of overrides on top of ``config.toml``. ``reembed=True``
         lets a different embedder take over an existing database by re-embedding everything.
+        ``text_model``: optional; summaries and fact/learning extraction use it, with rule-based
+        fallbacks when it is absent or answers badly.
         """
         cfg = config if isinstance(config, Config) else Config.load(overrides=config)
         clock = clock or SystemClock()
@@ -121,6 +127,7 @@ class MemoryStore:
         except BaseException:
             db.close()
             raise
+        store.text_model = text_model
         return store
 
     @classmethod
