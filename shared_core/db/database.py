@@ -43,15 +43,6 @@ class Database:
         self._on_rollback: list[Callable[[], None]] = []
         self._closed = False
         self.conn.create_function("casefold", 1, _casefold, deterministic=True)
-        with self.translate_errors():
-            try:
-                self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            except self.driver.DatabaseError as exc:
-                self.conn.close()
-                raise SchemaError(
-                    f"{path} is not an SQLite database ({exc}); point the store at a new or existing "
-                    "openkoi-memory file"
-                ) from None
 
     # -- lifecycle ---------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ x86-64 and ARM. ``OPENKOI_SQLITE_DRIVER=stdlib|sqlean`` forces one.
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3 as _stdlib_sqlite3
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any
 
 import sqlite_vec
 
-from ..errors import DriverError
+from ..errors import DriverError, SchemaError
 
 __all__ = ["Driver", "get_driver", "connect"]
 
@@ -118,7 +119,19 @@ def connect(path: str, *, read_only: bool = False, busy_timeout_ms: int = 10_000
             f"could not load the sqlite-vec extension with the {driver.name} driver ({exc}); "
             "reinstall with: pip install --force-reinstall sqlite-vec sqlean.py"
         ) from None
-    _check_fts5(conn, driver)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except driver.DatabaseError as exc:
+        conn.close()
+        raise SchemaError(
+            f"{path} is not an SQLite database ({exc}); point the store at a new or existing openkoi-memory file"
+        ) from None
+    if not _has_fts5(driver):
+        conn.close()
+        raise DriverError(
+            f"the SQLite {driver.sqlite_version} used by the {driver.name} driver has no FTS5; "
+            "set OPENKOI_SQLITE_DRIVER=sqlean to use the bundled SQLite, which has it"
+        )
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
     conn.execute("PRAGMA foreign_keys = ON")
     if path != ":memory:" and not read_only:
@@ -129,13 +142,14 @@ def connect(path: str, *, read_only: bool = False, busy_timeout_ms: int = 10_000
     return conn
 
 
-def _check_fts5(conn: Any, driver: Driver) -> None:
+@functools.lru_cache(maxsize=None)
+def _has_fts5(driver: Driver) -> bool:
+    """Probe once per driver, on a throwaway in-memory database (never on the user's file)."""
+    probe = driver.module.connect(":memory:")
     try:
-        conn.execute("CREATE VIRTUAL TABLE temp._openkoi_fts5_probe USING fts5(x)")
-        conn.execute("DROP TABLE temp._openkoi_fts5_probe")
+        probe.execute("CREATE VIRTUAL TABLE fts5_probe USING fts5(x)")
+        return True
     except driver.Error:
-        conn.close()
-        raise DriverError(
-            f"the SQLite {driver.sqlite_version} used by the {driver.name} driver has no FTS5; "
-            "set OPENKOI_SQLITE_DRIVER=sqlean to use the bundled SQLite, which has it"
-        ) from None
+        return False
+    finally:
+        probe.close()

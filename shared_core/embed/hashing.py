@@ -35,7 +35,7 @@ _BLOCK = 4096  # features projected at a time (bounds the temporary sign matrix)
 class HashingEmbedder:
     """Deterministic 384-d hashing embedder; the same text gives the same vector everywhere."""
 
-    profile = EmbedderProfile(similarity_floor=0.35, vector_weight=0.3, kb_threshold=0.35)
+    profile = EmbedderProfile(similarity_floor=0.2, vector_weight=0.3, kb_threshold=0.35)
 
     def __init__(
         self,
@@ -43,7 +43,7 @@ class HashingEmbedder:
         *,
         word_weight: float = 1.0,
         bigram_weight: float = 0.5,
-        trigram_weight: float = 0.35,
+        trigram_weight: float = 1.0,
     ) -> None:
         if dims < 8 or dims % 8:
             raise ValueError(f"dims must be a positive multiple of 8, got {dims}")
@@ -51,7 +51,7 @@ class HashingEmbedder:
         self.word_weight = word_weight
         self.bigram_weight = bigram_weight
         self.trigram_weight = trigram_weight
-        defaults = (word_weight, bigram_weight, trigram_weight) == (1.0, 0.5, 0.35)
+        defaults = (word_weight, bigram_weight, trigram_weight) == (1.0, 0.5, 1.0)
         suffix = "" if defaults else f"-w{word_weight:g}-b{bigram_weight:g}-t{trigram_weight:g}"
         self.name = f"openkoi-hashing-v1-{dims}{suffix}"
         salts = np.frombuffer(

