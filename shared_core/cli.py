@@ -176,6 +176,65 @@ def stats(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"{key:15s} {value}")
 
 
+@main.command("export")
+@click.option("-f", "--format", "fmt", type=click.Choice(["jsonl", "markdown"]), default="jsonl", show_default=True)
+@click.option("-n", "--namespace", default=None, help="Only this namespace (default: all).")
+@click.option("-o", "--output", type=click.File("w", encoding="utf-8"), default="-", help="File (default: stdout).")
+@click.pass_context
+@friendly_errors
+def export_command(ctx: click.Context, fmt: str, namespace: str | None, output: Any) -> None:
+    """Export memories: JSONL (whole records, archive included) or Markdown (readable, re-importable)."""
+    from .portability import export_jsonl, export_markdown
+
+    store = open_store(ctx)
+    count = export_jsonl(store, output, namespace=namespace) if fmt == "jsonl" else \
+        export_markdown(store, output, namespace=namespace)
+    click.echo(f"exported {count} memories", err=True)
+
+
+@main.command("import")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@namespace_option
+@click.pass_context
+@friendly_errors
+def import_command(ctx: click.Context, paths: tuple[str, ...], namespace: str) -> None:
+    """Import MEMORY.md / memory/*.md files (one memory per item or paragraph, seed 002) or a JSONL export."""
+    from .portability import import_jsonl, import_markdown
+
+    store = open_store(ctx)
+    jsonl = [p for p in paths if p.endswith((".jsonl", ".ndjson"))]
+    markdown = [p for p in paths if p not in jsonl]
+    for path in jsonl:
+        with open(path, encoding="utf-8") as handle:
+            click.echo(f"{path}: {import_jsonl(store, handle)}")
+    if markdown:
+        click.echo(str(import_markdown(store, markdown, namespace=namespace)))
+
+
+@main.command()
+@click.option("--keep", is_flag=True, help="Keep the demo database instead of deleting it.")
+@click.pass_context
+@friendly_errors
+def demo(ctx: click.Context, keep: bool) -> None:
+    """A tour of the core on a fresh file: add, dedup, search with explanations, feedback, archive."""
+    import tempfile
+
+    from .demo import run_demo
+
+    target = ctx.find_root().params.get("db")
+    if target:
+        run_demo(target, click.echo)
+        return
+    folder = tempfile.mkdtemp(prefix="openkoi-demo-")
+    run_demo(f"{folder}/demo.db", click.echo)
+    if keep:
+        click.echo(f"\nkept: {folder}/demo.db (try: openkoi-memory --db {folder}/demo.db search 'deploy')")
+    else:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
     if text is None:
         return None

