@@ -1,0 +1,233 @@
+"""Core speed: ingest, single adds, search latency and vector recall, against numpy in the same run.
+
+    python bench/core.py                                   # 10k and 100k, hashing + random vectors
+    python bench/core.py --sizes 10000 --vectors minilm    # real sentence embeddings (cached; slow first time)
+
+For each size and kind of vector it builds a store from precomputed vectors and reports:
+bulk ingest (memories/s), single ``add`` with the default embedder and dedup on (adds/s),
+the first search of a new store object (loading the vector mirror), ``search()`` p50/p95
+(hybrid, the default), vector-only search through the mirror and through sqlite-vec, and a
+numpy brute-force scan of the same vectors as the floor; recall@10 of the vector search
+against that exact scan. Texts are LoCoMo turns recombined (realistic word statistics);
+queries are LoCoMo questions. Prints Markdown for docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import hashlib
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from shared_core import HashingEmbedder, MemoryStore, NewMemory  # noqa: E402
+from shared_core.db import get_driver  # noqa: E402
+
+LOCOMO = Path(os.environ.get("LOCOMO_PATH", ROOT.parent / "shared" / "data" / "locomo10.json"))
+CACHE = ROOT / "bench" / ".cache"
+
+
+def locomo_texts() -> tuple[list[str], list[str]]:
+    data = json.loads(LOCOMO.read_text(encoding="utf-8"))
+    turns = [t["text"] for conv in data for key, value in conv["conversation"].items()
+             if key.startswith("session_") and isinstance(value, list) for t in value]
+    questions = [qa["question"] for conv in data for qa in conv["qa"]]
+    return turns, questions
+
+
+def corpus(n: int, turns: list[str], seed: int = 7) -> list[str]:
+    """n distinct memory-like texts: halves of two random LoCoMo turns, numbered to stay unique."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        a, b = rng.choice(turns).split(), rng.choice(turns).split()
+        out.append(" ".join(a[: max(1, len(a) // 2)] + b[len(b) // 2 :]) + f" (note {i})")
+    return out
+
+
+def vectors_for(kind: str, texts: list[str], dims: int = 384, seed: int = 1) -> np.ndarray:
+    if kind == "hashing":
+        return HashingEmbedder(dims).embed(texts)
+    if kind == "random":
+        rng = np.random.default_rng(seed + len(texts))
+        x = rng.standard_normal((len(texts), dims)).astype(np.float32)
+        return x / np.linalg.norm(x, axis=1, keepdims=True)
+    if kind == "minilm":
+        return _minilm(texts)
+    raise SystemExit(f"unknown vectors {kind!r}")
+
+
+def _minilm(texts: list[str]) -> np.ndarray:
+    CACHE.mkdir(parents=True, exist_ok=True)
+    key = hashlib.sha1("\n".join(texts).encode()).hexdigest()[:16]
+    path = CACHE / f"minilm-{len(texts)}-{key}.npy"
+    if path.exists():
+        return np.load(path)
+    from shared_core.embed import SentenceTransformerEmbedder
+
+    embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2", batch_size=128)
+    started = time.perf_counter()
+    parts = []
+    for start in range(0, len(texts), 4096):
+        parts.append(embedder.embed(texts[start : start + 4096]))
+        done = start + len(parts[-1])
+        print(f"  minilm: {done}/{len(texts)} ({done / (time.perf_counter() - started):.0f}/s)", file=sys.stderr)
+    matrix = np.concatenate(parts).astype(np.float32)
+    np.save(path, matrix)
+    return matrix
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+
+
+def timed(fn, repeats: int) -> list[float]:
+    out = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def run(size: int, kind: str, turns: list[str], questions: list[str], n_queries: int, workdir: Path) -> dict:
+    texts = corpus(size, turns)
+    vectors = vectors_for(kind, texts)
+    rng = random.Random(size)
+    query_texts = rng.sample(questions, n_queries)
+    query_vectors = vectors_for(kind, query_texts, seed=2) if kind != "minilm" else _minilm(query_texts)
+    path = workdir / f"bench-{kind}-{size}.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    result: dict = {"size": size, "vectors": kind}
+
+    with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
+        items = [NewMemory(text=t, vector=v, namespace="bench") for t, v in zip(texts, vectors)]
+        gc.collect()
+        started = time.perf_counter()
+        store.add_many(items, batch_size=1000)
+        result["ingest_s"] = time.perf_counter() - started
+        result["ingest_per_s"] = size / result["ingest_s"]
+        del items
+
+    # numpy floor: exact top-10 over the same vectors, same queries
+    exact = []
+
+    def numpy_scan(q: np.ndarray) -> np.ndarray:
+        scores = vectors @ q
+        top = np.argpartition(-scores, 10)[:10]
+        return top[np.argsort(-scores[top])]
+
+    numpy_ms = []
+    for q in query_vectors:
+        started = time.perf_counter()
+        exact.append(numpy_scan(q))
+        numpy_ms.append((time.perf_counter() - started) * 1000)
+    result["numpy_p50"], result["numpy_p95"] = percentiles(numpy_ms)
+
+    with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
+        started = time.perf_counter()
+        store.search(query_texts[0], vector=query_vectors[0], namespace="bench", limit=10, track_access=False)
+        result["first_search_ms"] = (time.perf_counter() - started) * 1000  # includes loading the mirror
+        rowid_to_index = {m.rowid: i for i, m in enumerate(store.list(namespace="bench", order_by="chunk_rowid"))}
+        hybrid_ms, vector_ms, recalls = [], [], []
+        for text, q, truth in zip(query_texts, query_vectors, exact):
+            hybrid_ms += timed(lambda: store.search(text, vector=q, namespace="bench", limit=10), 1)
+            started = time.perf_counter()
+            hits = store.search(vector=q, namespace="bench", limit=10, fusion="vector", track_access=False)
+            vector_ms.append((time.perf_counter() - started) * 1000)
+            found = {rowid_to_index[h.memory.rowid] for h in hits}
+            recalls.append(len(found & set(int(t) for t in truth)) / 10)
+        result["hybrid_p50"], result["hybrid_p95"] = percentiles(hybrid_ms)
+        result["vector_p50"], result["vector_p95"] = percentiles(vector_ms)
+        result["recall10"] = float(np.mean(recalls))
+
+        single = [f"single add {i}: " + t for i, t in enumerate(corpus(1000, turns, seed=99))]
+        started = time.perf_counter()
+        for text in single:
+            store.add(text, namespace="bench")
+        result["single_add_per_s"] = len(single) / (time.perf_counter() - started)
+
+    with MemoryStore.open(path, embedder=HashingEmbedder(), config={"search": {"vector_index": "sqlite-vec"}}) as store:
+        sv_ms = [timed(lambda: store.search(vector=q, namespace="bench", limit=10, fusion="vector",
+                                            track_access=False), 1)[0] for q in query_vectors[:50]]
+        result["sqlite_vec_p50"], result["sqlite_vec_p95"] = percentiles(sv_ms)
+    result["hybrid_vs_numpy"] = result["hybrid_p50"] / result["numpy_p50"]
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    return result
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kb = int(next(l for l in Path("/proc/meminfo").read_text().splitlines() if l.startswith("MemTotal")).split()[1])
+        mem = f", {kb / 2**20:.0f} GiB RAM"
+    except (OSError, StopIteration):
+        pass
+    driver = get_driver()
+    return (f"{cpu}, {os.cpu_count()} cores{mem}; Python {platform.python_version()}; SQLite {driver.sqlite_version} "
+            f"via {driver.name}; numpy {np.__version__}")
+
+
+def table(rows: list[dict]) -> str:
+    head = ("| memories | vectors | ingest /s | single add /s | first search ms | search p50 / p95 ms | "
+            "numpy p50 / p95 ms | search / numpy | vector (mirror) p50 / p95 | sqlite-vec p50 / p95 | recall@10 |")
+    lines = [head, "|---" * (head.count("|") - 1) + "|"]
+    for r in rows:
+        lines.append(
+            f"| {r['size']:,} | {r['vectors']} | {r['ingest_per_s']:,.0f} | {r['single_add_per_s']:,.0f} | "
+            f"{r['first_search_ms']:,.0f} | {r['hybrid_p50']:.1f} / {r['hybrid_p95']:.1f} | "
+            f"{r['numpy_p50']:.1f} / {r['numpy_p95']:.1f} | {r['hybrid_vs_numpy']:.2f}x | "
+            f"{r['vector_p50']:.1f} / {r['vector_p95']:.1f} | {r['sqlite_vec_p50']:.1f} / {r['sqlite_vec_p95']:.1f} | "
+            f"{r['recall10']:.3f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--vectors", default="hashing,random", help="comma list of hashing, random, minilm")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--json", type=Path, help="also write raw results here")
+    args = parser.parse_args(argv)
+    turns, questions = locomo_texts()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="openkoi-bench-") as tmp:
+        for size in args.sizes:
+            for kind in args.vectors.split(","):
+                print(f"running {size:,} x {kind} ...", file=sys.stderr)
+                rows.append(run(size, kind, turns, questions, args.queries, Path(tmp)))
+                print(table(rows[-1:]).splitlines()[-1], file=sys.stderr)
+    print(f"machine: {machine()}\n")
+    print(f"command: python bench/core.py {' '.join(argv if argv is not None else sys.argv[1:])}\n")
+    print(table(rows))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
