@@ -193,6 +193,10 @@ class ForgettingConfig:
     min_raw_results_without_fallback: int = 3
 
 
+IMPORTANCE_LEVELS = ("critical", "high", "medium", "low")  # seed 003's insight importance
+URGENCY_LEVELS = ("immediate", "urgent", "medium", "low")  # seed 003's insight urgency
+
+
 @dataclass
 class InsightsConfig:
     """Seed 003's insight value score and weight adjustment (docs/lifecycle.md, "Insights").
@@ -244,14 +248,18 @@ class InsightsConfig:
             raise ConfigError("insights.frequency_max_accesses must be at least 1")
         self.freshness_bands = _bands(self.freshness_bands, "freshness_bands")
         self.decay_bands = _bands(self.decay_bands, "decay_bands")
-        for name in ("importance_scale", "urgency_scale"):
+        for name, levels in (("importance_scale", IMPORTANCE_LEVELS), ("urgency_scale", URGENCY_LEVELS)):
             scale = getattr(self, name)
             if not isinstance(scale, dict) or not scale:
                 raise ConfigError(f"insights.{name} must be a table of level = value, e.g. {{high = 0.75}}")
             for level, value in scale.items():
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
                     raise ConfigError(f"insights.{name}.{level} must be a number between 0 and 1, got {value!r}")
-            setattr(self, name, {str(k).lower(): float(v) for k, v in scale.items()})
+            scale = {str(k).lower(): float(v) for k, v in scale.items()}
+            missing = [level for level in levels if level not in scale]
+            if missing:
+                raise ConfigError(f"insights.{name} needs a value for {', '.join(missing)} (extra levels are fine)")
+            setattr(self, name, scale)
         if self.weight_floor < 0 or self.weight_cap < self.weight_floor:
             raise ConfigError("insights: need 0 <= weight_floor <= weight_cap")
         for name in ("favorite_multiplier", "view_multiplier"):

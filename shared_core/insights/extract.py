@@ -17,8 +17,9 @@ Without a model, rules look at each sentence for three things, in this order:
 * **action items**: "todo", "action item", "follow up", "please", "can/could you", "need(s) to",
   "must", "assigned to", "I'll"/"I will" -> label ``action_item``, importance medium.
 
-Words such as critical, blocker, outage, incident, security raise importance to critical;
-asap, immediately, right away, urgent raise urgency; "no rush", "whenever", "someday" lower it.
+Words anywhere in the message such as critical, blocker, outage, incident, security raise
+importance to critical; asap, immediately, right away, today, tonight, EOD make the urgency
+immediate, urgent, tomorrow, soon make it urgent; "no rush", "whenever", "someday" lower it.
 The dedupe key is the label plus a hash of the sentence's words, so the same sentence
 seen twice updates one insight (its details and timeline grow).
 """
@@ -200,7 +201,7 @@ def rule_based_insights(messages: Sequence[SourceMessage]) -> list[InsightData]:
                 continue
             normal = " ".join(re.findall(r"[^\W_]+", sentence.casefold()))
             key = f"{label}:{hashlib.sha1(normal.encode()).hexdigest()[:16]}"
-            importance, urgency = _levels(label, sentence)
+            importance, urgency = _levels(label, message.text)  # cues may sit in a neighbouring sentence
             event = {"event": f"{label.replace('_', ' ')} mentioned"}
             if message.timestamp is not None:
                 event = {"at": to_iso(message.timestamp), **event}
@@ -236,9 +237,11 @@ Messages:
 """
 
 
-def build_prompt(messages: Sequence[SourceMessage], *, platform: str | None, channel: str | None, limit: int) -> str:
+def build_prompt(messages: Sequence[SourceMessage], *, platform: str | None, channel: str | None, limit: int,
+                 importance_levels: Iterable[str] = IMPORTANCE_LEVELS,
+                 urgency_levels: Iterable[str] = URGENCY_LEVELS) -> str:
     return _PROMPT.format(
-        importance=" | ".join(IMPORTANCE_LEVELS), urgency=" | ".join(URGENCY_LEVELS), limit=limit,
+        importance=" | ".join(importance_levels), urgency=" | ".join(urgency_levels), limit=limit,
         platform=platform or "unknown", channel=channel or "unknown",
         messages="\n".join(m.line() for m in messages),
     )

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, Mapping, Sequence
 
 from ..clock import from_iso, to_iso
+from ..config import IMPORTANCE_LEVELS, URGENCY_LEVELS
 from ..ranking import InsightValue
 
 __all__ = [
@@ -26,8 +27,6 @@ __all__ = [
     "dedupe_key_for",
 ]
 
-IMPORTANCE_LEVELS = ("critical", "high", "medium", "low")
-URGENCY_LEVELS = ("immediate", "urgent", "medium", "low")
 
 # UUID5 namespace of insight ids: uuid5(NAMESPACE_URL, "https://github.com/openkoi/openkoi-memory/insights")
 _ID_NAMESPACE = uuid.UUID("c50accb7-3b85-50d5-bb50-6d4a7c4b5a6c")

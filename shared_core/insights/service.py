@@ -446,7 +446,8 @@ class Insights:
             for batch in batches(group, cfg.extract_prompt_tokens):
                 where = f"{group_platform or '-'}/{group_channel or '-'}"
                 prompt = build_prompt(batch, platform=group_platform, channel=group_channel,
-                                      limit=cfg.extract_max_insights)
+                                      limit=cfg.extract_max_insights, importance_levels=cfg.importance_scale,
+                                      urgency_levels=cfg.urgency_scale)
                 try:
                     answer = model.complete(prompt, max_tokens=cfg.extract_max_tokens)
                     extracted, notes = parse_model_insights(

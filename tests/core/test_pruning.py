@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 
@@ -282,3 +283,23 @@ def test_report_renders(store):
     assert "<table>" in report._repr_html_()
     data = report.to_dict()
     assert data["status"] == "under_limit" and isinstance(data["ran_at"], str)
+
+
+def test_cli_prune(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from shared_core.cli import main
+
+    db = str(tmp_path / "cli.db")
+    runner = CliRunner()
+    for i in range(5):
+        assert runner.invoke(main, ["--db", db, "add", f"remark number {i} about kiwis"]).exit_code == 0
+    dry = runner.invoke(main, ["--db", db, "prune", "--dry-run", "--max-size", "1KB"])
+    assert dry.exit_code == 0 and "would archive:" in dry.output
+    done = runner.invoke(main, ["--db", db, "prune", "--max-size", "1KB", "--until-under", "--json"])
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.output)
+    assert report["status"] == "pruned" and report["archived"] == 5
+    assert "under_limit" in runner.invoke(main, ["--db", db, "prune"]).output
+    bad = runner.invoke(main, ["--db", db, "prune", "--max-size", "lots"])
+    assert bad.exit_code != 0 and "100MB" in bad.output
