@@ -116,7 +116,7 @@ class Insight:
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> Insight:
-        v = dict(zip(cls.COLUMNS, row))
+        v = dict(zip(cls.COLUMNS, row, strict=True))
         return cls(
             id=v["id"], namespace=v["namespace"], bot_id=v["bot_id"], dedupe_key=v["dedupe_key"], title=v["title"],
             description=v["description"], importance=v["importance"], urgency=v["urgency"],

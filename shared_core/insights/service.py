@@ -22,15 +22,22 @@ from ..memories import DEFAULT_NAMESPACE, check_namespace
 from ..ranking import (
     InsightValue,
     insight_decay_factor,
-    insight_freshness_score,
     insight_frequency_score,
+    insight_freshness_score,
     insight_is_active,
     insight_relevance_score,
     insight_trend,
     insight_value_score,
     insight_weight,
 )
-from .extract import batches, build_prompt, group_messages, normalise_messages, parse_model_insights, rule_based_insights
+from .extract import (
+    batches,
+    build_prompt,
+    group_messages,
+    normalise_messages,
+    parse_model_insights,
+    rule_based_insights,
+)
 from .records import (
     ExtractionResult,
     Insight,

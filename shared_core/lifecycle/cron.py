@@ -62,7 +62,7 @@ class CronSchedule:
                 f"cron schedule {expression!r} has {len(parts)} fields; it needs five: "
                 "minute hour day-of-month month day-of-week, e.g. '0 4 * * *'"
             )
-        sets = [_parse_field(part, spec, expression) for part, spec in zip(parts, _FIELDS)]
+        sets = [_parse_field(part, spec, expression) for part, spec in zip(parts, _FIELDS, strict=True)]
         weekdays = frozenset(d % 7 for d in sets[4])
         schedule = cls(
             expression=expression.strip(), minutes=sets[0], hours=sets[1], days=sets[2], months=sets[3],
