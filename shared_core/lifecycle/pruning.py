@@ -333,7 +333,10 @@ class Pruner:
         if self._store.path == ":memory:" or db.read_only:
             return 0, False
         try:
-            if int(db.scalar("PRAGMA auto_vacuum") or 0) != 2:
+            mode = int(db.scalar("PRAGMA auto_vacuum") or 0)
+            if mode == 1:  # FULL: SQLite already gave the pages back at commit
+                return 0, False
+            if mode != 2:
                 pages_before = int(db.scalar("PRAGMA page_count") or 0)
                 db.execute("PRAGMA auto_vacuum = INCREMENTAL")
                 db.execute("VACUUM")  # the one full rewrite that makes incremental vacuum possible

@@ -37,11 +37,15 @@ def last_run(db: Database, job: str) -> JobRun | None:
 
 
 def record_run(db: Database, job: str, when: datetime, status: str, report: Mapping[str, Any] | None = None) -> None:
-    """Upsert the job's last run (call inside the job's transaction)."""
+    """Upsert the job's last run (call inside the job's transaction).
+
+    ``last_run_at`` never moves back, even if the clock does, so a clock set back cannot make
+    a job that already ran due again.
+    """
     db.execute(
         "INSERT INTO lifecycle_runs (job, last_run_at, last_status, last_report) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT(job) DO UPDATE SET last_run_at = excluded.last_run_at, last_status = excluded.last_status, "
-        "last_report = excluded.last_report",
+        "ON CONFLICT(job) DO UPDATE SET last_run_at = max(last_run_at, excluded.last_run_at), "
+        "last_status = excluded.last_status, last_report = excluded.last_report",
         (job, to_iso(when), status, json.dumps(dict(report or {}), default=str, sort_keys=True)),
     )
 

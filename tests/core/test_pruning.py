@@ -213,6 +213,9 @@ def test_if_due_follows_the_schedule_and_the_last_run(tmp_path):
         clock.set("2026-01-02T05:00:00Z")
         assert store.pruning.run(if_due=True).status == "not_due"
         assert store.pruning.run().status == "under_limit"  # without if_due it always checks
+        assert store.pruning.last_run().last_run_at.isoformat() == "2026-01-03T09:00:00+00:00"  # never moves back
+        clock.set("2026-01-04T04:00:00Z")
+        assert store.pruning.run(if_due=True).status == "under_limit"
 
 
 def test_clock_going_backwards_does_not_break_the_order(store, clock):
@@ -303,3 +306,39 @@ def test_cli_prune(tmp_path, monkeypatch):
     assert "under_limit" in runner.invoke(main, ["--db", db, "prune"]).output
     bad = runner.invoke(main, ["--db", db, "prune", "--max-size", "lots"])
     assert bad.exit_code != 0 and "100MB" in bad.output
+
+
+_RACER = """
+import json, sys
+from shared_core import ManualClock, MemoryStore
+store = MemoryStore.open(sys.argv[1], clock=ManualClock("2026-01-01T05:00:00Z"),
+                         config={"memory": {"schedule_timezone": "UTC", "prune_percent": 10.0,
+                                            "max_size": int(sys.argv[2])}})
+sys.stdin.readline()  # start together
+report = store.pruning.run(if_due=True)
+print(json.dumps({"status": report.status, "archived": report.archived}))
+"""
+
+
+def test_two_processes_racing_for_a_due_prune(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    clock = ManualClock("2026-01-01T00:00:00Z")
+    path = str(tmp_path / "mem.db")
+    with _store(path, clock) as setup:
+        _fill(setup, 40)
+        limit = _settled_size(setup) - 1
+    root = str(__import__("pathlib").Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    procs = [subprocess.Popen([sys.executable, "-c", _RACER, path, str(limit)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for _ in range(2)]
+    outs = [p.communicate("go\n", timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err for _, err in outs]
+    results = sorted((json.loads(out) for out, _ in outs), key=lambda r: r["status"])
+    assert [r["status"] for r in results] == ["not_due", "pruned"]
+    assert results[1]["archived"] == 4
+    with _store(path, clock) as check:
+        assert check.count() == 36 and check.archive_store.count() == 4
