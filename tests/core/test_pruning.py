@@ -295,8 +295,10 @@ def test_cli_prune(tmp_path, monkeypatch):
 
     db = str(tmp_path / "cli.db")
     runner = CliRunner()
-    for i in range(5):
-        assert runner.invoke(main, ["--db", db, "add", f"remark number {i} about kiwis"]).exit_code == 0
+    texts = ("kiwi orchard visit", "the server runs in Frankfurt", "quarterly report is due",
+             "dentist appointment on Tuesday", "the cat likes tuna")  # distinct: no near-duplicate merging
+    for text in texts:
+        assert runner.invoke(main, ["--db", db, "add", text]).exit_code == 0
     dry = runner.invoke(main, ["--db", db, "prune", "--dry-run", "--max-size", "1KB"])
     assert dry.exit_code == 0 and "would archive:" in dry.output
     done = runner.invoke(main, ["--db", db, "prune", "--max-size", "1KB", "--until-under", "--json"])
