@@ -22,6 +22,10 @@ from .errors import (
     StoreClosedError,
 )
 from .index.filters import And, Condition, Not, Or
+from .insights import ExtractionResult, Insight, InsightData, InsightWeights, RankedInsight
+from .lifecycle.cron import CronSchedule
+from .lifecycle.links import Link
+from .lifecycle.pruning import PruneReport, SizeMeasure
 from .memories import DEFAULT_NAMESPACE, AddResult, Memory, NewMemory
 from .search import Hit, ScoreParts, SearchResults
 from .store import MemoryStore, StoreStats
@@ -50,6 +54,15 @@ __all__ = [
     "Or",
     "Not",
     "DEFAULT_NAMESPACE",
+    "Insight",
+    "InsightData",
+    "InsightWeights",
+    "RankedInsight",
+    "ExtractionResult",
+    "PruneReport",
+    "SizeMeasure",
+    "Link",
+    "CronSchedule",
     "OpenKoiError",
     "ConfigError",
     "DriverError",

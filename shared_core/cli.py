@@ -248,6 +248,13 @@ def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
 
 
 # Commands defined in other modules register here, one line each.
+from .insights.cli import insights as _insights  # noqa: E402
+from .lifecycle.cli import links as _links  # noqa: E402
+from .lifecycle.cli import prune as _prune  # noqa: E402
+
+main.add_command(_prune)
+main.add_command(_links)
+main.add_command(_insights)
 
 
 if __name__ == "__main__":  # pragma: no cover

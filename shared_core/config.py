@@ -40,6 +40,7 @@ __all__ = [
     "RecallConfig",
     "ContextConfig",
     "KnowledgeBaseConfig",
+    "LinksConfig",
     "default_data_dir",
     "default_config_path",
     "parse_size",
@@ -103,9 +104,17 @@ class MemoryConfig:
     max_size: int = 100 * 10**6  # seed 002: maxSize 100MB
     prune_percent: float = 1.0  # seed 002: archive the bottom 1 %
     prune_schedule: str = "0 4 * * *"  # seed 002: 4am daily
+    schedule_timezone: str = "local"  # the zone cron schedules are read in: "local", "UTC" or an IANA name
 
     def __post_init__(self) -> None:
         self.max_size = parse_size(self.max_size)
+        from .lifecycle.cron import CronSchedule, resolve_timezone
+
+        try:
+            CronSchedule.parse(self.prune_schedule)
+            resolve_timezone(self.schedule_timezone)
+        except ValueError as exc:
+            raise ConfigError(f"memory: {exc}") from None
         for name in ("fact_dedup_threshold", "learning_dedup_threshold", "learning_prune_threshold"):
             _check_range(self, name, 0.0, 1.0)
         _check_range(self, "prune_percent", 0.0, 100.0)
@@ -184,16 +193,35 @@ class ForgettingConfig:
     min_raw_results_without_fallback: int = 3
 
 
+IMPORTANCE_LEVELS = ("critical", "high", "medium", "low")  # seed 003's insight importance
+URGENCY_LEVELS = ("immediate", "urgent", "medium", "low")  # seed 003's insight urgency
+
+
 @dataclass
 class InsightsConfig:
-    """Seed 003's insight value score and weight adjustment."""
+    """Seed 003's insight value score and weight adjustment (docs/lifecycle.md, "Insights").
 
+    Where the seed names a number it is the default here; where it leaves one open
+    (the importance/urgency scales, the frequency maximum, freshness past 30 days, how
+    often decay applies) the default is ours and documented.
+    """
+
+    # valueScore = 0.45 frequency + 0.25 freshness + 0.20 relevance + 0.10 favourite (seed 003)
     frequency_weight: float = 0.45
     freshness_weight: float = 0.25
     relevance_weight: float = 0.20
     favorite_weight: float = 0.10
-    frequency_max_accesses: int = 50  # the seed leaves the maximum open
-    freshness_past_30_days: float = 0.1  # the seed leaves freshness past 30 days open
+    frequency_max_accesses: int = 50  # ours: log1p(count) / log1p(50) reaches 1.0 at 50 accesses
+    frequency_window_days: float = 30.0  # seed 003: the frequency counts accessCount30d
+    # freshness by age since the insight last changed: <1 day 1.0, <7 days 0.8, <30 days 0.45 (seed 003)
+    freshness_bands: tuple = ((1.0, 1.0), (7.0, 0.8), (30.0, 0.45))
+    freshness_past_30_days: float = 0.1  # ours: the seed leaves freshness past 30 days open
+    # relevance = importance x 0.7 + urgency x 0.3 (seed 003); the scales are ours
+    relevance_importance_weight: float = 0.7
+    relevance_urgency_weight: float = 0.3
+    importance_scale: dict = field(default_factory=lambda: {"critical": 1.0, "high": 0.75, "medium": 0.5, "low": 0.25})
+    urgency_scale: dict = field(default_factory=lambda: {"immediate": 1.0, "urgent": 0.75, "medium": 0.5, "low": 0.25})
+    # weight adjustment (seed 003)
     favorite_multiplier: float = 1.5
     favorite_days: float = 7.0
     view_multiplier: float = 1.1
@@ -201,7 +229,62 @@ class InsightsConfig:
     view_min_inactive_days: float = 1.0
     weight_cap: float = 5.0
     weight_floor: float = 0.3
-    trend_ratio: float = 0.25
+    # inactivity bands: from 7 days 0.95, from 14 days 0.85, from 30 days 0.7 (seed 003)
+    decay_bands: tuple = ((7.0, 0.95), (14.0, 0.85), (30.0, 0.7))
+    decay_period_days: float = 1.0  # ours: a band's rate applies once per day of inactivity (a daily job)
+    trend_ratio: float = 0.25  # seed 003: rising when recent 7d >= previous 7d + 25 %
+    trend_window_days: float = 7.0
+    active_window_days: float = 30.0  # seed 003: active when accessCount30d > 0
+    access_log_days: float = 30.0  # access events older than this are dropped by maintain()
+    extract_prompt_tokens: int = 3000  # messages per model call, by token count
+    extract_max_tokens: int = 800  # the model's answer budget
+    extract_max_insights: int = 10  # per model call
+
+    def __post_init__(self) -> None:
+        weights = (self.frequency_weight, self.freshness_weight, self.relevance_weight, self.favorite_weight)
+        if any(w < 0 for w in weights):
+            raise ConfigError("insights: the value-score weights must not be negative")
+        if self.frequency_max_accesses < 1:
+            raise ConfigError("insights.frequency_max_accesses must be at least 1")
+        self.freshness_bands = _bands(self.freshness_bands, "freshness_bands")
+        self.decay_bands = _bands(self.decay_bands, "decay_bands")
+        for name, levels in (("importance_scale", IMPORTANCE_LEVELS), ("urgency_scale", URGENCY_LEVELS)):
+            scale = getattr(self, name)
+            if not isinstance(scale, dict) or not scale:
+                raise ConfigError(f"insights.{name} must be a table of level = value, e.g. {{high = 0.75}}")
+            for level, value in scale.items():
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+                    raise ConfigError(f"insights.{name}.{level} must be a number between 0 and 1, got {value!r}")
+            scale = {str(k).lower(): float(v) for k, v in scale.items()}
+            missing = [level for level in levels if level not in scale]
+            if missing:
+                raise ConfigError(f"insights.{name} needs a value for {', '.join(missing)} (extra levels are fine)")
+            setattr(self, name, scale)
+        if self.weight_floor < 0 or self.weight_cap < self.weight_floor:
+            raise ConfigError("insights: need 0 <= weight_floor <= weight_cap")
+        for name in ("favorite_multiplier", "view_multiplier"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"insights.{name} must be positive")
+        for name in ("decay_period_days", "trend_window_days", "active_window_days", "frequency_window_days"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"insights.{name} must be positive")
+        if self.access_log_days < max(self.frequency_window_days, self.active_window_days, 2 * self.trend_window_days):
+            raise ConfigError(
+                "insights.access_log_days must cover the frequency and active windows and two trend windows"
+            )
+        if self.trend_ratio < 0:
+            raise ConfigError("insights.trend_ratio must not be negative")
+
+
+def _bands(value: Any, name: str) -> tuple[tuple[float, float], ...]:
+    """``[[days, value], ...]`` from TOML or code, checked and sorted by days."""
+    try:
+        bands = tuple((float(days), float(rate)) for days, rate in value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"insights.{name} must be a list of [days, value] pairs, got {value!r}") from None
+    if not bands or any(days < 0 or rate < 0 for days, rate in bands):
+        raise ConfigError(f"insights.{name} needs at least one [days, value] pair with non-negative numbers")
+    return tuple(sorted(bands))
 
 
 @dataclass
@@ -239,6 +322,26 @@ class KnowledgeBaseConfig:
     similarity_threshold: float = -1.0  # < 0: use the embedder's own recommendation (0.7 for sentence models)
 
 
+@dataclass
+class LinksConfig:
+    """Hebbian links (seed 002, its v2): memories returned together link, and links can expand a search."""
+
+    enabled: bool = True  # record co-recall links on every tracked search
+    max_linked_hits: int = 10  # only the top hits of a search are linked (bounds the pairs to 45)
+    initial_strength: float = 1.0  # seed 002: strength REAL DEFAULT 1.0
+    increment: float = 1.0  # added on each further co-recall
+    expand_by_default: bool = False  # search(expand_links=None) follows this
+    expand_min_strength: float = 3.0  # ours: "strongly linked" = co-recalled three times
+    expand_limit: int = 5  # neighbours added to one search at most
+    half_strength: float = 3.0  # a neighbour gets strength / (strength + 3) of its parent's relevance
+
+    def __post_init__(self) -> None:
+        if self.max_linked_hits < 0 or self.expand_limit < 0:
+            raise ConfigError("links.max_linked_hits and links.expand_limit must not be negative")
+        if self.initial_strength <= 0 or self.increment < 0 or self.half_strength <= 0:
+            raise ConfigError("links: initial_strength and half_strength must be positive, increment >= 0")
+
+
 _SECTIONS = {
     "models": ModelsConfig,
     "memory": MemoryConfig,
@@ -249,6 +352,7 @@ _SECTIONS = {
     "recall": RecallConfig,
     "context": ContextConfig,
     "knowledge_base": KnowledgeBaseConfig,
+    "links": LinksConfig,
 }
 
 
@@ -265,6 +369,7 @@ class Config:
     recall: RecallConfig = field(default_factory=RecallConfig)
     context: ContextConfig = field(default_factory=ContextConfig)
     knowledge_base: KnowledgeBaseConfig = field(default_factory=KnowledgeBaseConfig)
+    links: LinksConfig = field(default_factory=LinksConfig)
     data_dir: Path = field(default_factory=default_data_dir)
 
     @classmethod

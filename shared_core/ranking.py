@@ -20,6 +20,20 @@ __all__ = [
     "fuse",
     "FUSIONS",
     "maximal_marginal_relevance",
+    "prune_weight",
+    "prune_count",
+    "link_strength_after",
+    "link_weight",
+    "insight_frequency_score",
+    "insight_freshness_score",
+    "insight_relevance_score",
+    "InsightValue",
+    "insight_value_score",
+    "boosted_weight",
+    "insight_decay_factor",
+    "insight_weight",
+    "insight_trend",
+    "insight_is_active",
 ]
 
 # -- seed 002 (Koshi): finalRank = bm25 x exp(score x 0.2) x 1/(1 + daysSince x 0.01) ---------
@@ -160,3 +174,164 @@ def maximal_marginal_relevance(
         available[best] = False
         redundancy = np.maximum(redundancy, candidates @ candidates[best])
     return picked
+
+
+# -- seed 002 (Koshi): size-based pruning ----------------------------------------------------
+
+
+def prune_weight(score: float, days_since: float, *, score_weight: float = 0.2, recency_rate: float = 0.01) -> float:
+    """What pruning keeps: ``exp(score x 0.2) x 1/(1 + days x 0.01)``, seed 002's rank without BM25.
+
+    The bottom of this order is archived first when the store is over its size limit.
+    """
+    return feedback_weight(score, score_weight) * recency_weight(days_since, recency_rate)
+
+
+def prune_count(live_rows: int, percent: float) -> int:
+    """How many rows one pruning round archives: ``percent`` % of the live rows, rounded up."""
+    if live_rows <= 0 or percent <= 0:
+        return 0
+    return min(live_rows, math.ceil(live_rows * percent / 100.0 - 1e-9))
+
+
+# -- seed 002 (Koshi v2): Hebbian links ----------------------------------------------------------
+
+
+def link_strength_after(strength: float | None, *, initial: float = 1.0, increment: float = 1.0) -> float:
+    """A link's strength after one more co-recall: ``initial`` for a new link, else ``+ increment``."""
+    return initial if strength is None else strength + increment
+
+
+def link_weight(strength: float, half_strength: float = 3.0) -> float:
+    """The share of its parent's relevance a linked neighbour gets: ``s / (s + half)``, in [0, 1)."""
+    if strength <= 0:
+        return 0.0
+    return strength / (strength + half_strength)
+
+
+# -- seed 003 (OpenLoomi): insights ------------------------------------------------------------
+
+
+def insight_frequency_score(access_count: int, max_accesses: int = 50) -> float:
+    """Log-scaled access count relative to a maximum: ``clamp01(log1p(n) / log1p(max))``."""
+    if access_count <= 0:
+        return 0.0
+    return min(1.0, math.log1p(access_count) / math.log1p(max(1, max_accesses)))
+
+
+def insight_freshness_score(
+    age_days: float,
+    bands: tuple[tuple[float, float], ...] = ((1.0, 1.0), (7.0, 0.8), (30.0, 0.45)),
+    beyond: float = 0.1,
+) -> float:
+    """Seed 003's freshness: under 1 day 1.0, under 7 days 0.8, under 30 days 0.45, else ``beyond``."""
+    age = max(0.0, age_days)
+    for limit, value in bands:
+        if age < limit:
+            return value
+    return beyond
+
+
+def insight_relevance_score(
+    importance: float, urgency: float, *, importance_weight: float = 0.7, urgency_weight: float = 0.3
+) -> float:
+    """Seed 003's relevance: ``importance x 0.7 + urgency x 0.3`` (both already on a 0..1 scale)."""
+    return importance * importance_weight + urgency * urgency_weight
+
+
+@dataclass(frozen=True)
+class InsightValue:
+    """The parts of an insight's value score (each 0..1) and the total."""
+
+    frequency: float
+    freshness: float
+    relevance: float
+    favorite: float
+    score: float
+
+
+def insight_value_score(
+    frequency: float,
+    freshness: float,
+    relevance: float,
+    favorite: bool | float,
+    *,
+    weights: tuple[float, float, float, float] = (0.45, 0.25, 0.20, 0.10),
+) -> InsightValue:
+    """``valueScore = 0.45 frequency + 0.25 freshness + 0.20 relevance + 0.10 favourite`` (seed 003)."""
+    fav = float(favorite)
+    total = weights[0] * frequency + weights[1] * freshness + weights[2] * relevance + weights[3] * fav
+    return InsightValue(frequency, freshness, relevance, fav, total)
+
+
+def boosted_weight(weight: float, multiplier: float, cap: float = 5.0) -> float:
+    """Seed 003's boosts: ``min(cap, weight x multiplier)`` (favourite x1.5, view x1.1, cap 5.0)."""
+    return min(cap, weight * multiplier)
+
+
+def insight_decay_factor(
+    days_inactive: float,
+    bands: tuple[tuple[float, float], ...] = ((7.0, 0.95), (14.0, 0.85), (30.0, 0.7)),
+    period_days: float = 1.0,
+) -> float:
+    """The decay an insight has collected after ``days_inactive`` days without access.
+
+    Seed 003 decays inactive insights at 0.95 (7-14 days), 0.85 (14-30 days) and 0.7 (30+ days).
+    Read as a job that applies the rate of the current band once per ``period_days`` (daily),
+    the factor is the product over the steps ``k x period`` so far, each at its band's rate.
+    It is computed from the days alone, so it does not depend on how often maintenance runs.
+    """
+    days = max(0.0, days_inactive)
+    if period_days <= 0:
+        raise ValueError("period_days must be positive")
+    factor = 1.0
+    last_step = math.floor(days / period_days + 1e-9)
+    for i, (start, rate) in enumerate(bands):
+        end = bands[i + 1][0] if i + 1 < len(bands) else math.inf
+        first = max(1, math.ceil(start / period_days - 1e-9))
+        last = last_step if math.isinf(end) else min(last_step, math.ceil(end / period_days - 1e-9) - 1)
+        if last >= first:
+            factor *= rate ** (last - first + 1)
+    return factor
+
+
+def insight_weight(
+    base: float,
+    *,
+    decay_factor: float = 1.0,
+    floor: float = 0.3,
+    favorite_boost: float | None = None,
+    view_boost: float | None = None,
+    cap: float = 5.0,
+) -> float:
+    """An insight's current weight: its base (customWeightMultiplier) decayed, then boosted.
+
+    Decay never takes the weight below ``floor`` (or below the base, if that is lower);
+    each active boost multiplies, capped at ``cap`` (seed 003).
+    """
+    weight = base * decay_factor
+    if decay_factor < 1.0:
+        weight = max(weight, min(base, floor))
+    if favorite_boost is not None:
+        weight = boosted_weight(weight, favorite_boost, cap)
+    if view_boost is not None:
+        weight = boosted_weight(weight, view_boost, cap)
+    return weight
+
+
+def insight_trend(recent: int, previous: int, ratio: float = 0.25) -> str:
+    """Seed 003's trend: ``rising`` when the last 7 days have at least 25 % more accesses than the
+    7 days before, ``falling`` when the previous 7 days have at least 25 % more, else ``stable``.
+
+    Equal counts (including none at all) are stable.
+    """
+    if recent > previous and recent >= previous * (1.0 + ratio):
+        return "rising"
+    if previous > recent and previous >= recent * (1.0 + ratio):
+        return "falling"
+    return "stable"
+
+
+def insight_is_active(access_count_30d: int) -> bool:
+    """Seed 003: active when ``accessCount30d > 0``, dormant otherwise."""
+    return access_count_30d > 0

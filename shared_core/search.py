@@ -40,7 +40,9 @@ class ScoreParts:
     feedback: float  # exp(score x 0.2)
     recency: float  # 1 / (1 + days x 0.01)
     days_since_hit: float
-    fusion: str
+    fusion: str  # the fusion method; "archive" for archive hits, "link" for Hebbian expansion hits
+    linked_from: str | None = None  # expansion hits: the hit whose link brought this one in
+    link_strength: float | None = None  # expansion hits: that link's strength
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -68,6 +70,12 @@ class Hit:
 
     def explain(self) -> str:
         p = self.parts
+        if p.fusion == "link":
+            return (
+                f"{self.score:.4f} = relevance {p.relevance:.4f} [linked from {p.linked_from}, strength "
+                f"{p.link_strength:g}] x feedback {p.feedback:.3f} (score {self.memory.score:+g})"
+                f" x recency {p.recency:.3f} ({p.days_since_hit:.1f} days)"
+            )
         bm25 = "not searched" if p.bm25 is None else f"{p.bm25:.3f} (x{p.keyword:.2f} of the best)"
         sim = "not searched" if p.similarity is None else f"{p.similarity:.3f} ({p.vector:.2f} above the floor)"
         return (

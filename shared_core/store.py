@@ -10,11 +10,12 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -38,6 +39,11 @@ from .memories import (
 )
 from .archive import Archive
 from .search import SearchResults, Searcher
+
+if TYPE_CHECKING:
+    from .insights import Insights
+    from .lifecycle.links import LinkGraph
+    from .lifecycle.pruning import Pruner
 
 __all__ = ["MemoryStore", "StoreStats"]
 
@@ -501,6 +507,7 @@ class MemoryStore:
         mmr_lambda: float | None = None,
         fetch_k: int | None = None,
         track_access: bool | None = None,
+        expand_links: bool | None = None,
     ) -> SearchResults:
         """Hybrid search (BM25 + vectors, fused, then ranked by feedback and recency).
 
@@ -509,7 +516,10 @@ class MemoryStore:
         (default), ``weighted``, ``rrf``, ``keyword`` (BM25 only) or ``vector`` (KNN only).
         ``include_archive`` adds keyword matches from the archive. ``mmr_lambda`` (0..1) reorders
         the best ``fetch_k`` candidates by maximal marginal relevance for diversity. Each returned
-        live hit's ``access_count`` goes up by one unless ``track_access=False`` (seed 003).
+        live hit's ``access_count`` goes up by one unless ``track_access=False`` (seed 003), and
+        the top hits are linked as co-recalled (Hebbian links, seed 002; ``links.enabled``).
+        ``expand_links`` (default ``links.expand_by_default``) appends strongly linked neighbours
+        of the hits, in the same scope, marked ``parts.fusion == "link"``.
         """
         limit = self.config.search.default_limit if limit is None else limit
         with self._db.lock:
@@ -526,11 +536,15 @@ class MemoryStore:
                 mmr_lambda=mmr_lambda, fetch_k=fetch_k,
             )
             track = self.config.search.track_access if track_access is None else track_access
-            live = [h.memory.rowid for h in hits if h.memory.archived_at is None]
+            expand = self.config.links.expand_by_default if expand_links is None else expand_links
+            linked = self.links.expand(hits, scope) if expand else []
+            live = [h.memory.rowid for h in [*hits, *linked] if h.memory.archived_at is None]
             if track and live and not self._db.read_only:
                 with self._db.transaction():
                     self._memories.track_access(live)
-            return SearchResults(hits, query=query)
+                    if self.config.links.enabled:
+                        self.links.record(h.memory for h in hits)
+            return SearchResults([*hits, *linked], query=query)
 
     def search_archive(
         self,
@@ -781,6 +795,33 @@ class MemoryStore:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts with the store's embedder (unit-length float32 rows)."""
         return self._memories.embed(texts)
+
+    # -- domains (created on first use) ----------------------------------------------------------
+
+    @functools.cached_property
+    def pruning(self) -> Pruner:
+        """Size-based pruning into the archive (seed 002): ``store.pruning.run(if_due=True)``."""
+        from .lifecycle.pruning import Pruner
+
+        return Pruner(self)
+
+    @functools.cached_property
+    def links(self) -> LinkGraph:
+        """Hebbian co-recall links between memories (seed 002 v2)."""
+        from .lifecycle.links import LinkGraph
+
+        graph = LinkGraph(self)
+        self.register_eraser(graph.erase)
+        return graph
+
+    @functools.cached_property
+    def insights(self) -> Insights:
+        """Structured insights with value scores, weights and trends (seed 003)."""
+        from .insights import Insights
+
+        insights = Insights(self)
+        self.register_eraser(insights.erase)
+        return insights
 
 
 def _check_embedder(embedder: Any) -> None:
