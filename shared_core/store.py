@@ -10,11 +10,12 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -38,6 +39,9 @@ from .memories import (
 )
 from .archive import Archive
 from .search import SearchResults, Searcher
+
+if TYPE_CHECKING:
+    from .kv import KeyValueStore
 
 __all__ = ["MemoryStore", "StoreStats"]
 
@@ -501,6 +505,7 @@ class MemoryStore:
         mmr_lambda: float | None = None,
         fetch_k: int | None = None,
         track_access: bool | None = None,
+        rank: bool = True,
     ) -> SearchResults:
         """Hybrid search (BM25 + vectors, fused, then ranked by feedback and recency).
 
@@ -510,6 +515,8 @@ class MemoryStore:
         ``include_archive`` adds keyword matches from the archive. ``mmr_lambda`` (0..1) reorders
         the best ``fetch_k`` candidates by maximal marginal relevance for diversity. Each returned
         live hit's ``access_count`` goes up by one unless ``track_access=False`` (seed 003).
+        ``rank=False`` orders by relevance alone, without the feedback and recency weights (for
+        adapters whose framework promises plain similarity order, such as vector stores).
         """
         limit = self.config.search.default_limit if limit is None else limit
         with self._db.lock:
@@ -523,7 +530,7 @@ class MemoryStore:
             hits, _ = self._searcher.run(
                 query, scope, vector=vector, limit=limit, offset=offset, fusion=fusion,
                 vector_weight=vector_weight, min_score=min_score, include_archive=include_archive,
-                mmr_lambda=mmr_lambda, fetch_k=fetch_k,
+                mmr_lambda=mmr_lambda, fetch_k=fetch_k, rank=rank,
             )
             track = self.config.search.track_access if track_access is None else track_access
             live = [h.memory.rowid for h in hits if h.memory.archived_at is None]
@@ -652,6 +659,7 @@ class MemoryStore:
         number of memories erased.
         """
         check_namespace(namespace)
+        self._load_domains()
         with self._db.lock:
             rowids = [int(r[0]) for r in self._db.query(
                 "SELECT chunk_rowid FROM memory_chunks WHERE namespace = ?", (namespace,))]
@@ -685,6 +693,12 @@ class MemoryStore:
         )
         self._db.execute("INSERT INTO memory_vec (chunk_rowid, embedding) SELECT chunk_rowid, embedding FROM temp.openkoi_vec_copy")
         self._db.execute("DROP TABLE temp.openkoi_vec_copy")
+
+    def _load_domains(self) -> None:
+        """Create every lazily created domain, so each has registered its eraser."""
+        for name, attr in type(self).__dict__.items():
+            if isinstance(attr, functools.cached_property):
+                getattr(self, name)
 
     def register_eraser(self, eraser: Callable[[str], None]) -> None:
         """Domain modules: also erase your own rows and files in ``erase_namespace``."""
@@ -781,6 +795,15 @@ class MemoryStore:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts with the store's embedder (unit-length float32 rows)."""
         return self._memories.embed(texts)
+
+    @functools.cached_property
+    def kv(self) -> KeyValueStore:
+        """A namespaced key-value table of JSON values (framework state kept in this file)."""
+        from .kv import KeyValueStore
+
+        kv = KeyValueStore(self._db, self.clock)
+        self.register_eraser(kv.erase)
+        return kv
 
 
 def _check_embedder(embedder: Any) -> None:
