@@ -284,7 +284,8 @@ def _condition(cond: Condition, alias: str) -> tuple[str, list[Any]]:
         if value is None:
             sql, params = f"({f.type} IS NULL OR {f.type} = 'null')", [*p, *p]
         elif isinstance(value, (list, dict)):
-            sql = f"(coalesce({f.type} IN ('array', 'object') AND json({f.value}) = json(?), 0))"
+            # CASE, not AND: SQLite may evaluate json() of a plain string (malformed JSON) otherwise
+            sql = f"(CASE WHEN {f.type} IN ('array', 'object') THEN json({f.value}) = json(?) ELSE 0 END)"
             params = [*p, *p, json.dumps(value, separators=(",", ":"))]
         elif isinstance(value, str):
             sql, params = f"(coalesce({f.type} = 'text' AND {f.value} = ?, 0))", [*p, *p, value]

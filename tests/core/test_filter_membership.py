@@ -70,3 +70,10 @@ def test_tuple_fields_address_keys_literally(store):
 def test_any_all_reject_null_items():
     with pytest.raises(FilterError, match="list items"):
         Condition("v", "$any", ["a", None])
+
+
+def test_equality_with_a_list_never_parses_plain_strings(store):
+    store.add("plain", id="s", metadata={"v": "", "w": "not json ["})
+    store.add("list", id="l", metadata={"v": ["a"], "w": []})
+    assert [m.id for m in store.list(where={"v": ["a"]})] == ["l"]
+    assert [m.id for m in store.list(where={"w": {"$ne": []}})] == ["s"]
