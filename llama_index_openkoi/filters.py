@@ -20,9 +20,15 @@ are taken literally, dots included. Where ``SimpleVectorStore`` raises ``TypeErr
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from llama_index.core.vector_stores.types import FilterCondition, FilterOperator, MetadataFilter, MetadataFilters
+from llama_index.core.vector_stores.types import (
+    FilterCondition,
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+)
 
 from shared_core.errors import FilterError
 from shared_core.index.filters import And, Condition, Filter, Not, Or, parse_filter

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 from llama_index.core.storage.docstore.keyval_docstore import KVDocumentStore
 from llama_index.core.storage.index_store.keyval_index_store import KVIndexStore
-from llama_index.core.storage.kvstore.types import DEFAULT_BATCH_SIZE, DEFAULT_COLLECTION, BaseKVStore
+from llama_index.core.storage.kvstore.types import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_COLLECTION,
+    BaseKVStore,
+)
 
 from shared_core import MemoryStore
 from shared_core.memories import DEFAULT_NAMESPACE, check_namespace
@@ -31,7 +35,7 @@ class OpenKoiKVStore(BaseKVStore):
     or a ``path``. Values are JSON dicts; each read returns a fresh copy.
     """
 
-    def __init__(self, store: Optional[MemoryStore] = None, *, path: Optional[str | os.PathLike[str]] = None,
+    def __init__(self, store: MemoryStore | None = None, *, path: str | os.PathLike[str] | None = None,
                  namespace: str = DEFAULT_NAMESPACE, **open_kwargs: Any) -> None:
         self._handle = StoreHandle(store, path, **open_kwargs)
         self.namespace = check_namespace(namespace)
@@ -51,7 +55,7 @@ class OpenKoiKVStore(BaseKVStore):
     def put(self, key: str, val: dict, collection: str = DEFAULT_COLLECTION) -> None:
         self.client.kv.put(key, _check(key, val), collection=collection, namespace=self.namespace)
 
-    def put_all(self, kv_pairs: List[Tuple[str, dict]], collection: str = DEFAULT_COLLECTION,
+    def put_all(self, kv_pairs: list[tuple[str, dict]], collection: str = DEFAULT_COLLECTION,
                 batch_size: int = DEFAULT_BATCH_SIZE) -> None:
         """Write all pairs in one transaction (any ``batch_size`` is accepted)."""
         if batch_size < 1:
@@ -59,10 +63,10 @@ class OpenKoiKVStore(BaseKVStore):
         pairs = [(key, _check(key, val)) for key, val in kv_pairs]
         self.client.kv.put_many(pairs, collection=collection, namespace=self.namespace)
 
-    def get(self, key: str, collection: str = DEFAULT_COLLECTION) -> Optional[dict]:
+    def get(self, key: str, collection: str = DEFAULT_COLLECTION) -> dict | None:
         return self.client.kv.get(key, collection=collection, namespace=self.namespace)
 
-    def get_all(self, collection: str = DEFAULT_COLLECTION) -> Dict[str, dict]:
+    def get_all(self, collection: str = DEFAULT_COLLECTION) -> dict[str, dict]:
         return self.client.kv.items(collection=collection, namespace=self.namespace)
 
     def delete(self, key: str, collection: str = DEFAULT_COLLECTION) -> bool:
@@ -71,14 +75,14 @@ class OpenKoiKVStore(BaseKVStore):
     async def aput(self, key: str, val: dict, collection: str = DEFAULT_COLLECTION) -> None:
         await asyncio.to_thread(self.put, key, val, collection)
 
-    async def aput_all(self, kv_pairs: List[Tuple[str, dict]], collection: str = DEFAULT_COLLECTION,
+    async def aput_all(self, kv_pairs: list[tuple[str, dict]], collection: str = DEFAULT_COLLECTION,
                        batch_size: int = DEFAULT_BATCH_SIZE) -> None:
         await asyncio.to_thread(self.put_all, kv_pairs, collection, batch_size)
 
-    async def aget(self, key: str, collection: str = DEFAULT_COLLECTION) -> Optional[dict]:
+    async def aget(self, key: str, collection: str = DEFAULT_COLLECTION) -> dict | None:
         return await asyncio.to_thread(self.get, key, collection)
 
-    async def aget_all(self, collection: str = DEFAULT_COLLECTION) -> Dict[str, dict]:
+    async def aget_all(self, collection: str = DEFAULT_COLLECTION) -> dict[str, dict]:
         return await asyncio.to_thread(self.get_all, collection)
 
     async def adelete(self, key: str, collection: str = DEFAULT_COLLECTION) -> bool:
@@ -94,7 +98,7 @@ def _check(key: str, val: Any) -> dict:
 class OpenKoiDocumentStore(KVDocumentStore):
     """LlamaIndex's ``KVDocumentStore`` on an :class:`OpenKoiKVStore`."""
 
-    def __init__(self, kvstore: OpenKoiKVStore, namespace: Optional[str] = None,
+    def __init__(self, kvstore: OpenKoiKVStore, namespace: str | None = None,
                  batch_size: int = DEFAULT_BATCH_SIZE, **kwargs: Any) -> None:
         super().__init__(kvstore, namespace=namespace, batch_size=batch_size, **kwargs)
 
@@ -110,8 +114,8 @@ class OpenKoiDocumentStore(KVDocumentStore):
 class OpenKoiIndexStore(KVIndexStore):
     """LlamaIndex's ``KVIndexStore`` on an :class:`OpenKoiKVStore`."""
 
-    def __init__(self, kvstore: OpenKoiKVStore, namespace: Optional[str] = None,
-                 collection_suffix: Optional[str] = None) -> None:
+    def __init__(self, kvstore: OpenKoiKVStore, namespace: str | None = None,
+                 collection_suffix: str | None = None) -> None:
         super().__init__(kvstore, namespace=namespace, collection_suffix=collection_suffix)
 
     @classmethod

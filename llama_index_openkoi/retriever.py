@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any, List, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -45,16 +46,16 @@ class OpenKoiRetriever(BaseRetriever):
 
     def __init__(
         self,
-        store: Optional[MemoryStore] = None,
+        store: MemoryStore | None = None,
         *,
-        path: Optional[str | os.PathLike[str]] = None,
+        path: str | os.PathLike[str] | None = None,
         namespace: str | Sequence[str] = DEFAULT_NAMESPACE,
-        namespace_prefix: Optional[str] = None,
-        kind: Optional[str | Sequence[str]] = None,
-        filters: Optional[MetadataFilters | Mapping[str, Any] | Filter] = None,
+        namespace_prefix: str | None = None,
+        kind: str | Sequence[str] | None = None,
+        filters: MetadataFilters | Mapping[str, Any] | Filter | None = None,
         similarity_top_k: int = 10,
-        embed_model: Optional[BaseEmbedding] = None,
-        callback_manager: Optional[CallbackManager] = None,
+        embed_model: BaseEmbedding | None = None,
+        callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         **search_kwargs: Any,
     ) -> None:
@@ -81,19 +82,19 @@ class OpenKoiRetriever(BaseRetriever):
         """Close the file if this retriever opened it."""
         self._handle.close()
 
-    def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         vector = query_bundle.embedding
         if vector is None and self._embed_model is not None:
             vector = self._embed_model.get_query_embedding(query_bundle.query_str)
         return self._search(query_bundle.query_str, vector)
 
-    async def _aretrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         vector = query_bundle.embedding
         if vector is None and self._embed_model is not None:
             vector = await self._embed_model.aget_query_embedding(query_bundle.query_str)
         return await asyncio.to_thread(self._search, query_bundle.query_str, vector)
 
-    def _search(self, text: str, vector: Optional[List[float]]) -> List[NodeWithScore]:
+    def _search(self, text: str, vector: list[float] | None) -> list[NodeWithScore]:
         hits = self.store.search(
             text if text and text.strip() else None, vector=vector, where=self._where, limit=self._top_k,
             **self._scope, **self._search_kwargs,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from typing import Any
 
 from llama_index.core import StorageContext
 
@@ -17,10 +17,10 @@ __all__ = ["openkoi_storage_context"]
 
 
 def openkoi_storage_context(
-    store: Optional[MemoryStore] = None,
+    store: MemoryStore | None = None,
     *,
-    path: Optional[str | os.PathLike[str]] = None,
-    embed_dim: Optional[int] = None,
+    path: str | os.PathLike[str] | None = None,
+    embed_dim: int | None = None,
     namespace: str = DEFAULT_NAMESPACE,
     **vector_store_kwargs: Any,
 ) -> StorageContext:

@@ -14,14 +14,18 @@ MMR                 vector candidates reordered by maximal marginal relevance,
                     ``mmr_threshold`` (query field or keyword) as lambda
 ==================  ==========================================================
 
-Metadata filters, ``node_ids`` and ``doc_ids`` apply before top-k.
+Metadata filters, ``node_ids`` and ``doc_ids`` apply before top-k. In a query, empty
+``node_ids``/``doc_ids`` mean no restriction (LlamaIndex's retriever sends ``[]`` to
+stores that keep text); in ``get_nodes``/``delete_nodes``, ``[]`` selects nothing and
+``None`` everything, as in ``SimpleVectorStore``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any, List, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import BaseNode
@@ -66,10 +70,10 @@ class OpenKoiVectorStore(BasePydanticVectorStore):
 
     def __init__(
         self,
-        store: Optional[MemoryStore] = None,
+        store: MemoryStore | None = None,
         *,
-        path: Optional[str | os.PathLike[str]] = None,
-        embed_dim: Optional[int] = None,
+        path: str | os.PathLike[str] | None = None,
+        embed_dim: int | None = None,
         namespace: str = DEFAULT_NAMESPACE,
         ranking: bool = False,
         **open_kwargs: Any,
@@ -78,7 +82,7 @@ class OpenKoiVectorStore(BasePydanticVectorStore):
         self._handle = StoreHandle(store, path, embed_dim, **open_kwargs)
 
     @classmethod
-    def from_path(cls, path: str | os.PathLike[str], *, embed_dim: Optional[int] = None,
+    def from_path(cls, path: str | os.PathLike[str], *, embed_dim: int | None = None,
                   namespace: str = DEFAULT_NAMESPACE, **kwargs: Any) -> OpenKoiVectorStore:
         """A store on the file at ``path`` (created if missing), closed by :meth:`close`."""
         return cls(path=path, embed_dim=embed_dim, namespace=namespace, **kwargs)
@@ -98,7 +102,7 @@ class OpenKoiVectorStore(BasePydanticVectorStore):
 
     # -- writing ---------------------------------------------------------------------------
 
-    def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> List[str]:
+    def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
         """Add (or replace, by node id) nodes with their embeddings, in one transaction."""
         nodes = list(nodes)
         if not nodes:
@@ -125,7 +129,7 @@ class OpenKoiVectorStore(BasePydanticVectorStore):
         """Delete every node of the source document ``ref_doc_id``."""
         self._delete_where(Condition(("ref_doc_id",), "$eq", ref_doc_id))
 
-    def delete_nodes(self, node_ids: Optional[List[str]] = None, filters: Optional[MetadataFilters] = None,
+    def delete_nodes(self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None,
                      **delete_kwargs: Any) -> None:
         """Delete the nodes among ``node_ids`` that match ``filters`` (both optional: all nodes)."""
         self._delete_where(self._where(node_ids, filters))
@@ -139,7 +143,7 @@ class OpenKoiVectorStore(BasePydanticVectorStore):
 
     # -- reading ---------------------------------------------------------------------------
 
-    def get_nodes(self, node_ids: Optional[List[str]] = None, filters: Optional[MetadataFilters] = None) -> List[BaseNode]:
+    def get_nodes(self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None) -> list[BaseNode]:
         """The nodes among ``node_ids`` (in that order) that match ``filters``; neither: all nodes."""
         where = to_openkoi_filter(filters)
         ids = None if node_ids is None else [memory_id(self.namespace, i) for i in node_ids]
@@ -184,9 +188,10 @@ class OpenKoiVectorStore(BasePydanticVectorStore):
                 options["fusion"] = "weighted"
                 options["vector_weight"] = float(query.alpha)
             limit = query.hybrid_top_k or limit
+        # VectorIndexRetriever sends node_ids=[] for stores that keep text: empty means "no restriction"
+        where = self._where(query.node_ids or None, query.filters, query.doc_ids or None)
         hits = store.search(
-            text, vector=vector, namespace=self.namespace, kind=NODE_KIND,
-            where=self._where(query.node_ids, query.filters, query.doc_ids), limit=limit,
+            text, vector=vector, namespace=self.namespace, kind=NODE_KIND, where=where, limit=limit,
             rank=self.ranking, **options,
         )
         cosine = options.get("fusion") == "vector" and not self.ranking
@@ -198,21 +203,21 @@ class OpenKoiVectorStore(BasePydanticVectorStore):
 
     # -- async twins ------------------------------------------------------------------------
 
-    async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> List[str]:
+    async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
         return await asyncio.to_thread(self.add, nodes, **kwargs)
 
     async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         await asyncio.to_thread(self.delete, ref_doc_id, **delete_kwargs)
 
-    async def adelete_nodes(self, node_ids: Optional[List[str]] = None, filters: Optional[MetadataFilters] = None,
+    async def adelete_nodes(self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None,
                             **delete_kwargs: Any) -> None:
         await asyncio.to_thread(self.delete_nodes, node_ids, filters, **delete_kwargs)
 
     async def aclear(self) -> None:
         await asyncio.to_thread(self.clear)
 
-    async def aget_nodes(self, node_ids: Optional[List[str]] = None,
-                         filters: Optional[MetadataFilters] = None) -> List[BaseNode]:
+    async def aget_nodes(self, node_ids: list[str] | None = None,
+                         filters: MetadataFilters | None = None) -> list[BaseNode]:
         return await asyncio.to_thread(self.get_nodes, node_ids, filters)
 
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
@@ -220,11 +225,11 @@ class OpenKoiVectorStore(BasePydanticVectorStore):
 
     # -- helpers ----------------------------------------------------------------------------
 
-    def _store_for(self, vector: Optional[Sequence[float]]) -> MemoryStore:
+    def _store_for(self, vector: Sequence[float] | None) -> MemoryStore:
         return self._handle.fit(len(vector)) if vector is not None else self._handle.store
 
-    def _where(self, node_ids: Optional[List[str]], filters: Optional[MetadataFilters],
-               doc_ids: Optional[List[str]] = None) -> Filter | None:
+    def _where(self, node_ids: list[str] | None, filters: MetadataFilters | None,
+               doc_ids: list[str] | None = None) -> Filter | None:
         parts: list[Filter] = []
         if node_ids is not None:
             parts.append(Condition("@id", "$in", [memory_id(self.namespace, i) for i in node_ids]))

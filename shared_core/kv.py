@@ -15,7 +15,8 @@ collections. Values are anything JSON can hold; every read returns a fresh copy.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from .clock import Clock, to_iso
 from .db import Database

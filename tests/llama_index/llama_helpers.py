@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import PrivateAttr
@@ -23,16 +23,16 @@ class HashEmbedding(BaseEmbedding):
         super().__init__(embed_dim=embed_dim, model_name=f"hash-{embed_dim}", **kwargs)
         self._embedder = HashingEmbedder(dims=embed_dim)
 
-    def _vector(self, text: str) -> List[float]:
+    def _vector(self, text: str) -> list[float]:
         return [float(x) for x in self._embedder.embed([text])[0]]
 
-    def _get_query_embedding(self, query: str) -> List[float]:
+    def _get_query_embedding(self, query: str) -> list[float]:
         return self._vector(query)
 
-    def _get_text_embedding(self, text: str) -> List[float]:
+    def _get_text_embedding(self, text: str) -> list[float]:
         return self._vector(text)
 
-    async def _aget_query_embedding(self, query: str) -> List[float]:
+    async def _aget_query_embedding(self, query: str) -> list[float]:
         return self._vector(query)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from llama_helpers import sample_nodes
 from llama_index.core.schema import TextNode
 from llama_index.core.vector_stores.types import (
     FilterCondition,
@@ -23,8 +24,6 @@ from llama_index.core.vector_stores.utils import build_metadata_filter_fn, node_
 
 from llama_index_openkoi import OpenKoiVectorStore, to_openkoi_filter
 from shared_core.errors import FilterError
-
-from llama_helpers import sample_nodes
 
 F = FilterOperator
 
@@ -172,7 +171,7 @@ def _cases(draw):
     return metas, MetadataFilter(key=draw(st.sampled_from(_KEYS)), value=value, operator=operator)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=_cases())
 def test_property_every_operator_agrees_with_simple_vector_store(clock, case):
     metas, flt = case
