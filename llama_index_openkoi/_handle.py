@@ -55,6 +55,10 @@ class StoreHandle:
             raise ValueError("give either a MemoryStore or a path, not both")
         if store is not None and not isinstance(store, MemoryStore):
             raise TypeError(f"store must be a shared_core.MemoryStore, got {type(store).__name__}")
+        if store is not None and open_kwargs:
+            raise TypeError(
+                f"{', '.join(sorted(open_kwargs))} only apply when opening a path; the MemoryStore given is already open"
+            )
         self._lock = threading.RLock()
         self._fitted: int | None = None
         self.owned = store is None

@@ -62,7 +62,6 @@ class OpenKoiVectorStore(BasePydanticVectorStore):
     """
 
     stores_text: bool = True
-    flat_metadata: bool = False
     namespace: str = DEFAULT_NAMESPACE
     ranking: bool = False
 

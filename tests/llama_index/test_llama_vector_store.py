@@ -304,3 +304,13 @@ def test_two_store_objects_share_one_file(tmp_path, clock, nodes):
     assert reader.query(VectorStoreQuery(query_embedding=[0.0, 0.0, 1.0, 0.0], similarity_top_k=1)).ids != ["n3"]
     writer.close()
     reader.close()
+
+
+def test_store_or_path_not_both(clock, tmp_path):
+    with MemoryStore.open(":memory:", clock=clock) as store:
+        with pytest.raises(ValueError, match="either a MemoryStore or a path"):
+            OpenKoiVectorStore(store, path=tmp_path / "x.db")
+        with pytest.raises(TypeError, match="clock only apply when opening a path"):
+            OpenKoiVectorStore(store, clock=clock)
+    with pytest.raises(TypeError, match="must be a shared_core.MemoryStore"):
+        OpenKoiVectorStore("not a store")  # type: ignore[arg-type]
