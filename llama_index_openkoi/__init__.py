@@ -1,3 +1,23 @@
-"""LlamaIndex adapters for openkoi-memory (install the ``llama-index`` extra)."""
+"""LlamaIndex adapters for openkoi-memory (install the ``llama-index`` extra).
 
-__all__: list[str] = []
+>>> from llama_index_openkoi import OpenKoiVectorStore
+>>> vector_store = OpenKoiVectorStore(path=":memory:", embed_dim=8)
+>>> vector_store.stores_text
+True
+"""
+
+from .filters import to_openkoi_filter
+from .kvstore import OpenKoiDocumentStore, OpenKoiIndexStore, OpenKoiKVStore
+from .retriever import OpenKoiRetriever
+from .storage import openkoi_storage_context
+from .vector_store import OpenKoiVectorStore
+
+__all__ = [
+    "OpenKoiVectorStore",
+    "OpenKoiKVStore",
+    "OpenKoiDocumentStore",
+    "OpenKoiIndexStore",
+    "OpenKoiRetriever",
+    "openkoi_storage_context",
+    "to_openkoi_filter",
+]

@@ -167,6 +167,7 @@ class Searcher:
         include_archive: bool = False,
         mmr_lambda: float | None = None,
         fetch_k: int | None = None,
+        rank: bool = True,
     ) -> tuple[list[Hit], np.ndarray | None]:
         cfg = self.config.search
         method = fusion or cfg.fusion
@@ -228,8 +229,7 @@ class Searcher:
             if memory is None:
                 continue
             days = days_between(memory.last_hit_at or memory.created_at, now)
-            fw = feedback_weight(memory.score, self.config.ranking.score_weight)
-            rw = recency_weight(days, self.config.ranking.recency_rate)
+            fw, rw = self._weights(memory, days, rank)
             parts = ScoreParts(
                 bm25=bm25.get(rowid, 0.0) if searched_keywords else None,
                 keyword=f.keyword,
@@ -243,7 +243,7 @@ class Searcher:
             )
             hits.append(Hit(memory, f.relevance * fw * rw, parts))
         if include_archive and keyword_query is not None:
-            hits.extend(self._archive_hits(keyword_query, scope, pool, bm25, now, method))
+            hits.extend(self._archive_hits(keyword_query, scope, pool, bm25, now, method, rank=rank))
         hits.sort(key=lambda h: (-h.score, -_ts(h.memory.created_at), h.memory.rowid))
         if min_score is not None:
             hits = [h for h in hits if h.score >= min_score]
@@ -251,8 +251,15 @@ class Searcher:
             hits = self._diversify(hits[:wanted], query, query_vector, limit + offset, mmr_lambda)
         return hits[offset : offset + limit], query_vector
 
+    def _weights(self, memory: Memory, days: float, rank: bool) -> tuple[float, float]:
+        """Seed 002's feedback and recency weights; both 1 when the caller wants plain relevance."""
+        if not rank:
+            return 1.0, 1.0
+        return (feedback_weight(memory.score, self.config.ranking.score_weight),
+                recency_weight(days, self.config.ranking.recency_rate))
+
     def _archive_hits(self, keyword_query: Any, scope: Scope, pool: int, live_bm25: dict[int, float],
-                      now: datetime, method: str) -> list[Hit]:
+                      now: datetime, method: str, *, rank: bool = True) -> list[Hit]:
         """Keyword matches from the archive, scaled against the same best BM25 as live hits."""
         if self.archive is None:
             return []
@@ -264,8 +271,7 @@ class Searcher:
             if relevance <= 0:
                 continue
             days = days_between(memory.last_hit_at or memory.created_at, now)
-            fw = feedback_weight(memory.score, self.config.ranking.score_weight)
-            rw = recency_weight(days, self.config.ranking.recency_rate)
+            fw, rw = self._weights(memory, days, rank)
             parts = ScoreParts(bm25=score, keyword=relevance, similarity=None, vector=0.0, relevance=relevance,
                                feedback=fw, recency=rw, days_since_hit=days, fusion="archive")
             hits.append(Hit(memory, relevance * fw * rw, parts))

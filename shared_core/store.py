@@ -42,6 +42,7 @@ from .search import SearchResults, Searcher
 
 if TYPE_CHECKING:
     from .insights import Insights
+    from .kv import KeyValueStore
     from .lifecycle.links import LinkGraph
     from .lifecycle.pruning import Pruner
 
@@ -508,6 +509,7 @@ class MemoryStore:
         fetch_k: int | None = None,
         track_access: bool | None = None,
         expand_links: bool | None = None,
+        rank: bool = True,
     ) -> SearchResults:
         """Hybrid search (BM25 + vectors, fused, then ranked by feedback and recency).
 
@@ -519,7 +521,9 @@ class MemoryStore:
         live hit's ``access_count`` goes up by one unless ``track_access=False`` (seed 003), and
         the top hits are linked as co-recalled (Hebbian links, seed 002; ``links.enabled``).
         ``expand_links`` (default ``links.expand_by_default``) appends strongly linked neighbours
-        of the hits, in the same scope, marked ``parts.fusion == "link"``.
+        of the hits, in the same scope, marked ``parts.fusion == "link"``. ``rank=False`` orders
+        by relevance alone, without the feedback and recency weights (for adapters whose
+        framework promises plain similarity order, such as vector stores).
         """
         limit = self.config.search.default_limit if limit is None else limit
         with self._db.lock:
@@ -533,7 +537,7 @@ class MemoryStore:
             hits, _ = self._searcher.run(
                 query, scope, vector=vector, limit=limit, offset=offset, fusion=fusion,
                 vector_weight=vector_weight, min_score=min_score, include_archive=include_archive,
-                mmr_lambda=mmr_lambda, fetch_k=fetch_k,
+                mmr_lambda=mmr_lambda, fetch_k=fetch_k, rank=rank,
             )
             track = self.config.search.track_access if track_access is None else track_access
             expand = self.config.links.expand_by_default if expand_links is None else expand_links
@@ -666,6 +670,7 @@ class MemoryStore:
         number of memories erased.
         """
         check_namespace(namespace)
+        self._load_domains()
         with self._db.lock:
             rowids = [int(r[0]) for r in self._db.query(
                 "SELECT chunk_rowid FROM memory_chunks WHERE namespace = ?", (namespace,))]
@@ -699,6 +704,12 @@ class MemoryStore:
         )
         self._db.execute("INSERT INTO memory_vec (chunk_rowid, embedding) SELECT chunk_rowid, embedding FROM temp.openkoi_vec_copy")
         self._db.execute("DROP TABLE temp.openkoi_vec_copy")
+
+    def _load_domains(self) -> None:
+        """Create every lazily created domain, so each has registered its eraser."""
+        for name, attr in type(self).__dict__.items():
+            if isinstance(attr, functools.cached_property):
+                getattr(self, name)
 
     def register_eraser(self, eraser: Callable[[str], None]) -> None:
         """Domain modules: also erase your own rows and files in ``erase_namespace``."""
@@ -822,6 +833,15 @@ class MemoryStore:
         insights = Insights(self)
         self.register_eraser(insights.erase)
         return insights
+
+    @functools.cached_property
+    def kv(self) -> KeyValueStore:
+        """A namespaced key-value table of JSON values (framework state kept in this file)."""
+        from .kv import KeyValueStore
+
+        kv = KeyValueStore(self._db, self.clock)
+        self.register_eraser(kv.erase)
+        return kv
 
 
 def _check_embedder(embedder: Any) -> None:

@@ -9,12 +9,19 @@ Filters are written as dicts, in the Mongo-like style LangChain users know::
 
 or built from :class:`Condition`, :class:`And`, :class:`Or`, :class:`Not`. Field names
 address metadata (``"a.b"`` reaches into nested objects); a leading ``@`` addresses a
-built-in field (``@kind``, ``@tags``, ``@category``, ``@created_at``, ...).
+built-in field (``@kind``, ``@tags``, ``@category``, ``@created_at``, ...). A
+:class:`Condition` may also name its field as a tuple of keys, ``("a.b",)``: each key is
+taken literally (dots, ``@`` and ``$`` included), which is how adapters address
+arbitrary metadata keys.
 
 Operators: ``$eq $ne $gt $gte $lt $lte $in $nin $contains $any $all $text_match
 $text_match_insensitive $is_empty $exists $between``. Every condition evaluates to true
 or false, never to SQL NULL, so ``$not`` is an exact complement; a missing field is
 "not equal" to anything and "not in" any list. Values are always bound parameters.
+
+``$contains`` asks whether an array holds the value, or a string holds it as a
+substring; ``$any`` and ``$all`` are "contains any/all of" in that same sense. As in
+Python, JSON ``true``/``false`` compare equal to 1/0 with numbers.
 """
 
 from __future__ import annotations
@@ -72,20 +79,26 @@ BUILTIN_FIELDS: dict[str, tuple[str, str]] = {
 class Condition:
     """``field op value``; ``op`` is one of :data:`OPERATORS` (with or without the ``$``)."""
 
-    field: str
+    field: str | tuple[str, ...]
     op: str
     value: Any = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.op, str):
+            raise FilterError(f"a filter operator must be a string such as '$eq', got {self.op!r}")
         op = self.op if self.op.startswith("$") else "$" + self.op
         if op not in OPERATORS:
             raise FilterError(
                 f"unknown filter operator {self.op!r} on field {self.field!r}; use one of {', '.join(OPERATORS)}"
             )
         object.__setattr__(self, "op", op)
-        if not isinstance(self.field, str) or not self.field or self.field in ("@", "."):
+        if isinstance(self.field, (tuple, list)):
+            if not self.field or not all(isinstance(part, str) for part in self.field):
+                raise FilterError(f"a metadata key path must be a non-empty tuple of strings, got {self.field!r}")
+            object.__setattr__(self, "field", tuple(self.field))
+        elif not isinstance(self.field, str) or not self.field or self.field in ("@", "."):
             raise FilterError(f"a filter field must be a non-empty string, got {self.field!r}")
-        if self.field.startswith("@") and self.field not in BUILTIN_FIELDS:
+        elif self.field.startswith("@") and self.field not in BUILTIN_FIELDS:
             raise FilterError(
                 f"unknown built-in field {self.field!r}; built-in fields are {', '.join(BUILTIN_FIELDS)}"
             )
@@ -121,7 +134,7 @@ def _check_value(field: str, op: str, value: Any) -> None:
         if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
             raise FilterError(f"{where} needs a list of values, got {value!r}")
         for item in value:
-            if item is not None and not isinstance(item, _SCALAR):
+            if (item is None and op in ("$any", "$all")) or (item is not None and not isinstance(item, _SCALAR)):
                 raise FilterError(f"{where}: list items must be strings, numbers or booleans, got {item!r}")
     elif op in ("$gt", "$gte", "$lt", "$lte"):
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
@@ -192,9 +205,9 @@ def parse_filter(spec: Mapping[str, Any] | Filter | None) -> Filter | None:
 class _Field:
     """SQL snippets for one field of the chunk table aliased ``alias``."""
 
-    def __init__(self, name: str, alias: str) -> None:
+    def __init__(self, name: str | tuple[str, ...], alias: str) -> None:
         self.params: list[Any] = []
-        if name.startswith("@"):
+        if isinstance(name, str) and name.startswith("@"):
             column, kind = BUILTIN_FIELDS[name]
             ref = f"{alias}.{column}"
             if kind == "json":
@@ -210,7 +223,8 @@ class _Field:
                 self.each = f"json_each(json_quote({ref}))"
             self.path_params: list[Any] = []
         else:
-            path = "$" + "".join('."' + part.replace('"', '\\"') + '"' for part in name.split("."))
+            parts = name if isinstance(name, tuple) else name.split(".")
+            path = "$" + "".join('."' + part.replace("\\", "\\\\").replace('"', '\\"') + '"' for part in parts)
             self.value = f"json_extract({alias}.metadata, ?)"
             self.type = f"json_type({alias}.metadata, ?)"
             self.each = f"json_each({alias}.metadata, ?)"
@@ -244,8 +258,20 @@ def _condition(cond: Condition, alias: str) -> tuple[str, list[Any]]:
         if isinstance(operand, str):
             return f"(coalesce({f.type} = 'text' AND {f.value} {symbol} ?, 0))", [*p, *p, operand]
         return (
-            f"(coalesce({f.type} IN ('integer', 'real') AND {f.value} {symbol} ?, 0))",
+            f"(coalesce({f.type} IN {_NUMERIC} AND {f.value} {symbol} ?, 0))",
             [*p, *p, operand],
+        )
+
+    def contains(item: Any) -> tuple[str, list[Any]]:
+        if isinstance(item, str):
+            return (
+                f"(CASE {f.type} WHEN 'array' THEN EXISTS (SELECT 1 FROM {f.each} WHERE value = ?) "
+                f"WHEN 'text' THEN instr({f.value}, ?) > 0 ELSE 0 END)",
+                [*p, *p, item, *p, item],
+            )
+        return (
+            f"(coalesce(EXISTS (SELECT 1 FROM {f.each} WHERE value = ?), 0))",
+            [*p, _sql_value(item)],
         )
 
     def is_empty() -> tuple[str, list[Any]]:
@@ -261,16 +287,14 @@ def _condition(cond: Condition, alias: str) -> tuple[str, list[Any]]:
         if value is None:
             sql, params = f"({f.type} IS NULL OR {f.type} = 'null')", [*p, *p]
         elif isinstance(value, (list, dict)):
-            sql = f"(coalesce({f.type} IN ('array', 'object') AND json({f.value}) = json(?), 0))"
+            # CASE, not AND: SQLite may evaluate json() of a plain string (malformed JSON) otherwise
+            sql = f"(CASE WHEN {f.type} IN ('array', 'object') THEN json({f.value}) = json(?) ELSE 0 END)"
             params = [*p, *p, json.dumps(value, separators=(",", ":"))]
-        elif isinstance(value, bool):
-            sql = f"(coalesce({f.type} IN ('true', 'false', 'integer') AND {f.value} = ?, 0))"
-            params = [*p, *p, int(value)]
         elif isinstance(value, str):
             sql, params = f"(coalesce({f.type} = 'text' AND {f.value} = ?, 0))", [*p, *p, value]
-        else:
-            sql = f"(coalesce({f.type} IN ('integer', 'real') AND {f.value} = ?, 0))"
-            params = [*p, *p, value]
+        else:  # numbers and booleans: true == 1 and false == 0, as in Python
+            sql = f"(coalesce({f.type} IN {_NUMERIC} AND {f.value} = ?, 0))"
+            params = [*p, *p, _sql_value(value)]
         return (sql, params) if op == "$eq" else (f"(NOT {sql})", params)
     if op in ("$gt", "$gte", "$lt", "$lte"):
         return typed_compare({"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[op], value)
@@ -287,27 +311,14 @@ def _condition(cond: Condition, alias: str) -> tuple[str, list[Any]]:
         params = [*p, *p, *values]
         return (sql, params) if op == "$in" else (f"(NOT {sql})", params)
     if op == "$contains":
-        if isinstance(value, str):
-            return (
-                f"(CASE {f.type} WHEN 'array' THEN EXISTS (SELECT 1 FROM {f.each} WHERE value = ?) "
-                f"WHEN 'text' THEN instr({f.value}, ?) > 0 ELSE 0 END)",
-                [*p, *p, value, *p, value],
-            )
-        return (
-            f"(coalesce(EXISTS (SELECT 1 FROM {f.each} WHERE value = ?), 0))",
-            [*p, _sql_value(value)],
-        )
+        return contains(value)
     if op in ("$any", "$all"):
-        values = list(dict.fromkeys(_sql_value(v) for v in value))
-        if not values:
-            return ("0", []) if op == "$any" else ("1", [])
-        marks = ", ".join("?" for _ in values)
-        if op == "$any":
-            return f"(EXISTS (SELECT 1 FROM {f.each} WHERE value IN ({marks})))", [*p, *values]
-        return (
-            f"((SELECT count(DISTINCT value) FROM {f.each} WHERE value IN ({marks})) = {len(values)})",
-            [*p, *values],
-        )
+        values = list(dict.fromkeys(value))
+        if not values:  # nothing to contain: "any of none" never holds, "all of none" needs a value
+            return ("0", []) if op == "$any" else (f"(NOT ({f.type} IS NULL OR {f.type} = 'null'))", [*p, *p])
+        parts = [contains(item) for item in values]
+        joiner = " OR " if op == "$any" else " AND "
+        return "(" + joiner.join(sql for sql, _ in parts) + ")", [x for _, params in parts for x in params]
     if op == "$text_match":
         return f"(coalesce({f.type} = 'text' AND instr({f.value}, ?) > 0, 0))", [*p, *p, value]
     if op == "$text_match_insensitive":
@@ -322,6 +333,9 @@ def _condition(cond: Condition, alias: str) -> tuple[str, list[Any]]:
         sql, params = f"({f.type} IS NOT NULL)", [*p]
         return (sql, params) if value else (f"(NOT {sql})", params)
     raise FilterError(f"unknown filter operator {op!r}")  # pragma: no cover - checked in Condition
+
+
+_NUMERIC = "('integer', 'real', 'true', 'false')"  # json_type()s that compare as numbers
 
 
 def _sql_value(value: Any) -> Any:
