@@ -159,6 +159,7 @@ class Searcher:
         include_archive: bool = False,
         mmr_lambda: float | None = None,
         fetch_k: int | None = None,
+        relevance_only: bool = False,
     ) -> tuple[list[Hit], np.ndarray | None]:
         cfg = self.config.search
         method = fusion or cfg.fusion
@@ -220,8 +221,11 @@ class Searcher:
             if memory is None:
                 continue
             days = days_between(memory.last_hit_at or memory.created_at, now)
-            fw = feedback_weight(memory.score, self.config.ranking.score_weight)
-            rw = recency_weight(days, self.config.ranking.recency_rate)
+            if relevance_only:  # plain vector-store semantics: neither feedback nor age moves the order
+                fw = rw = 1.0
+            else:
+                fw = feedback_weight(memory.score, self.config.ranking.score_weight)
+                rw = recency_weight(days, self.config.ranking.recency_rate)
             parts = ScoreParts(
                 bm25=bm25.get(rowid, 0.0) if searched_keywords else None,
                 keyword=f.keyword,

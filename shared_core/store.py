@@ -501,6 +501,7 @@ class MemoryStore:
         mmr_lambda: float | None = None,
         fetch_k: int | None = None,
         track_access: bool | None = None,
+        relevance_only: bool = False,
     ) -> SearchResults:
         """Hybrid search (BM25 + vectors, fused, then ranked by feedback and recency).
 
@@ -510,6 +511,8 @@ class MemoryStore:
         ``include_archive`` adds keyword matches from the archive. ``mmr_lambda`` (0..1) reorders
         the best ``fetch_k`` candidates by maximal marginal relevance for diversity. Each returned
         live hit's ``access_count`` goes up by one unless ``track_access=False`` (seed 003).
+        ``relevance_only=True`` scores by the fused relevance alone, without seed 002's feedback
+        and recency weights (what a plain vector store promises: an old document is not worth less).
         """
         limit = self.config.search.default_limit if limit is None else limit
         with self._db.lock:
@@ -523,7 +526,7 @@ class MemoryStore:
             hits, _ = self._searcher.run(
                 query, scope, vector=vector, limit=limit, offset=offset, fusion=fusion,
                 vector_weight=vector_weight, min_score=min_score, include_archive=include_archive,
-                mmr_lambda=mmr_lambda, fetch_k=fetch_k,
+                mmr_lambda=mmr_lambda, fetch_k=fetch_k, relevance_only=relevance_only,
             )
             track = self.config.search.track_access if track_access is None else track_access
             live = [h.memory.rowid for h in hits if h.memory.archived_at is None]
@@ -603,10 +606,33 @@ class MemoryStore:
             )
             return self._memories.count(scope)
 
-    def namespaces(self, prefix: str | None = None) -> dict[str, int]:
-        """Every namespace (starting with ``prefix``) and how many memories it holds."""
+    def namespaces(
+        self,
+        prefix: str | None = None,
+        *,
+        kind: str | Sequence[str] | None = None,
+        include_expired: bool = True,
+    ) -> dict[str, int]:
+        """Every namespace (starting with ``prefix``) and how many memories it holds.
+
+        ``kind`` counts only memories of those kinds (namespaces without any are left out);
+        ``include_expired=False`` leaves out memories whose TTL has passed but that no sweep
+        has deleted yet, as search and ``list`` do.
+        """
         with self._db.lock:
-            if prefix:
+            if kind is not None or not include_expired:
+                scope = scope_for(
+                    namespace=None, namespace_prefix=prefix or "", kind=kind, ids=None, where=None, tags=None,
+                    category=None, source=None, since=None, until=None,
+                    live_at=None if include_expired else to_iso(self.clock.now()), current_only=False,
+                )
+                sql, params = scope.sql("c")
+                rows = self._db.query(
+                    f"SELECT c.namespace, count(*) FROM memory_chunks c WHERE {sql} "
+                    "GROUP BY c.namespace ORDER BY c.namespace",
+                    params,
+                )
+            elif prefix:
                 rows = self._db.query(
                     "SELECT namespace, count(*) FROM memory_chunks WHERE namespace >= ? AND namespace < ? "
                     "GROUP BY namespace ORDER BY namespace",
