@@ -1,3 +1,7 @@
 """LangChain and LangGraph adapters for openkoi-memory (install the ``langchain`` extra)."""
 
-__all__: list[str] = []
+from .embeddings import LangChainEmbedder
+from .retrievers import OpenKoiRetriever
+from .vectorstores import OpenKoiVectorStore
+
+__all__ = ["LangChainEmbedder", "OpenKoiRetriever", "OpenKoiVectorStore"]
