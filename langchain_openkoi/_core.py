@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from shared_core import EmbedderMismatchError, MemoryStore
 from shared_core.clock import Clock

@@ -10,7 +10,8 @@ probe embedding of a short text unless you give it (give it when each call costs
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.embeddings import Embeddings
 

@@ -35,7 +35,8 @@ import math
 import os
 import threading
 from collections import defaultdict
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from langgraph.store.base import (
@@ -55,7 +56,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
-from shared_core import FilterError, Memory, MemoryStore, NewMemory
+from shared_core import FilterError, Memory, NewMemory
 from shared_core.clock import Clock
 from shared_core.config import Config
 
@@ -451,7 +452,7 @@ def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
         part = namespace[len(namespace) - len(path) :]
     else:
         raise ValueError(f"unknown namespace match type {condition.match_type!r}; use 'prefix' or 'suffix'")
-    return all(want == "*" or want == have for want, have in zip(path, part))
+    return all(want == "*" or want == have for want, have in zip(path, part, strict=True))
 
 
 def _check_ttl(ttl: Any) -> float | None:

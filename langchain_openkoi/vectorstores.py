@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
-from shared_core import MemoryStore, NewMemory
+from shared_core import NewMemory
 from shared_core.clock import Clock
 from shared_core.config import Config
 from shared_core.index.filters import Filter
@@ -96,7 +97,7 @@ class OpenKoiVectorStore(VectorStore):
         ids: list[str | None] | None = None,
         **kwargs: Any,
     ) -> list[str]:
-        """Embed and store ``texts`` in one transaction; a given id replaces what it named."""
+        """Embed and store ``texts``; a given id replaces what it named (``batch_size`` per transaction)."""
         _no_options(kwargs, "add_texts", frozenset({"batch_size"}))
         texts = list(texts)
         if metadatas is not None and len(metadatas) != len(texts):
@@ -114,8 +115,8 @@ class OpenKoiVectorStore(VectorStore):
             )
             for i, text in enumerate(texts)
         ]
-        with self.memory_store.transaction():
-            results = self.memory_store.add_many(items, batch_size=kwargs.get("batch_size", 1000))
+        # embedded and written batch_size at a time, one transaction each (the core's add_many)
+        results = self.memory_store.add_many(items, batch_size=kwargs.get("batch_size", 1000))
         return [str(r) for r in results]
 
     async def aadd_texts(

@@ -19,8 +19,9 @@ Ranking is the store's own (``MemoryStore.search``); this module only decides th
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .index.filters import And, Condition, Filter, Not, parse_filter
 from .memories import DEFAULT_NAMESPACE
