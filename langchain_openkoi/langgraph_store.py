@@ -63,7 +63,10 @@ from shared_core.config import Config
 from ._core import open_store
 from .embeddings import LangChainEmbedder
 
-__all__ = ["OpenKoiStore", "encode_namespace", "decode_namespace", "item_id", "ITEM_KIND", "UNINDEXED_KIND"]
+__all__ = [
+    "OpenKoiStore", "encode_namespace", "decode_namespace", "item_id", "searchable", "translate_filter",
+    "ITEM_KIND", "UNINDEXED_KIND",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +75,16 @@ UNINDEXED_KIND = "langgraph_item_unindexed"
 _KINDS = (ITEM_KIND, UNINDEXED_KIND)
 _INDEX_KEYS = frozenset({"dims", "embed", "fields", "distance_type"})
 _TTL_KEYS = frozenset({"refresh_on_read", "default_ttl", "sweep_interval_minutes", "omit_expired"})
+
+
+def searchable(where: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``where`` that also leaves out items put with ``index=False``: for searches over every kind.
+
+    Their placeholder vector says nothing about their content, so a search that does not pick
+    kinds (the retriever's and ``memory_search``'s default) must not see them.
+    """
+    visible = {"@kind": {"$ne": UNINDEXED_KIND}}
+    return visible if not where else {"$and": [visible, dict(where)]}
 
 
 def encode_namespace(namespace: Sequence[str]) -> str:

@@ -19,6 +19,7 @@ from shared_core.memories import DEFAULT_NAMESPACE
 from shared_core.search import Hit
 
 from ._core import core_store
+from .langgraph_store import searchable
 
 __all__ = ["OpenKoiRetriever"]
 
@@ -30,7 +31,8 @@ class OpenKoiRetriever(BaseRetriever):
     (the core's filter language over metadata; ``@kind``, ``@tags``, ... reach built-in
     fields), ``namespace`` and ``kind`` are set here and can be overridden per call:
     ``retriever.invoke("query", k=2, filter={"project": "atlas"})``. ``kind=None`` searches
-    every kind (facts, learnings, documents, messages...). Each document's metadata is the
+    every kind (facts, learnings, documents, messages, LangGraph store items...) except
+    store items put with ``index=False``. Each document's metadata is the
     memory's metadata plus an ``"openkoi"`` entry with the score, its parts (bm25, keyword,
     similarity, vector, relevance, feedback, recency...), kind, namespace, tags, category,
     source and creation time.
@@ -66,11 +68,13 @@ class OpenKoiRetriever(BaseRetriever):
         namespace: str | list[str] | None = None,
         kind: str | list[str] | None = None,
     ) -> list[Document]:
+        kind = self.kind if kind is None else kind
+        where = self.filter if filter is None else filter
         hits = self.store.search(
             query,
             namespace=self.namespace if namespace is None else namespace,
-            kind=self.kind if kind is None else kind,
-            where=self.filter if filter is None else filter,
+            kind=kind,
+            where=searchable(where) if kind is None else where,
             limit=self.k if k is None else _check_k(k),
             fusion=self.fusion,
             min_score=self.min_score,

@@ -23,7 +23,7 @@ from shared_core.memories import DEFAULT_NAMESPACE
 from shared_core.search import Hit
 
 from ._core import core_store
-from .langgraph_store import encode_namespace
+from .langgraph_store import encode_namespace, searchable
 
 __all__ = ["create_memory_tools", "TOOL_NAMES", "format_hits"]
 
@@ -145,7 +145,7 @@ class _Tools:
         return format_hits(found.hits) or "No facts matched. Try other words, or memory_search for everything."
 
     def memory_search(self, query: str, limit: int = 5) -> str:
-        hits = self.store.search(query, namespace=self.namespace, limit=limit)
+        hits = self.store.search(query, namespace=self.namespace, where=searchable(None), limit=limit)
         return format_hits(hits) or "Nothing matched in memory."
 
     def memory_save(self, content: str, category: str | None = None, tags: str = "") -> str:

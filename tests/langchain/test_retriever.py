@@ -71,3 +71,17 @@ def test_construction(loaded):
 async def test_ainvoke(loaded):
     docs = await OpenKoiRetriever(store=loaded, namespace="ops").ainvoke("Quarterly planning March", k=1)
     assert [d.id for d in docs] == ["n5"]
+
+
+def test_every_kind_but_unindexed_store_items(store):
+    from langchain_openkoi import OpenKoiStore
+
+    graph = OpenKoiStore(store=store)
+    graph.put(("ops",), "indexed", {"text": "the pager rotation changes on Mondays"})
+    graph.put(("ops",), "hidden", {"text": "the pager rotation secret"}, index=False)
+    retriever = OpenKoiRetriever(store=store, namespace="ops.", k=5)
+    docs = retriever.invoke("pager rotation")
+    assert [d.metadata["key"] for d in docs] == ["indexed"]
+    assert {d.metadata["openkoi"]["kind"] for d in retriever.invoke("pager", kind="langgraph_item_unindexed")} == {
+        "langgraph_item_unindexed"
+    }  # asked for by kind, they are found (by keyword)

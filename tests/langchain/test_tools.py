@@ -87,9 +87,10 @@ def test_memory_search_spans_every_kind(store):
     store.add("Runbook: restart the ingest workers", kind="document", namespace="team")
     store.add("Ingest workers leak memory after a week", kind="learning", namespace="team")
     store.add("ingest workers elsewhere", namespace="other")
+    store.add('{"note": "ingest workers, stored with index=False"}', namespace="team", kind="langgraph_item_unindexed")
     found = tools["memory_search"].invoke({"query": "ingest workers"})
     assert {"document", "learning"} <= {line.split("(")[-1].split(";")[0] for line in found.splitlines()}
-    assert "elsewhere" not in found
+    assert "elsewhere" not in found and "index=False" not in found
 
 
 def test_bad_configuration(store):
