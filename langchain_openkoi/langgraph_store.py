@@ -140,6 +140,8 @@ class OpenKoiStore(BaseStore):
         self.ttl_config = _ttl_settings(ttl)
         self.memory_store, self._owned = open_store(store, path, embedder, config=config, clock=clock)
         if dims is not None and dims != self.memory_store.embedder.dims:
+            if self._owned:
+                self.memory_store.close()
             raise ValueError(
                 f"index dims is {dims}, but the store's embedder {self.memory_store.embedder.name!r} makes "
                 f"{self.memory_store.embedder.dims}-dimensional vectors; fix dims or pass the matching embed"
@@ -193,7 +195,6 @@ class OpenKoiStore(BaseStore):
                 results[i] = self._list_namespaces(op)
             elif isinstance(op, PutOp):
                 _check_put_namespace(op.namespace)
-                puts.pop((tuple(op.namespace), op.key), None)
                 puts[(tuple(op.namespace), op.key)] = op
             else:
                 raise TypeError(f"unknown store operation {type(op).__name__}; expected GetOp, SearchOp, PutOp or ListNamespacesOp")

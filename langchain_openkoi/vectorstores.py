@@ -62,7 +62,11 @@ class OpenKoiVectorStore(VectorStore):
         self.memory_store, self._owned = open_store(store, path, as_embedder(embedding), config=config, clock=clock)
         self.namespace = namespace
         self.kind = kind
-        self.memory_store.count(namespace=namespace, kind=kind)  # validates both now, not at first use
+        try:
+            self.memory_store.count(namespace=namespace, kind=kind)  # validates both now, not at first use
+        except BaseException:
+            self.close()
+            raise
 
     # -- lifecycle ----------------------------------------------------------------------------
 

@@ -158,3 +158,10 @@ async def test_async_twins(embedding):
         assert await vs.aget_by_ids(["1", "2"]) == []
     finally:
         vs.close()
+
+
+def test_bad_collection_settings_are_refused_at_construction(embedding):
+    with pytest.raises(ValueError, match="namespace"):
+        OpenKoiVectorStore(embedding=embedding, path=":memory:", namespace="")
+    with pytest.raises(ValueError, match="kind"):
+        OpenKoiVectorStore(embedding=embedding, path=":memory:", kind="Not A Kind")
