@@ -138,7 +138,7 @@ def connect_companion(path: str, *, busy_timeout_ms: int = 10_000) -> Any:
     process do not see each other's locks, so two writers can both take the WAL write lock
     and one commit is silently lost (sqlite.org/howtocorrupt.html, "Multiple copies of
     SQLite linked into the same application"); ``tests/core/test_companion_connection.py``
-    shows the unseen lock and the fix.
+    shows the lost commit and the fix.
     """
     if path == ":memory:":
         raise ValueError("an in-memory store cannot be shared with another connection; open the store on a file")

@@ -37,15 +37,23 @@ def test_companion_connection_shares_the_stores_locks(file_store):
 
 
 @pytest.mark.skipif(get_driver().module is sqlite3, reason="the store already uses the stdlib sqlite3 build")
-def test_a_second_sqlite_build_in_the_process_does_not_see_the_lock(tmp_path):
+def test_a_second_sqlite_build_in_the_process_loses_a_commit(tmp_path):
     """Why the companion exists: stdlib sqlite3 beside the bundled build takes the same write lock."""
     path = str(tmp_path / "two-builds.db")
     with MemoryStore.open(path) as store:
+        store.db.execute("CREATE TABLE side (x)")
         foreign = sqlite3.connect(path, isolation_level=None, timeout=0)
         try:
             assert not _second_writer_is_blocked(store.db.conn, foreign)
+            store.db.execute("BEGIN IMMEDIATE")
+            store.db.execute("INSERT INTO side VALUES ('store')")
+            foreign.execute("BEGIN IMMEDIATE")  # should wait for the store's lock, but gets it
+            foreign.execute("INSERT INTO side VALUES ('foreign')")
+            foreign.execute("COMMIT")
+            store.db.execute("COMMIT")
         finally:
             foreign.close()
+        assert store.db.query("SELECT x FROM side") == [("store",)]  # the other commit is gone
 
 
 def test_in_memory_stores_have_no_companion():
