@@ -620,26 +620,16 @@ class MemoryStore:
         has deleted yet, as search and ``list`` do.
         """
         with self._db.lock:
-            if kind is not None or not include_expired:
-                scope = scope_for(
-                    namespace=None, namespace_prefix=prefix or "", kind=kind, ids=None, where=None, tags=None,
-                    category=None, source=None, since=None, until=None,
-                    live_at=None if include_expired else to_iso(self.clock.now()), current_only=False,
-                )
-                sql, params = scope.sql("c")
-                rows = self._db.query(
-                    f"SELECT c.namespace, count(*) FROM memory_chunks c WHERE {sql} "
-                    "GROUP BY c.namespace ORDER BY c.namespace",
-                    params,
-                )
-            elif prefix:
-                rows = self._db.query(
-                    "SELECT namespace, count(*) FROM memory_chunks WHERE namespace >= ? AND namespace < ? "
-                    "GROUP BY namespace ORDER BY namespace",
-                    (prefix, prefix + "\U0010ffff"),
-                )
-            else:
-                rows = self._db.query("SELECT namespace, count(*) FROM memory_chunks GROUP BY namespace ORDER BY namespace")
+            scope = scope_for(
+                namespace=None, namespace_prefix=prefix or "", kind=kind, ids=None, where=None, tags=None,
+                category=None, source=None, since=None, until=None,
+                live_at=None if include_expired else to_iso(self.clock.now()), current_only=False,
+            )
+            sql, params = scope.sql("c")
+            rows = self._db.query(
+                f"SELECT c.namespace, count(*) FROM memory_chunks c WHERE {sql} GROUP BY c.namespace ORDER BY c.namespace",
+                params,
+            )
             return {ns: int(n) for ns, n in rows}
 
     def stats(self) -> StoreStats:
