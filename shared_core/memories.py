@@ -236,8 +236,8 @@ def _metadata(value: Any) -> str:
         return "{}"
     if not isinstance(value, Mapping):
         raise TypeError(f"metadata must be a dict, got {type(value).__name__}")
-    try:
-        return json.dumps(dict(value), ensure_ascii=False, allow_nan=False, sort_keys=True, default=_json_default)
+    try:  # the caller's key order is kept: metadata round-trips as the JSON it was given
+        return json.dumps(dict(value), ensure_ascii=False, allow_nan=False, default=_json_default)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"metadata must be JSON-serialisable without NaN or infinity: {exc}") from None
 

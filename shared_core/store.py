@@ -621,17 +621,30 @@ class MemoryStore:
             )
             return self._memories.count(scope)
 
-    def namespaces(self, prefix: str | None = None) -> dict[str, int]:
-        """Every namespace (starting with ``prefix``) and how many memories it holds."""
+    def namespaces(
+        self,
+        prefix: str | None = None,
+        *,
+        kind: str | Sequence[str] | None = None,
+        include_expired: bool = True,
+    ) -> dict[str, int]:
+        """Every namespace (starting with ``prefix``) and how many memories it holds.
+
+        ``kind`` counts only memories of those kinds (namespaces without any are left out);
+        ``include_expired=False`` leaves out memories whose TTL has passed but that no sweep
+        has deleted yet, as search and ``list`` do.
+        """
         with self._db.lock:
-            if prefix:
-                rows = self._db.query(
-                    "SELECT namespace, count(*) FROM memory_chunks WHERE namespace >= ? AND namespace < ? "
-                    "GROUP BY namespace ORDER BY namespace",
-                    (prefix, prefix + "\U0010ffff"),
-                )
-            else:
-                rows = self._db.query("SELECT namespace, count(*) FROM memory_chunks GROUP BY namespace ORDER BY namespace")
+            scope = scope_for(
+                namespace=None, namespace_prefix=prefix or "", kind=kind, ids=None, where=None, tags=None,
+                category=None, source=None, since=None, until=None,
+                live_at=None if include_expired else to_iso(self.clock.now()), current_only=False,
+            )
+            sql, params = scope.sql("c")
+            rows = self._db.query(
+                f"SELECT c.namespace, count(*) FROM memory_chunks c WHERE {sql} GROUP BY c.namespace ORDER BY c.namespace",
+                params,
+            )
             return {ns: int(n) for ns, n in rows}
 
     def stats(self) -> StoreStats:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..errors import DriverError, SchemaError, StorageError, StoreClosedError
-from .driver import Driver, connect, get_driver
+from .driver import Driver, connect, connect_companion, get_driver
 
 __all__ = ["Database"]
 
@@ -65,6 +65,11 @@ class Database:
     def check_open(self) -> None:
         if self._closed:
             raise StoreClosedError("the store is closed; open it again with MemoryStore.open(...)")
+
+    def companion_connection(self) -> Any:
+        """A separate plain connection to this file, from the same SQLite library (see ``connect_companion``)."""
+        self.check_open()
+        return connect_companion(self.path)
 
     # -- statements ----------------------------------------------------------------------------
 

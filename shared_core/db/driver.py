@@ -20,7 +20,7 @@ import sqlite_vec
 
 from ..errors import DriverError, SchemaError
 
-__all__ = ["Driver", "get_driver", "connect"]
+__all__ = ["Driver", "get_driver", "connect", "connect_companion"]
 
 
 @dataclass(frozen=True)
@@ -139,6 +139,28 @@ def connect(path: str, *, read_only: bool = False, busy_timeout_ms: int = 10_000
         if str(mode).lower() != "wal":  # pragma: no cover - e.g. a network filesystem
             conn.execute("PRAGMA journal_mode = DELETE")
     conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+def connect_companion(path: str, *, busy_timeout_ms: int = 10_000) -> Any:
+    """A plain DB-API connection to ``path`` from the SQLite library the store uses.
+
+    For other libraries that keep their own tables in a store's file (LangGraph's SQLite
+    checkpointer, say). Default DB-API transaction handling, no extensions loaded. It must
+    come from the same SQLite build as the store's own connection: two builds in one
+    process do not see each other's locks, so two writers can both take the WAL write lock
+    and one commit is silently lost (sqlite.org/howtocorrupt.html, "Multiple copies of
+    SQLite linked into the same application"); ``tests/core/test_companion_connection.py``
+    shows the lost commit and the fix.
+    """
+    if path == ":memory:":
+        raise ValueError("an in-memory store cannot be shared with another connection; open the store on a file")
+    driver = get_driver()
+    try:
+        conn = driver.module.connect(path, check_same_thread=False, timeout=busy_timeout_ms / 1000)
+    except driver.Error as exc:
+        raise DriverError(f"cannot open {path}: {exc}") from None
+    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
     return conn
 
 

@@ -1,0 +1,119 @@
+"""``OpenKoiRetriever``: the core's hybrid, feedback-ranked search as a LangChain retriever."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, field_validator
+
+from shared_core import MemoryStore
+from shared_core.clock import to_iso
+from shared_core.memories import DEFAULT_NAMESPACE
+from shared_core.search import Hit
+
+from ._core import core_store
+from .langgraph_store import searchable
+
+__all__ = ["OpenKoiRetriever"]
+
+
+class OpenKoiRetriever(BaseRetriever):
+    """Hybrid search (BM25 + vectors, fused, then seed 002's feedback and recency rank).
+
+    ``store``: a :class:`MemoryStore` (or an openkoi adapter built on one). ``k``, ``filter``
+    (the core's filter language over metadata; ``@kind``, ``@tags``, ... reach built-in
+    fields), ``namespace`` and ``kind`` are set here and can be overridden per call:
+    ``retriever.invoke("query", k=2, filter={"project": "atlas"})``. ``kind=None`` searches
+    every kind (facts, learnings, documents, messages, LangGraph store items...) except
+    store items put with ``index=False``. Each document's metadata is the
+    memory's metadata plus an ``"openkoi"`` entry with the score, its parts (bm25, keyword,
+    similarity, vector, relevance, feedback, recency...), kind, namespace, tags, category,
+    source and creation time.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    store: Any
+    namespace: str | list[str] = DEFAULT_NAMESPACE
+    k: int = 4
+    kind: str | list[str] | None = None
+    filter: dict[str, Any] | None = None
+    fusion: str | None = None
+    min_score: float | None = None
+
+    @field_validator("store", mode="before")
+    @classmethod
+    def _core(cls, value: Any) -> MemoryStore:
+        return core_store(value)
+
+    @field_validator("k")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        return _check_k(value)
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        filter: dict[str, Any] | None = None,  # noqa: A002 - LangChain's name for it
+        namespace: str | list[str] | None = None,
+        kind: str | list[str] | None = None,
+    ) -> list[Document]:
+        kind = self.kind if kind is None else kind
+        where = self.filter if filter is None else filter
+        hits = self.store.search(
+            query,
+            namespace=self.namespace if namespace is None else namespace,
+            kind=kind,
+            where=searchable(where) if kind is None else where,
+            limit=self.k if k is None else _check_k(k),
+            fusion=self.fusion,
+            min_score=self.min_score,
+        )
+        return [hit_to_document(hit) for hit in hits]
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        filter: dict[str, Any] | None = None,  # noqa: A002
+        namespace: str | list[str] | None = None,
+        kind: str | list[str] | None = None,
+    ) -> list[Document]:
+        return await asyncio.to_thread(
+            self._get_relevant_documents, query, run_manager=run_manager.get_sync(), k=k, filter=filter,
+            namespace=namespace, kind=kind,
+        )
+
+
+def hit_to_document(hit: Hit) -> Document:
+    """A search hit as a ``Document`` whose metadata carries the score and its parts."""
+    memory = hit.memory
+    details = {
+        "score": hit.score,
+        "score_parts": hit.parts.to_dict(),
+        "kind": memory.kind,
+        "namespace": memory.namespace,
+        "tags": list(memory.tags),
+        "category": memory.category,
+        "source": memory.source,
+        "created_at": to_iso(memory.created_at),
+    }
+    return Document(id=memory.id, page_content=memory.text, metadata={**memory.metadata, "openkoi": details})
+
+
+def _check_k(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"k must be a positive integer, got {value!r}")
+    return value

@@ -1,0 +1,67 @@
+"""Seed 004's three-tier retrieval: categories, then scoped facts, then a flat fallback."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared_core.category_search import search_by_category
+
+
+@pytest.fixture
+def facts(store):
+    ids = {
+        "cat": store.add("My cat is called Whiskerino", category="pets"),
+        "vet": store.add("The cat sees the vet every March", category="pets"),
+        "flap": store.add("The cat flap in the kitchen is broken", category="home"),
+        "sofa": store.add("The sofa is from 2019", category="home"),
+        "loose": store.add("A cat video went viral at work"),
+    }
+    return ids
+
+
+def test_named_categories_come_first_then_flat_fills(store, facts):
+    found = search_by_category(store, "cat", categories="pets", limit=4)
+    ids = found.hits.ids
+    assert set(ids[:2]) == {facts["cat"], facts["vet"]}
+    assert set(ids[2:]) == {facts["flap"], facts["loose"]}
+    assert len(set(ids)) == len(ids)
+    assert found.categories == ("pets",)
+    assert [found.tier_of(i) for i in ids] == ["scoped", "scoped", "flat", "flat"]
+    assert found.used_fallback
+
+
+def test_enough_scoped_hits_skip_the_fallback(store, facts):
+    found = search_by_category(store, "cat", categories=["pets"], limit=4, min_results=2)
+    assert set(found.hits.ids) == {facts["cat"], facts["vet"]}
+    assert not found.used_fallback
+
+
+def test_categories_inferred_from_the_best_hits(store, facts):
+    found = search_by_category(store, "kitchen cat flap", limit=2, max_categories=1)
+    assert found.categories == ("home",)
+    assert found.hits.ids[0] == facts["flap"]
+    assert found.tier_of(facts["flap"]) == "scoped"
+
+
+def test_unknown_category_falls_back_to_flat_search(store, facts):
+    found = search_by_category(store, "sofa", categories=["cars"], limit=3)
+    assert found.hits.ids == [facts["sofa"]]
+    assert found.scoped_ids == frozenset() and found.used_fallback
+
+
+def test_each_hit_is_counted_once_as_accessed(store, facts):
+    found = search_by_category(store, "cat", categories="pets", limit=5)
+    assert {store.get(i).access_count for i in found.hits.ids} == {1}
+    assert store.get(facts["sofa"]).access_count == 0
+
+
+def test_filters_apply_to_both_tiers_and_bad_arguments_are_refused(store, facts):
+    store.update(facts["flap"], metadata={"room": "kitchen"})
+    found = search_by_category(store, "cat", categories="pets", where={"room": "kitchen"}, limit=3)
+    assert found.hits.ids == [facts["flap"]]
+    with pytest.raises(TypeError, match="category"):
+        search_by_category(store, "cat", category="pets")
+    with pytest.raises(ValueError, match="limit"):
+        search_by_category(store, "cat", limit=0)
+    with pytest.raises(ValueError, match="categories"):
+        search_by_category(store, "cat", categories=[""])

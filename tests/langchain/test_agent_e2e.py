@@ -1,0 +1,108 @@
+"""End to end: a langchain v1 agent remembers across a restart (seed 004's cat-name test).
+
+Two sessions, each with fresh objects on the same file: an OpenKoiStore (the agent's
+LangGraph store), the memory tools, a LangMem-style tool using ``get_store()``, and the
+SQLite checkpointer for thread state. The fake chat model emits the tool calls a real
+model would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.config import get_store
+
+from langchain_openkoi import OpenKoiSaver, OpenKoiStore, create_memory_tools
+
+USER = ("memories", "alice")
+
+
+class ScriptedChatModel(GenericFakeChatModel):
+    """Replies with the scripted messages in order; tools are accepted and ignored."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:
+        return self
+
+
+@tool
+def remember_preference(content: str) -> str:
+    """Save a preference of the user (LangMem-style: the graph's store, through get_store())."""
+    key = hashlib.sha1(content.encode()).hexdigest()[:12]
+    get_store().put(USER, key, {"content": content})
+    return f"saved preference {key}"
+
+
+@tool
+def search_preferences(query: str) -> str:
+    """Search the user's saved preferences."""
+    return "\n".join(item.value["content"] for item in get_store().search(USER, query=query, limit=3))
+
+
+def _call(name: str, args: dict, call_id: str) -> dict:
+    return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
+
+
+def _agent(path, script):
+    store = OpenKoiStore(path)
+    saver = OpenKoiSaver(store)
+    tools = [*create_memory_tools(store, namespace=USER), remember_preference, search_preferences]
+    model = ScriptedChatModel(messages=iter(script))
+    agent = create_agent(model, tools, system_prompt="You remember things.", store=store, checkpointer=saver)
+    return agent, store, saver
+
+
+def _tool_results(result) -> dict[str, str]:
+    return {m.name: m.content for m in result["messages"] if isinstance(m, ToolMessage)}
+
+
+def test_memory_survives_a_restart(tmp_path):
+    path = tmp_path / "agent.db"
+    first_thread = {"configurable": {"thread_id": "session-1"}}
+
+    agent, store, saver = _agent(path, [
+        AIMessage("", tool_calls=[
+            _call("memory_save", {"content": "The user's cat is called Whiskerino", "category": "pets"}, "c1"),
+            _call("remember_preference", {"content": "Alice prefers oolong tea"}, "c2"),
+        ]),
+        AIMessage("Noted: Whiskerino, and oolong tea."),
+    ])
+    result = agent.invoke({"messages": [HumanMessage("My cat's name is Whiskerino. I like oolong tea.")]}, first_thread)
+    results = _tool_results(result)
+    assert results["memory_save"].startswith("Saved [id:") and results["memory_save"].endswith(" in pets")
+    assert results["remember_preference"].startswith("saved preference")
+    assert result["messages"][-1].content == "Noted: Whiskerino, and oolong tea."
+    saver.close()
+    store.close()
+
+    # === chat reset: new process-like objects, a new thread ===
+    agent, store, saver = _agent(path, [
+        AIMessage("", tool_calls=[
+            _call("memory_recall", {"query": "name of the user's cat"}, "c3"),
+            _call("search_preferences", {"query": "tea"}, "c4"),
+        ]),
+        AIMessage("Your cat is Whiskerino and you like oolong tea."),
+        AIMessage("", tool_calls=[_call("memory_reinforce", {"id": "placeholder"}, "c5")]),
+        AIMessage("Glad it helped."),
+    ])
+    result = agent.invoke({"messages": [HumanMessage("What is my cat's name?")]}, {"configurable": {"thread_id": "s2"}})
+    results = _tool_results(result)
+    assert "Whiskerino" in results["memory_recall"] and "[id:" in results["memory_recall"]
+    assert results["search_preferences"] == "Alice prefers oolong tea"
+    assert result["messages"][-1].content == "Your cat is Whiskerino and you like oolong tea."
+
+    # the model's tool errors come back as messages, not exceptions
+    follow_up = agent.invoke({"messages": [HumanMessage("Thanks!")]}, {"configurable": {"thread_id": "s2"}})
+    error = [m for m in follow_up["messages"] if isinstance(m, ToolMessage) and m.name == "memory_reinforce"][-1]
+    assert error.status == "error" and "no memory with id 'placeholder'" in error.content
+
+    # the first session's thread state is in the same file
+    history = agent.get_state(first_thread).values["messages"]
+    assert history[0].content.startswith("My cat's name is Whiskerino") and len(history) == 5
+    assert store.list_namespaces() == [USER]
+    saver.close()
+    store.close()
