@@ -25,6 +25,11 @@ from .index.filters import And, Condition, Not, Or
 from .memories import DEFAULT_NAMESPACE, AddResult, Memory, NewMemory
 from .search import Hit, ScoreParts, SearchResults
 from .store import MemoryStore, StoreStats
+from .episodes import Episode
+from .learnings import DecayReport, Learning, LearningType
+from .procedures import Procedure
+from .recall import Recall
+from .tasks import TaskOutcome, TaskRecord
 
 __version__ = "0.1.0"
 
@@ -50,6 +55,14 @@ __all__ = [
     "Or",
     "Not",
     "DEFAULT_NAMESPACE",
+    "LearningType",
+    "Learning",
+    "DecayReport",
+    "TaskRecord",
+    "TaskOutcome",
+    "Recall",
+    "Procedure",
+    "Episode",
     "OpenKoiError",
     "ConfigError",
     "DriverError",

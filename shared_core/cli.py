@@ -189,6 +189,12 @@ def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
 
 
 # Commands defined in other modules register here, one line each.
+from .learning_cli import history_command, learnings_command, recall_command, skills_command  # noqa: E402
+
+main.add_command(recall_command)
+main.add_command(learnings_command)
+main.add_command(skills_command)
+main.add_command(history_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

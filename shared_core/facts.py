@@ -251,7 +251,26 @@ class Facts:
                     if other is not None and other.id not in seen:
                         seen[other.id] = other
                         todo.append(other)
-        return sorted(seen.values(), key=lambda m: (_ts(m.valid_from or m.created_at), _ts(m.created_at), m.id))
+        # chain order (each version before the one that superseded it), then time for parallel branches
+        pending = {m.id: 0 for m in seen.values()}
+        for memory in seen.values():
+            if memory.superseded_by in pending:
+                pending[memory.superseded_by] += 1
+        order: list[Memory] = []
+        ready = [m for m in seen.values() if pending[m.id] == 0]
+        while ready:
+            ready.sort(key=lambda m: (_ts(m.valid_from or m.created_at), _ts(m.created_at), m.id))
+            memory = ready.pop(0)
+            order.append(memory)
+            successor = memory.superseded_by
+            if successor in pending:
+                pending[successor] -= 1
+                if pending[successor] == 0:
+                    ready.append(seen[successor])
+        placed = {m.id for m in order}  # links that loop (never made by this library) keep time order
+        order += sorted((m for m in seen.values() if m.id not in placed),
+                        key=lambda m: (_ts(m.valid_from or m.created_at), m.id))
+        return order
 
     def _any(self, memory_id: str | None) -> Memory | None:
         if not memory_id:
@@ -320,8 +339,8 @@ def _explicit_subject(metadata_json: str) -> str | None:
 
 
 def _fact_scope(namespace: str, category: str, now_iso: str) -> Any:
-    from .index.scope import Scope
     from .index.filters import Condition
+    from .index.scope import Scope
 
     return Scope(namespaces=(check_namespace(namespace),), kinds=("fact",), live_at=now_iso, current_only=True,
                  where=Condition("@category", "$eq", category))

@@ -29,8 +29,8 @@ import json
 import logging
 import math
 import os
-import socket
 import secrets
+import socket
 import threading
 import weakref
 from dataclasses import dataclass, field
@@ -55,7 +55,7 @@ TASK_STATUSES = ("completed", "abandoned", "failed", "interrupted")
 _TOKEN = secrets.token_hex(4)
 _HOST = socket.gethostname()
 # recorders alive in this process, by task id (weak: a forgotten recorder becomes recoverable)
-_ACTIVE: "weakref.WeakValueDictionary[str, TaskRecorder]" = weakref.WeakValueDictionary()
+_ACTIVE: weakref.WeakValueDictionary[str, TaskRecorder] = weakref.WeakValueDictionary()
 _ACTIVE_LOCK = threading.Lock()
 
 
@@ -336,7 +336,7 @@ class TaskMemory:
 
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
-        self._recorders: "weakref.WeakSet[TaskRecorder]" = weakref.WeakSet()
+        self._recorders: weakref.WeakSet[TaskRecorder] = weakref.WeakSet()
         if not store.db.read_only:
             try:
                 self.recover()
