@@ -143,6 +143,7 @@ class ExtractionReport:
     model_candidates: int = 0
     model_used: bool = False
     model_error: str | None = None
+    error: str | None = None  # extraction itself failed (the task was flushed before it ran)
 
 
 @dataclass(frozen=True)
@@ -404,7 +405,8 @@ class Learnings:
             else:
                 report.model_candidates = len(found)
                 candidates += found[: cfg.model_max_learnings]
-        source = task.id if self.store.db.scalar("SELECT 1 FROM tasks WHERE id = ?", (task.id,)) else None
+        with self.store.db.lock:
+            source = task.id if self.store.db.scalar("SELECT 1 FROM tasks WHERE id = ?", (task.id,)) else None
         report.created, report.reinforced = self._persist(candidates, namespace=task.namespace, source_task=source)
         return report
 

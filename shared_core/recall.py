@@ -244,8 +244,10 @@ class Historian:
         store = self.store
         count = 0
         for memory_id in dict.fromkeys(i for i in ids if i):
+            with store.db.lock:
+                is_learning = store.db.scalar("SELECT 1 FROM learnings WHERE id = ?", (memory_id,)) is not None
             try:
-                if store.db.scalar("SELECT 1 FROM learnings WHERE id = ?", (memory_id,)):
+                if is_learning:
                     store.learnings.reinforce(memory_id, namespace=namespace)
                 else:
                     store.reinforce(memory_id, namespace=namespace)

@@ -19,7 +19,7 @@ the journal with status ``interrupted`` by :meth:`TaskMemory.recover` (run when
 ...         _ = task.cycle(0.85, "continue")
 ...         _ = task.cycle(0.72, "continue")
 ...         outcome = task.complete()
-...     [l.type for l in outcome.learnings.created]
+...     [l.type.value for l in outcome.learnings.created]
 ['AntiPattern']
 """
 
@@ -284,7 +284,16 @@ class TaskRecorder:
                 record.total_cost_usd = float(total_cost_usd)
             skills = self._memory._flush(record, "completed")
             self._done()
-        report = self._memory.store.learnings.extract(record) if extract else None
+        report = None
+        if extract:
+            from .learnings import ExtractionReport
+
+            try:
+                report = self._memory.store.learnings.extract(record)
+            except Exception as exc:  # the task is flushed already; extraction can be retried later
+                logger.exception("learning extraction failed for task %s; retry with store.learnings.extract("
+                                 "store.tasks.get(%r))", record.id, record.id)
+                report = ExtractionReport(task_id=record.id, error=f"{type(exc).__name__}: {exc}")
         return TaskOutcome(task=record, learnings=report, skills_updated=skills)
 
     def abandon(self, status: str = "abandoned") -> TaskRecord:
@@ -582,9 +591,10 @@ class TaskMemory:
         return recovered
 
     def _replay(self, task_id: str) -> TaskRecord | None:
-        rows = self.store.db.query(
-            "SELECT namespace, entry, created_at FROM task_journal WHERE task_id = ? ORDER BY seq", (task_id,)
-        )
+        with self.store.db.lock:
+            rows = self.store.db.query(
+                "SELECT namespace, entry, created_at FROM task_journal WHERE task_id = ? ORDER BY seq", (task_id,)
+            )
         record: TaskRecord | None = None
         for namespace, text, created in rows:
             try:
@@ -616,7 +626,16 @@ class TaskMemory:
 
 
 def erase_namespace(store: Any, namespace: str) -> None:
-    """Remove a namespace's tasks, cycles, findings and journal (learnings go first: they point here)."""
+    """Remove a namespace's tasks, cycles, findings and journal (learnings go first: they point here).
+
+    Tasks of the namespace still recording in this store are dropped too, so they cannot write
+    the erased data back when they finish."""
+    memory = store.__dict__.get("tasks")  # only if store.tasks was ever used
+    if memory is not None:
+        for recorder in memory.active:
+            if recorder.record.namespace == namespace:
+                recorder.record.status = "erased"
+                recorder._done()
     db = store.db
     task_ids = "SELECT id FROM tasks WHERE namespace = ?"
     db.execute(f"UPDATE learnings SET source_task = NULL WHERE source_task IN ({task_ids})", (namespace,))

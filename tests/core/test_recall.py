@@ -150,3 +150,15 @@ def test_bad_arguments(store):
         store.recall("  ")
     with pytest.raises(ValueError, match="token_budget"):
         store.recall("x", token_budget=-5)
+
+
+def test_recall_works_on_a_read_only_store(tmp_path, clock):
+    from shared_core import MemoryStore
+
+    path = tmp_path / "ro.db"
+    with MemoryStore.open(path, clock=clock) as writer:
+        learning = writer.learnings.add("Never deploy the payments service on a Friday afternoon.", "AntiPattern")
+    with MemoryStore.open(path, clock=clock, read_only=True) as reader:
+        result = reader.recall("deploy payments on friday")
+        assert result.ids == [learning.id]
+        assert reader.tasks.active == []  # no recovery attempted on a read-only file

@@ -226,3 +226,25 @@ def test_erase_namespace_removes_tasks_cycles_findings_and_journal(store):
     store.erase_namespace("user:x")
     for table in ("tasks", "iteration_cycles", "findings", "task_journal", "learnings", "usage_events"):
         assert _count(store, table) == 0, table
+
+
+def test_a_failing_extraction_does_not_undo_the_completion(store, monkeypatch):
+    def broken(record):
+        raise RuntimeError("embedder offline")
+
+    monkeypatch.setattr(store.learnings, "extract", broken)
+    with store.tasks.start("Ship it") as task:
+        task.cycle(0.9, "accept")
+        outcome = task.complete()
+    assert outcome.learnings.error == "RuntimeError: embedder offline"
+    assert store.tasks.get(task.id).status == "completed"
+
+
+def test_erasing_a_namespace_drops_its_running_tasks(store):
+    task = store.tasks.start("private and unfinished", namespace="user:y")
+    task.cycle(0.3)
+    store.erase_namespace("user:y")
+    with pytest.raises(ValueError, match="already erased"):
+        task.cycle(0.4)
+    assert store.tasks.close_all() == 0
+    assert store.db.scalar("SELECT count(*) FROM tasks") == 0
