@@ -6,6 +6,8 @@ import math
 from datetime import timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shared_core import ManualClock, MemoryStore
 from shared_core.ranking import decayed_confidence, is_pruned, weeks_since_reinforced
@@ -156,3 +158,35 @@ def test_decay_rate_and_threshold_are_configurable(clock):
         assert store.learnings.get(learning.id).confidence == pytest.approx(0.8 * math.exp(-0.4))
         clock.advance(weeks=1)  # 0.8 x exp(-0.5) = 0.485 < 0.5
         assert store.learnings.apply_decay().pruned == 1
+
+
+@settings(max_examples=25, deadline=None)
+@given(runs=st.lists(st.integers(min_value=0, max_value=400), max_size=12), end=st.integers(0, 400),
+       reinforce_at=st.one_of(st.none(), st.integers(0, 400)))
+def test_any_maintenance_schedule_gives_the_same_confidence(runs, end, reinforce_at):
+    clock = ManualClock("2026-01-01T00:00:00Z")
+    with MemoryStore.open(":memory:", clock=clock, config={}) as store:
+        learning = store.learnings.add("Schedule independence.", "Heuristic")
+        start = clock.now()
+        events = sorted([(day, "run") for day in runs if day <= end]
+                        + ([(reinforce_at, "reinforce")] if reinforce_at is not None and reinforce_at <= end else []))
+        base, anchor, pruned = 0.8, 0, False
+        for day, what in events:
+            clock.set(start + timedelta(days=day))
+            if pruned:
+                break
+            if what == "reinforce":
+                base = min(1.0, decayed_confidence(base, weeks_since_reinforced(day - anchor)) + 0.1)
+                anchor = day
+                store.learnings.reinforce(learning.id)
+            else:
+                pruned = bool(store.learnings.apply_decay().pruned)
+        if pruned:
+            return  # pruned by a run at or before `end`: the expected value there was below 0.1
+        clock.set(start + timedelta(days=end))
+        expected = decayed_confidence(base, weeks_since_reinforced(end - anchor))
+        report = store.learnings.apply_decay()
+        if is_pruned(expected, 0.1):
+            assert report.pruned_ids == (learning.id,)
+        else:
+            assert store.learnings.get(learning.id).confidence == pytest.approx(expected)
