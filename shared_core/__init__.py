@@ -29,6 +29,11 @@ from .lifecycle.pruning import PruneReport, SizeMeasure
 from .memories import DEFAULT_NAMESPACE, AddResult, Memory, NewMemory
 from .search import Hit, ScoreParts, SearchResults
 from .store import MemoryStore, StoreStats
+from .episodes import Episode
+from .learnings import DecayReport, Learning, LearningType
+from .procedures import Procedure
+from .recall import Recall
+from .tasks import TaskOutcome, TaskRecord
 
 __version__ = "0.1.0"
 
@@ -63,6 +68,14 @@ __all__ = [
     "SizeMeasure",
     "Link",
     "CronSchedule",
+    "LearningType",
+    "Learning",
+    "DecayReport",
+    "TaskRecord",
+    "TaskOutcome",
+    "Recall",
+    "Procedure",
+    "Episode",
     "OpenKoiError",
     "ConfigError",
     "DriverError",

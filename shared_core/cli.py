@@ -255,6 +255,12 @@ from .lifecycle.cli import prune as _prune  # noqa: E402
 main.add_command(_prune)
 main.add_command(_links)
 main.add_command(_insights)
+from .learning_cli import history_command, learnings_command, recall_command, skills_command  # noqa: E402
+
+main.add_command(recall_command)
+main.add_command(learnings_command)
+main.add_command(skills_command)
+main.add_command(history_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

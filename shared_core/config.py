@@ -41,6 +41,8 @@ __all__ = [
     "ContextConfig",
     "KnowledgeBaseConfig",
     "LinksConfig",
+    "LearningConfig",
+    "UsageConfig",
     "default_data_dir",
     "default_config_path",
     "parse_size",
@@ -100,6 +102,11 @@ class MemoryConfig:
     learning_reinforce_bump: float = 0.1  # confidence added when a learning is reinforced (capped at 1.0)
     learning_decay_rate: float = 0.05  # seed 000: per week
     learning_prune_threshold: float = 0.1  # seed 000: below this a learning is pruned
+    learning_initial_confidence: float = 0.8  # seed 000: its decay timeline starts at 0.80
+    fact_versioning: bool = True  # detect that a new fact supersedes an old one on add (beyond the seeds)
+    fact_version_near_threshold: float = -1.0  # model candidates: similarity above this (< 0: embedder's floor)
+    task_journal: bool = True  # write-ahead journal of unfinished tasks, so a crash loses nothing
+    task_stale_hours: float = 24.0  # a journal untouched this long belongs to a dead process
     archive_pruned: bool = True  # DESIGN.md: pruning archives unless configured to delete
     max_size: int = 100 * 10**6  # seed 002: maxSize 100MB
     prune_percent: float = 1.0  # seed 002: archive the bottom 1 %
@@ -115,11 +122,18 @@ class MemoryConfig:
             resolve_timezone(self.schedule_timezone)
         except ValueError as exc:
             raise ConfigError(f"memory: {exc}") from None
-        for name in ("fact_dedup_threshold", "learning_dedup_threshold", "learning_prune_threshold"):
+        for name in ("fact_dedup_threshold", "learning_dedup_threshold", "learning_prune_threshold",
+                     "learning_initial_confidence", "learning_reinforce_bump"):
             _check_range(self, name, 0.0, 1.0)
         _check_range(self, "prune_percent", 0.0, 100.0)
         if self.reinforce_weight < 0 or self.demote_weight < 0:
             raise ConfigError("memory.reinforce_weight and memory.demote_weight are magnitudes; use values >= 0")
+        if self.learning_decay_rate < 0:
+            raise ConfigError("memory.learning_decay_rate is a rate per week; use a value >= 0")
+        if self.fact_version_near_threshold > 1.0:
+            raise ConfigError("memory.fact_version_near_threshold must be at most 1 (or negative for the embedder's floor)")
+        if self.task_stale_hours <= 0:
+            raise ConfigError("memory.task_stale_hours must be positive")
 
 
 @dataclass
@@ -128,6 +142,10 @@ class RankingConfig:
 
     score_weight: float = 0.2
     recency_rate: float = 0.01  # per day since last hit (or creation)
+    # seed 001 gives no numbers for these; ours are documented in docs/learning.md
+    bre_magnitude_penalty: float = 0.2  # BRE: cosine x confidence / magnitude ** penalty
+    episode_importance_weight: float = 0.5  # episodes: relevance x (1 - w + w x importance)
+    procedure_usage_weight: float = 0.1  # procedures: relevance x (1 + w x ln(1 + uses))
 
 
 @dataclass
@@ -297,6 +315,67 @@ class RecallConfig:
     similar_tasks: int = 3
     budget_fraction: float = 0.1  # recall gets 1/10 of the task budget
     task_token_budget: int = 200_000
+    similar_tasks_min_remaining: float = 0.5  # seed 000: similar tasks only if more than half the budget remains
+    category_boost: float = 0.5  # a learning from the task's own category ranks as if this much more relevant
+    candidates: int = 20  # learnings/tasks considered per priority before ranking
+
+    def __post_init__(self) -> None:
+        _check_range(self, "budget_fraction", 0.0, 1.0)
+        _check_range(self, "similar_tasks_min_remaining", 0.0, 1.0)
+        for name in ("anti_patterns", "skills", "learnings", "similar_tasks", "task_token_budget", "candidates"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"recall.{name} must not be negative")
+
+
+@dataclass
+class LearningConfig:
+    """Seed 000's learning extraction: the rule thresholds and the text-model tier."""
+
+    regression_drop: float = 0.1  # a score drop above this between iterations is an AntiPattern
+    diminishing_min_iterations: int = 3  # diminishing returns needs 3+ iterations ...
+    diminishing_gain: float = 0.02  # ... and the last iteration improving by less than this
+    blocker_severity: str = "blocker"  # the finding severity that counts as a blocker
+    blocker_min_count: int = 2  # same dimension, 2+ blockers across iterations: AntiPattern
+    model_min_cycles: int = 2  # text-model extraction only when cycles >= 2 ...
+    model_min_findings: int = 3  # ... and some evaluation produced >= 3 findings
+    model_max_learnings: int = 3  # 1-3 single-sentence learnings
+    model_max_tokens: int = 500  # ~500-token budget (answer; the summary in the prompt is cut to it too)
+    default_category: str = "general"  # skill effectiveness needs a category; tasks without one use this
+
+    def __post_init__(self) -> None:
+        if self.regression_drop < 0 or self.diminishing_gain < 0:
+            raise ConfigError("learning.regression_drop and learning.diminishing_gain must not be negative")
+        for name in ("diminishing_min_iterations", "blocker_min_count", "model_min_cycles", "model_min_findings",
+                     "model_max_learnings", "model_max_tokens"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"learning.{name} must be at least 1")
+        if not self.default_category.strip():
+            raise ConfigError("learning.default_category must not be empty")
+
+
+@dataclass
+class UsageConfig:
+    """Seed 000's usage events and pattern mining (the seed names the tables, not the numbers)."""
+
+    timezone: str = "UTC"  # day / hour / day_of_week are computed in this zone
+    log_tasks: bool = True  # every flushed task logs a usage event
+    min_samples: int = 3  # a pattern needs this many occurrences
+    min_confidence: float = 0.5  # ... and this confidence to be recorded
+    propose_confidence: float = 0.7  # a pattern this confident proposes a SKILL.md ...
+    propose_min_samples: int = 5  # ... once seen this many times
+    window_days: int = 90  # mine events from the last 90 days
+
+    def __post_init__(self) -> None:
+        _check_range(self, "min_confidence", 0.0, 1.0)
+        _check_range(self, "propose_confidence", 0.0, 1.0)
+        if self.min_samples < 1 or self.propose_min_samples < 1 or self.window_days < 1:
+            raise ConfigError("usage.min_samples, usage.propose_min_samples and usage.window_days must be at least 1")
+        try:
+            from zoneinfo import ZoneInfo
+
+            ZoneInfo(self.timezone)
+        except Exception:
+            raise ConfigError(f"usage.timezone {self.timezone!r} is not a known time zone; use e.g. UTC or Europe/Berlin") from None
 
 
 @dataclass
@@ -353,6 +432,8 @@ _SECTIONS = {
     "context": ContextConfig,
     "knowledge_base": KnowledgeBaseConfig,
     "links": LinksConfig,
+    "learning": LearningConfig,
+    "usage": UsageConfig,
 }
 
 
@@ -370,6 +451,8 @@ class Config:
     context: ContextConfig = field(default_factory=ContextConfig)
     knowledge_base: KnowledgeBaseConfig = field(default_factory=KnowledgeBaseConfig)
     links: LinksConfig = field(default_factory=LinksConfig)
+    learning: LearningConfig = field(default_factory=LearningConfig)
+    usage: UsageConfig = field(default_factory=UsageConfig)
     data_dir: Path = field(default_factory=default_data_dir)
 
     @classmethod

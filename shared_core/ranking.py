@@ -34,6 +34,20 @@ __all__ = [
     "insight_weight",
     "insight_trend",
     "insight_is_active",
+    "weeks_since_reinforced",
+    "decayed_confidence",
+    "is_pruned",
+    "reinforced_confidence",
+    "running_average",
+    "is_regression",
+    "is_diminishing",
+    "learning_recall_score",
+    "bre_magnitude",
+    "bre_score",
+    "episode_score",
+    "procedure_score",
+    "recurrence_confidence",
+    "combination_confidence",
 ]
 
 # -- seed 002 (Koshi): finalRank = bm25 x exp(score x 0.2) x 1/(1 + daysSince x 0.01) ---------
@@ -335,3 +349,120 @@ def insight_trend(recent: int, previous: int, ratio: float = 0.25) -> str:
 def insight_is_active(access_count_30d: int) -> bool:
     """Seed 003: active when ``accessCount30d > 0``, dormant otherwise."""
     return access_count_30d > 0
+# -- seed 000 (OpenKoi): learnings -----------------------------------------------------------
+
+
+def weeks_since_reinforced(days: float) -> float:
+    """Seed 000's clock: ``(now - last_used).num_days() as f32 / 7.0``: whole days, in weeks.
+
+    Negative ages (a clock that went back) count as 0: decay never raises a confidence.
+    """
+    return max(0, math.floor(days)) / 7.0
+
+
+def decayed_confidence(confidence: float, weeks: float, rate_per_week: float = 0.05) -> float:
+    """``confidence x exp(-rate x weeks since reinforced)`` (seed 000), from the confidence at the
+    last reinforcement, never compounded: the result depends on the age, not on how often it ran.
+
+    >>> round(decayed_confidence(0.8, 8), 2)
+    0.54
+    """
+    return confidence * math.exp(-rate_per_week * max(0.0, weeks))
+
+
+def is_pruned(confidence: float, threshold: float = 0.1) -> bool:
+    """Seed 000 keeps learnings with ``confidence >= 0.1``; anything below is pruned."""
+    return confidence < threshold
+
+
+def reinforced_confidence(current: float, bump: float = 0.1, cap: float = 1.0) -> float:
+    """A reinforced learning: its current (decayed) confidence plus the bump, capped at 1.0."""
+    return min(cap, current + bump)
+
+
+def running_average(avg_score: float, sample_count: int, score: float) -> float:
+    """Seed 000's skill effectiveness upsert: ``(avg_score x sample_count + score) / (sample_count + 1)``."""
+    return (avg_score * sample_count + score) / (sample_count + 1)
+
+
+def _exceeds(value: float, threshold: float) -> bool:
+    # rounding first keeps float noise from deciding: 0.8 - 0.7 is 0.10000000000000009
+    return round(value, 9) > threshold
+
+
+def is_regression(previous: float, current: float, drop: float = 0.1) -> bool:
+    """Seed 000: a score that drops by more than 0.1 between iterations is a regression."""
+    return _exceeds(previous - current, drop)
+
+
+def is_diminishing(scores: "list[float]", min_iterations: int = 3, gain: float = 0.02) -> bool:
+    """Seed 000's diminishing returns: 3+ iterations, and the last improved on the one before by
+    less than 0.02 (so ``len(scores) - 1`` iterations were enough, as in the seed's example)."""
+    if len(scores) < max(2, min_iterations):
+        return False
+    return round(scores[-1] - scores[-2], 9) < gain
+
+
+def learning_recall_score(relevance: float, confidence: float, same_category: bool,
+                          category_boost: float = 0.5) -> float:
+    """How a learning ranks for a task: ``(relevance + boost x same category) x confidence``.
+
+    ``relevance`` is the hybrid search score against the task description (0 when only the
+    category matched); the seed ranks by embedding similarity, and a learning it is less sure
+    of should come after one it is sure of.
+    """
+    return (max(0.0, relevance) + (category_boost if same_category else 0.0)) * confidence
+
+
+# -- seed 001 (OpenMotoko): BRE, episodes, procedures ------------------------------------------
+
+
+def bre_magnitude(word_count: int) -> float:
+    """A fact's raw magnitude: the norm of its bag-of-words vector, ``sqrt(words)`` (at least 1).
+
+    The hashing embedder's vector before L2 normalisation is a sum of one +/-1 direction per
+    feature, so its length grows like the square root of the number of words.
+    """
+    return math.sqrt(max(1, word_count))
+
+
+def bre_score(similarity: float, magnitude: float, confidence: float = 1.0, penalty: float = 0.2) -> float:
+    """Seed 001's BRE: "dot product with a magnitude penalty", defined here as
+
+    ``confidence x (q . f_raw) / |f_raw| ** (1 + penalty)  =  confidence x cos(q, f) / magnitude ** penalty``
+
+    The dot product of the query with the fact's raw vector grows with the fact's magnitude, so
+    long catch-all facts would win; dividing by the magnitude once gives the cosine, and the
+    extra ``penalty`` power makes a long fact need a higher similarity to beat a short precise
+    one. ``penalty = 0`` is confidence-weighted cosine. Negative similarities count as 0.
+    """
+    return confidence * max(0.0, similarity) / (max(1.0, magnitude) ** penalty)
+
+
+def episode_score(relevance: float, importance: float | None, weight: float = 0.5) -> float:
+    """An episode's rank: ``relevance x (1 - w + w x importance)``; importance 1 keeps the relevance,
+    0 halves it (w = 0.5); no importance counts as 0.5."""
+    value = 0.5 if importance is None else min(1.0, max(0.0, importance))
+    return relevance * (1.0 - weight + weight * value)
+
+
+def procedure_score(relevance: float, usage_count: int, weight: float = 0.1) -> float:
+    """A procedure's rank: ``relevance x (1 + w x ln(1 + uses))``; the often-used surface first."""
+    return relevance * (1.0 + weight * math.log1p(max(0, usage_count)))
+
+
+# -- seed 000: usage patterns ------------------------------------------------------------------
+
+
+def recurrence_confidence(occurrences: int, periods: int) -> float:
+    """Share of the observed periods (days or weeks since the first occurrence) that had one."""
+    if periods <= 0:
+        return 0.0
+    return min(1.0, occurrences / periods)
+
+
+def combination_confidence(together: int, with_any: int) -> float:
+    """Share of the events using any skill of a combination that used the whole combination."""
+    if with_any <= 0:
+        return 0.0
+    return min(1.0, together / with_any)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -45,6 +46,14 @@ if TYPE_CHECKING:
     from .kv import KeyValueStore
     from .lifecycle.links import LinkGraph
     from .lifecycle.pruning import Pruner
+    from .episodes import Episodes
+    from .facts import Facts
+    from .learnings import Learnings
+    from .procedures import Procedures
+    from .recall import Historian
+    from .skills import Skills
+    from .tasks import TaskMemory
+    from .usage import Usage
 
 __all__ = ["MemoryStore", "StoreStats"]
 
@@ -90,6 +99,11 @@ class MemoryStore:
         self._build_components()
         self._erasers: list[Callable[[str], None]] = []
         self._embedding_texts: dict[str, Callable[[Memory], str]] = {}
+        self._closers: list[Callable[[], None]] = []
+        # registered eagerly: erase_namespace must reach domain tables even when their module
+        # (a lazy property) was never used in this session
+        for erase in _domain_erasers():
+            self._erasers.append(functools.partial(erase, self))
 
     def _build_components(self) -> None:
         self._vectors = VectorIndex(self._db, self.embedder.dims, self.config.search)
@@ -187,8 +201,18 @@ class MemoryStore:
         return store
 
     def close(self) -> None:
-        """Close the file. Further use raises :class:`StoreClosedError`."""
+        """Close the file (unfinished tasks are flushed first). Further use raises :class:`StoreClosedError`."""
+        if not self._db.closed:
+            for closer in list(self._closers):
+                try:
+                    closer()
+                except Exception:  # closing must not fail half-way; the journal keeps what was not flushed
+                    logging.getLogger("openkoi.store").exception("a close hook failed")
         self._db.close()
+
+    def register_closer(self, closer: Callable[[], None]) -> None:
+        """Domain modules: run ``closer()`` when the store closes, before the file does."""
+        self._closers.append(closer)
 
     @property
     def closed(self) -> bool:
@@ -245,13 +269,16 @@ class MemoryStore:
         vector: Any = None,
         embedding_text: str | None = None,
         dedup: bool = True,
+        supersedes: str | None = None,
     ) -> AddResult:
         """Remember ``text``; return the id it landed on (an :class:`AddResult`, a ``str``).
 
         A caller-given ``id`` always upserts. Without one, a fact whose vector has cosine
         similarity above ``memory.fact_dedup_threshold`` (0.9, seed 001) to a live fact in the
         same namespace reinforces that fact instead, and its id comes back with
-        ``event == "reinforced"``.
+        ``event == "reinforced"``. ``supersedes=old_id`` makes this the new version of that
+        memory (``event == "superseded"``); facts are also checked for an older version on add
+        (``memory.fact_versioning``; see :mod:`shared_core.facts`).
         """
         item = NewMemory(
             text=text, id=id, kind=kind, namespace=namespace, tags=tags or (), category=category, source=source,
@@ -262,6 +289,8 @@ class MemoryStore:
         with self._db.lock:
             self._db.check_open()
             (prepared,) = self._memories.prepare([item])
+            if supersedes is not None or (kind == "fact" and id is None and self.config.memory.fact_versioning):
+                return self.facts.write(prepared, supersedes=supersedes, dedup=dedup)
             with self._db.transaction():
                 return self._memories.write(prepared, dedup=dedup)
 
@@ -476,6 +505,10 @@ class MemoryStore:
         """The memory with this id (in ``namespace``, if given), or :class:`NotFoundError`."""
         with self._db.lock:
             return self._memories.require(id, namespace)
+
+    def history(self, id: str) -> list[Memory]:  # noqa: A002
+        """Every version of a memory, oldest first, linked by ``supersedes`` (see :mod:`shared_core.facts`)."""
+        return self.facts.history(id)
 
     def get_many(self, ids: Sequence[str], *, namespace: str | None = None) -> list[Memory]:
         """The memories that exist among ``ids``, in the order asked; missing ids are skipped."""
@@ -855,6 +888,65 @@ class MemoryStore:
         kv = KeyValueStore(self._db, self.clock)
         self.register_eraser(kv.erase)
         return kv
+    # -- learning and recall (issue 3) ------------------------------------------------------------
+
+    @functools.cached_property
+    def tasks(self) -> TaskMemory:
+        """Task memory (seed 000, layer 2): record cycles and findings, flushed on completion."""
+        from .tasks import TaskMemory
+
+        memory = TaskMemory(self)
+        self.register_closer(memory.close_all)
+        return memory
+
+    @functools.cached_property
+    def learnings(self) -> Learnings:
+        """Learnings (seed 000): extraction, dedup, reinforcement, decay."""
+        from .learnings import Learnings
+
+        return Learnings(self)
+
+    @functools.cached_property
+    def skills(self) -> Skills:
+        """Skill effectiveness and SKILL.md files (seed 000)."""
+        from .skills import Skills
+
+        return Skills(self)
+
+    @functools.cached_property
+    def recall(self) -> Historian:
+        """Token-budgeted recall (seed 000): ``store.recall("task")``, ``store.recall.mark_useful(result)``."""
+        from .recall import Historian
+
+        return Historian(self)
+
+    @functools.cached_property
+    def procedures(self) -> Procedures:
+        """Procedural memory (seed 001)."""
+        from .procedures import Procedures
+
+        return Procedures(self)
+
+    @functools.cached_property
+    def episodes(self) -> Episodes:
+        """Episodic memory (seed 001)."""
+        from .episodes import Episodes
+
+        return Episodes(self)
+
+    @functools.cached_property
+    def facts(self) -> Facts:
+        """Semantic facts (seed 001): versioning, history, BRE search."""
+        from .facts import Facts
+
+        return Facts(self)
+
+    @functools.cached_property
+    def usage(self) -> Usage:
+        """Usage events and pattern mining (seed 000)."""
+        from .usage import Usage
+
+        return Usage(self)
 
 
 def _check_embedder(embedder: Any) -> None:
@@ -867,6 +959,14 @@ def _check_embedder(embedder: Any) -> None:
         raise ValueError(f"embedder dims must be a positive integer, got {embedder.dims!r}")
     if not isinstance(embedder.name, str) or not embedder.name:
         raise ValueError(f"embedder name must be a non-empty string, got {embedder.name!r}")
+
+
+def _domain_erasers() -> list[Callable[[MemoryStore, str], None]]:
+    from . import episodes, learnings, procedures, skills, tasks, usage
+
+    # learnings before tasks: learnings.source_task references tasks(id)
+    return [learnings.erase_namespace, tasks.erase_namespace, skills.erase_namespace, procedures.erase_namespace,
+            episodes.erase_namespace, usage.erase_namespace]
 
 
 def _latest_version() -> int:

@@ -1,0 +1,186 @@
+"""Episodic memory (seed 001): timestamped summaries of past interactions, by channel.
+
+An episode is a row of ``episodic_memory`` and a memory of kind ``"episode"`` with the same
+id, dated at the episode (so the core's ``since``/``until`` filters and recency work on
+when it happened) and tagged with its channel. Searches rank by the core's score times
+``(1 - 0.5 + 0.5 x importance)`` (``ranking.episode_importance_weight``); time-range
+queries read the table directly. Every query takes an optional ``channel``; without one
+it spans all channels, so the agent can recall what happened elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from .clock import from_iso, to_iso
+from .errors import NotFoundError
+from .memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
+from .ranking import episode_score
+
+if TYPE_CHECKING:
+    from .store import MemoryStore
+
+__all__ = ["Episodes", "Episode", "EpisodeMatch"]
+
+_COLUMNS = "id, namespace, summary, occurred_at, channel, importance, session_id, metadata, created_at"
+
+
+@dataclass(frozen=True)
+class Episode:
+    id: str
+    summary: str
+    occurred_at: datetime
+    channel: str | None = None
+    importance: float = 0.5
+    namespace: str = DEFAULT_NAMESPACE
+    session_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class EpisodeMatch:
+    episode: Episode
+    score: float  # relevance x importance factor
+    relevance: float  # the core search's score
+
+
+class Episodes:
+    """``store.episodes``."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+
+    def add(
+        self,
+        summary: str,
+        *,
+        at: datetime | str | None = None,
+        channel: str | None = None,
+        importance: float = 0.5,
+        session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> Episode:
+        """Record an episode that happened ``at`` (default now) on ``channel``, importance 0..1."""
+        if isinstance(importance, bool) or not isinstance(importance, (int, float)) or not 0.0 <= importance <= 1.0:
+            raise ValueError(f"importance must be a number between 0 and 1, got {importance!r}")
+        if channel is not None and (not isinstance(channel, str) or not channel.strip()):
+            raise ValueError(f"channel must be a non-empty string or None, got {channel!r}")
+        store, db = self.store, self.store.db
+        now = store.clock.now()
+        episode_id = new_id()
+        (item,) = store.memories.prepare([NewMemory(
+            text=summary, id=episode_id, kind="episode", namespace=namespace, tags=[channel] if channel else [],
+            source=channel or "episode", importance=float(importance), session_id=session_id, owner_id=episode_id,
+            created_at=at if at is not None else now, metadata={**dict(metadata or {}), "channel": channel},
+        )])
+        occurred = from_iso(to_iso(item.created_at))
+        with db.lock, db.transaction():
+            db.execute(
+                f"INSERT INTO episodic_memory ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (episode_id, item.namespace, item.text, to_iso(occurred), channel, float(importance), session_id,
+                 json.dumps(dict(metadata or {}), ensure_ascii=False, default=str), to_iso(now)),
+            )
+            store.memories.write(item, dedup=False)
+        return self.get(episode_id)
+
+    def get(self, episode_id: str) -> Episode:
+        rows = self._select("id = ?", [episode_id])
+        if not rows:
+            raise NotFoundError(f"no episode with id {episode_id!r}")
+        return rows[0]
+
+    def between(
+        self,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        *,
+        channel: str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+        limit: int | None = None,
+    ) -> list[Episode]:
+        """Episodes with ``since <= occurred_at < until`` (either end open), oldest first."""
+        clauses, params = ["namespace = ?"], [check_namespace(namespace)]
+        start, end = _when(since, "since"), _when(until, "until")
+        if start is not None and end is not None and end < start:
+            raise ValueError(f"until ({to_iso(end)}) is before since ({to_iso(start)})")
+        if start is not None:
+            clauses.append("occurred_at >= ?")
+            params.append(to_iso(start))
+        if end is not None:
+            clauses.append("occurred_at < ?")
+            params.append(to_iso(end))
+        if channel is not None:
+            clauses.append("channel = ?")
+            params.append(channel)
+        return self._select(" AND ".join(clauses), params, order="occurred_at, rowid", limit=limit)
+
+    def recent(self, limit: int = 10, *, channel: str | None = None, namespace: str = DEFAULT_NAMESPACE) -> list[Episode]:
+        """The latest episodes, newest first."""
+        clauses, params = ["namespace = ?"], [check_namespace(namespace)]
+        if channel is not None:
+            clauses.append("channel = ?")
+            params.append(channel)
+        return self._select(" AND ".join(clauses), params, order="occurred_at DESC, rowid DESC", limit=limit)
+
+    def search(
+        self,
+        query: str,
+        *,
+        channel: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+        limit: int = 10,
+    ) -> list[EpisodeMatch]:
+        """Episodes matching ``query`` (hybrid search), ranked with their importance."""
+        where = {"channel": channel} if channel is not None else None
+        hits = self.store.search(query, kind="episode", namespace=namespace, since=since, until=until, where=where,
+                                 limit=max(limit * 3, 10), track_access=False)
+        if not hits:
+            return []
+        rows = {e.id: e for e in self._select(f"id IN ({', '.join('?' for _ in hits)})", hits.ids)}
+        weight = self.store.config.ranking.episode_importance_weight
+        matches = [EpisodeMatch(rows[h.id], episode_score(h.score, rows[h.id].importance, weight), h.score)
+                   for h in hits if h.id in rows]
+        matches.sort(key=lambda m: (-m.score, -m.episode.occurred_at.timestamp()))
+        return matches[:limit]
+
+    def delete(self, episode_id: str) -> None:
+        episode = self.get(episode_id)
+        db = self.store.db
+        with db.lock, db.transaction():
+            db.execute("DELETE FROM episodic_memory WHERE id = ?", (episode.id,))
+            self.store.delete(episode.id, missing_ok=True)
+
+    def _select(self, where: str, params: Sequence[Any], *, order: str = "occurred_at",
+                limit: int | None = None) -> list[Episode]:
+        tail = f" LIMIT {int(limit)}" if limit is not None else ""
+        with self.store.db.lock:
+            rows = self.store.db.query(f"SELECT {_COLUMNS} FROM episodic_memory WHERE {where} ORDER BY {order}{tail}",
+                                       list(params))
+        return [
+            Episode(id=r[0], namespace=r[1], summary=r[2], occurred_at=from_iso(r[3]), channel=r[4],  # type: ignore[arg-type]
+                    importance=float(r[5]), session_id=r[6], metadata=json.loads(r[7] or "{}"),
+                    created_at=from_iso(r[8]))
+            for r in rows
+        ]
+
+
+def _when(value: Any, what: str) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, (datetime, str)):
+        try:
+            return from_iso(value if isinstance(value, str) else to_iso(value))
+        except ValueError:
+            pass
+    raise ValueError(f"{what} must be a datetime or an ISO-8601 time such as 2026-01-31T12:00:00Z, got {value!r}")
+
+
+def erase_namespace(store: Any, namespace: str) -> None:
+    store.db.execute("DELETE FROM episodic_memory WHERE namespace = ?", (namespace,))

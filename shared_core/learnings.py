@@ -1,0 +1,663 @@
+"""Learnings (seed 000): Heuristic, AntiPattern and Preference, extracted from finished tasks.
+
+Every completed task goes through two tiers of extraction:
+
+* rules (0 tokens): a score drop of more than 0.1 between iterations is an ``AntiPattern``;
+  3+ iterations whose last one improved by less than 0.02 is a ``Heuristic`` (fewer
+  iterations would do); 2+ blocker findings in one dimension is an ``AntiPattern``;
+* a text model (about 500 tokens), only when the task ran 2+ cycles and some evaluation had
+  3+ findings: 1-3 single-sentence learnings. A model that fails or answers badly is logged
+  and ignored; the rules' learnings and the task are kept either way.
+
+A candidate more than 0.8 similar (cosine of the embeddings) to a live learning of the same
+type and category in the namespace reinforces that learning instead: confidence + 0.1
+(capped at 1.0), ``reinforced`` + 1, ``last_used`` = now.
+
+Confidence decays as ``base x exp(-0.05 x weeks since last reinforced)``, where ``base`` is
+the confidence set at the last reinforcement (or creation): computed from the age, never
+compounded, so it does not matter how often maintenance runs. Below 0.1 a learning is
+pruned by :meth:`Learnings.apply_decay`: archived (reason ``"decayed"``), or deleted when
+``memory.archive_pruned`` is false. Pinned learnings do not decay.
+
+Each learning is a row of ``learnings`` and a memory of kind ``"learning"`` with the same id
+(the index entry carries its text, so search and recall find it). The index entry is the
+handle: a learning whose memory was deleted or archived is no longer live.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+import numpy as np
+
+from .clock import from_iso, to_iso
+from .errors import NotFoundError
+from .llm import ModelOutputError, TextModel, parse_json_output
+from .memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
+from .ranking import (
+    decayed_confidence,
+    is_diminishing,
+    is_pruned,
+    is_regression,
+    learning_recall_score,
+    reinforced_confidence,
+    weeks_since_reinforced,
+)
+from .tokens import count_tokens
+
+if TYPE_CHECKING:
+    from .config import Config
+    from .store import MemoryStore
+    from .tasks import TaskRecord
+
+__all__ = [
+    "LearningType",
+    "Learning",
+    "LearningCandidate",
+    "ExtractionReport",
+    "DecayReport",
+    "Learnings",
+    "rule_learnings",
+    "EXTRACTION_PROMPT",
+]
+
+logger = logging.getLogger("openkoi.learnings")
+
+# seed 000's tier-2 prompt, word for word; the JSON instruction after it is ours
+EXTRACTION_PROMPT = (
+    "Extract 1-3 reusable learnings from this task execution.\n"
+    "Each learning should be a single sentence that would help\n"
+    "with similar future tasks."
+)
+_JSON_INSTRUCTION = (
+    'Answer with JSON only: {"learnings": [{"type": "Heuristic" or "Preference", "content": "<one sentence>"}]}'
+)
+
+
+class LearningType(str, enum.Enum):
+    """Seed 000's three learning types ("Do X", "Don't do X", "X better than Y for Z")."""
+
+    HEURISTIC = "Heuristic"
+    ANTI_PATTERN = "AntiPattern"
+    PREFERENCE = "Preference"
+
+    @classmethod
+    def parse(cls, value: LearningType | str) -> LearningType:
+        """Accepts the enum, ``"AntiPattern"``, ``"anti_pattern"``, ``"anti-pattern"`` and so on."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            key = re.sub(r"[\s_\-]", "", value).casefold()
+            for member in cls:
+                if member.value.casefold() == key:
+                    return member
+        raise ValueError(f"learning type must be Heuristic, AntiPattern or Preference, got {value!r}")
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Learning:
+    """A learning; ``confidence`` is its current value (decayed from ``base_confidence``)."""
+
+    id: str
+    type: LearningType
+    content: str
+    confidence: float
+    base_confidence: float
+    namespace: str = DEFAULT_NAMESPACE
+    category: str | None = None
+    source_task: str | None = None
+    reinforced: int = 0
+    origin: str = "rule"
+    pinned: bool = False
+    created_at: datetime | None = None
+    last_used: datetime | None = None
+    expires_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class LearningCandidate:
+    """A learning before it is stored (or found to reinforce an existing one)."""
+
+    type: LearningType
+    content: str
+    category: str | None = None
+    origin: str = "rule"  # rule | model | manual
+
+
+@dataclass
+class ExtractionReport:
+    """What extraction from one task did."""
+
+    task_id: str | None
+    created: list[Learning] = field(default_factory=list)
+    reinforced: list[Learning] = field(default_factory=list)
+    rule_candidates: int = 0
+    model_candidates: int = 0
+    model_used: bool = False
+    model_error: str | None = None
+    error: str | None = None  # extraction itself failed (the task was flushed before it ran)
+
+
+@dataclass(frozen=True)
+class DecayReport:
+    """What :meth:`Learnings.apply_decay` did; running it again at once reports zeros."""
+
+    checked: int = 0
+    updated: int = 0  # confidence column brought up to date
+    pruned: int = 0  # fell below the threshold
+    archived: int = 0  # ... and went to the archive (reason "decayed")
+    deleted: int = 0  # ... or were deleted (memory.archive_pruned = false)
+    orphans_removed: int = 0  # rows whose index entry was deleted elsewhere
+    pruned_ids: tuple[str, ...] = ()
+
+    def _repr_html_(self) -> str:
+        rows = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>"
+                       for k, v in self.__dict__.items() if k != "pruned_ids")
+        return f"<table><caption>learning decay</caption>{rows}</table>"
+
+
+_COLUMNS = ("l.id, l.type, l.content, l.category, l.confidence, l.base_confidence, l.source_task, l.reinforced, "
+            "l.created_at, l.last_used, l.expires_at, l.namespace, l.origin, c.pinned, c.chunk_rowid")
+
+
+class Learnings:
+    """``store.learnings``: add, reinforce, extract, decay and query learnings."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def get(self, learning_id: str, *, namespace: str | None = None) -> Learning:
+        """A live learning (its index entry exists), or :class:`NotFoundError`."""
+        with self.store.db.lock:
+            rows = self._rows("l.id = ?", [learning_id])
+        if not rows or (namespace is not None and rows[0].namespace != namespace):
+            where = f" in namespace {namespace!r}" if namespace is not None else ""
+            raise NotFoundError(f"no live learning with id {learning_id!r}{where}")
+        return rows[0]
+
+    def list(
+        self,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+        type: LearningType | str | Sequence[LearningType | str] | None = None,  # noqa: A002
+        category: str | None = None,
+        min_confidence: float | None = None,
+        include_expired: bool = False,
+        limit: int | None = None,
+    ) -> list[Learning]:
+        """Live learnings, most confident first (current, decayed confidence)."""
+        clauses, params = ["l.namespace = ?"], [check_namespace(namespace)]
+        types = _types(type)
+        if types is not None:
+            clauses.append(f"l.type IN ({', '.join('?' for _ in types)})")
+            params.extend(t.value for t in types)
+        if category is not None:
+            clauses.append("l.category = ?")
+            params.append(category)
+        with self.store.db.lock:
+            found = self._rows(" AND ".join(clauses), params)
+        now = self.store.clock.now()
+        if not include_expired:
+            found = [x for x in found if x.expires_at is None or x.expires_at > now]
+        if min_confidence is not None:
+            found = [x for x in found if x.confidence >= min_confidence]
+        found.sort(key=lambda x: (-x.confidence, -(x.created_at.timestamp() if x.created_at else 0.0)))
+        return found[:limit] if limit is not None else found
+
+    def _rows(self, where: str, params: list[Any]) -> list[Learning]:
+        rows = self.store.db.query(
+            f"SELECT {_COLUMNS} FROM learnings l JOIN memory_chunks c ON c.id = l.id WHERE {where}", params
+        )
+        now = self.store.clock.now()
+        return [self._from_row(r, now) for r in rows]
+
+    def _from_row(self, row: Sequence[Any], now: datetime) -> Learning:
+        base = float(row[5] if row[5] is not None else row[4])
+        created, last_used, pinned = from_iso(row[8]), from_iso(row[9]), bool(row[13])
+        return Learning(
+            id=row[0], type=LearningType.parse(row[1]), content=row[2], category=row[3],
+            confidence=self._current(base, last_used or created, now, pinned), base_confidence=base,
+            source_task=row[6], reinforced=int(row[7] or 0), created_at=created, last_used=last_used,
+            expires_at=from_iso(row[10]), namespace=row[11], origin=row[12], pinned=pinned,
+        )
+
+    def _current(self, base: float, since: datetime | None, now: datetime, pinned: bool) -> float:
+        if pinned or since is None:
+            return base
+        days = (now - since).total_seconds() / 86400.0
+        return decayed_confidence(base, weeks_since_reinforced(days), self.store.config.memory.learning_decay_rate)
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def add(
+        self,
+        content: str,
+        type: LearningType | str = LearningType.HEURISTIC,  # noqa: A002
+        *,
+        category: str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+        confidence: float | None = None,
+        source_task: str | None = None,
+        expires_at: datetime | str | None = None,
+        ttl: float | timedelta | None = None,
+        pinned: bool = False,
+        dedup: bool = True,
+    ) -> Learning:
+        """Store a learning by hand; a similar live one (> 0.8) is reinforced and returned instead."""
+        candidate = LearningCandidate(LearningType.parse(type), _sentence(content), category, "manual")
+        created, reinforced = self._persist(
+            [candidate], namespace=check_namespace(namespace), source_task=source_task, confidence=confidence,
+            expires_at=expires_at, ttl=ttl, pinned=pinned, dedup=dedup,
+        )
+        return (created or reinforced)[0]
+
+    def reinforce(self, learning_id: str, *, namespace: str | None = None) -> Learning:
+        """The learning proved useful: confidence + bump (capped at 1.0) from its current value,
+        ``reinforced`` + 1, ``last_used`` = now (which restarts its decay clock)."""
+        db = self.store.db
+        with db.lock:
+            learning = self.get(learning_id, namespace=namespace)
+            now = self.store.clock.now()
+            if learning.expires_at is not None and learning.expires_at <= now:
+                raise ValueError(f"learning {learning_id!r} expired at {to_iso(learning.expires_at)}; add it again")
+            with db.transaction():
+                self._reinforce_rows([learning], now)
+            return self.get(learning_id)
+
+    def _reinforce_rows(self, learnings: Iterable[Learning], now: datetime) -> None:
+        bump = self.store.config.memory.learning_reinforce_bump
+        for learning in learnings:
+            value = reinforced_confidence(learning.confidence, bump)
+            self.store.db.execute(
+                "UPDATE learnings SET base_confidence = ?, confidence = ?, reinforced = reinforced + 1, last_used = ? "
+                "WHERE id = ?", (value, value, to_iso(now), learning.id),
+            )
+            self.store.db.execute("UPDATE memory_chunks SET confidence = ? WHERE id = ?", (value, learning.id))
+
+    def restore(self, learning_id: str, *, confidence: float | None = None) -> Learning:
+        """Bring back a learning pruned into the archive, with a fresh decay clock at ``confidence``
+        (default ``memory.learning_initial_confidence``). ``store.restore`` alone would keep the old
+        confidence, and the next maintenance would prune it again."""
+        value = self.store.config.memory.learning_initial_confidence if confidence is None else _unit(confidence)
+        db = self.store.db
+        with db.lock, db.transaction():
+            if not db.scalar("SELECT 1 FROM learnings WHERE id = ?", (learning_id,)):
+                raise NotFoundError(f"no learning with id {learning_id!r}")
+            self.store.restore(learning_id)
+            db.execute(
+                "UPDATE learnings SET base_confidence = ?, confidence = ?, last_used = ? WHERE id = ?",
+                (value, value, to_iso(self.store.clock.now()), learning_id),
+            )
+            db.execute("UPDATE memory_chunks SET confidence = ? WHERE id = ?", (value, learning_id))
+        return self.get(learning_id)
+
+    def _persist(
+        self,
+        candidates: Sequence[LearningCandidate],
+        *,
+        namespace: str,
+        source_task: str | None,
+        confidence: float | None = None,
+        expires_at: datetime | str | None = None,
+        ttl: float | timedelta | None = None,
+        pinned: bool = False,
+        dedup: bool = True,
+    ) -> tuple[list[Learning], list[Learning]]:
+        """Dedup against live learnings and each other, then write in one transaction."""
+        if not candidates:
+            return [], []
+        store = self.store
+        cfg = store.config.memory
+        initial = cfg.learning_initial_confidence if confidence is None else _unit(confidence)
+        vectors = store.embed([c.content for c in candidates])
+        plan: list[tuple[LearningCandidate, np.ndarray, str | None]] = []  # (candidate, vector, existing id)
+        fresh: list[tuple[LearningCandidate, np.ndarray, int]] = []  # new ones so far, with their plan index
+        with store.db.lock:
+            for candidate, vector in zip(candidates, vectors):
+                target: str | None = None
+                if dedup:
+                    target = self._similar(candidate, vector, namespace)
+                    if target is None:
+                        for other, other_vector, index in fresh:
+                            if (other.type, other.category) == (candidate.type, candidate.category) and \
+                                    float(other_vector @ vector) > cfg.learning_dedup_threshold:
+                                target = f"#{index}"
+                                break
+                if target is None:
+                    fresh.append((candidate, vector, len(plan)))
+                plan.append((candidate, vector, target))
+            new_ids = {index: new_id() for _, _, index in fresh}
+            items = [
+                NewMemory(
+                    text=c.content, id=new_ids[i], kind="learning", namespace=namespace, category=c.category,
+                    source=c.origin, tags=[c.type.value], confidence=initial, pinned=pinned, task_id=source_task,
+                    owner_id=new_ids[i], expires_at=expires_at, ttl=ttl, vector=v,
+                    metadata={"learning_type": c.type.value, "learning_category": c.category or "",
+                              "origin": c.origin, "source_task": source_task},
+                )
+                for c, v, i in fresh
+            ]
+            prepared = store.memories.prepare(items)
+            now = store.clock.now()
+            reinforce_ids: list[str] = []
+            with store.db.transaction():
+                for item, (candidate, _, index) in zip(prepared, fresh):
+                    store.db.execute(
+                        "INSERT INTO learnings (id, type, content, category, confidence, source_task, reinforced, "
+                        "created_at, last_used, expires_at, namespace, base_confidence, origin) "
+                        "VALUES (?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, ?, ?, ?)",
+                        (new_ids[index], candidate.type.value, candidate.content, candidate.category, initial,
+                         _task_ref(store.db, source_task), to_iso(now), to_iso(item.expires_at), namespace, initial,
+                         candidate.origin),
+                    )
+                    store.memories.write(item, dedup=False)
+                for _, _, target in plan:
+                    if target is None:
+                        continue
+                    reinforce_ids.append(new_ids[int(target[1:])] if target.startswith("#") else target)
+                for learning_id in reinforce_ids:  # one at a time: the same one may be hit twice
+                    self._reinforce_rows(self._rows("l.id = ?", [learning_id]), now)
+            created = self._rows(f"l.id IN ({', '.join('?' for _ in new_ids)})", list(new_ids.values())) \
+                if new_ids else []
+            order = {lid: i for i, lid in enumerate(new_ids.values())}
+            created.sort(key=lambda x: order[x.id])
+            reinforced = [self.get(lid) for lid in dict.fromkeys(reinforce_ids)]
+        return created, reinforced
+
+    def _similar(self, candidate: LearningCandidate, vector: np.ndarray, namespace: str) -> str | None:
+        """The live learning of the same type and category most similar to ``vector``, if above 0.8."""
+        hits = self.store.search(
+            vector=vector, kind="learning", namespace=namespace, fusion="vector", limit=1, track_access=False,
+            where={"learning_type": candidate.type.value, "learning_category": candidate.category or ""},
+        )
+        if hits and (hits[0].parts.similarity or 0.0) > self.store.config.memory.learning_dedup_threshold:
+            return hits[0].id
+        return None
+
+    # -- extraction ---------------------------------------------------------------------------
+
+    def extract(self, task: TaskRecord, *, model: TextModel | None = None, use_model: bool = True) -> ExtractionReport:
+        """Seed 000's extraction flow for a finished task: rules, then (if warranted) the text model,
+        then dedup/reinforce, then persist. ``model`` defaults to ``store.text_model``."""
+        cfg = self.store.config.learning
+        report = ExtractionReport(task_id=task.id)
+        candidates = rule_learnings(task, self.store.config)
+        report.rule_candidates = len(candidates)
+        model = model if model is not None else self.store.text_model
+        if use_model and model is not None and wants_model(task, self.store.config):
+            report.model_used = True
+            try:
+                found = model_learnings(task, model, self.store.config)
+            except Exception as exc:  # a failing or misbehaving model never costs the task or the rules
+                report.model_error = f"{type(exc).__name__}: {exc}"
+                logger.warning("learning extraction by the text model failed for task %s (%s); using the rules only",
+                               task.id, report.model_error)
+            else:
+                report.model_candidates = len(found)
+                candidates += found[: cfg.model_max_learnings]
+        with self.store.db.lock:
+            source = task.id if self.store.db.scalar("SELECT 1 FROM tasks WHERE id = ?", (task.id,)) else None
+        report.created, report.reinforced = self._persist(candidates, namespace=task.namespace, source_task=source)
+        return report
+
+    # -- decay --------------------------------------------------------------------------------
+
+    def apply_decay(self) -> DecayReport:
+        """Bring every learning's stored confidence up to date and prune those below the threshold.
+
+        Computed from ``base_confidence`` and the whole days since ``last_used`` (or creation),
+        so one run after 8 weeks and 56 daily runs give the same 0.54. Pruned learnings go to the
+        archive (reason ``"decayed"``) unless ``memory.archive_pruned`` is false. Pinned learnings
+        are left alone. Running it twice in a row changes nothing the second time.
+        """
+        store = self.store
+        cfg = store.config.memory
+        db = store.db
+        with db.lock:
+            now = store.clock.now()
+            rows = db.query(f"SELECT {_COLUMNS} FROM learnings l JOIN memory_chunks c ON c.id = l.id")
+            updates: list[tuple[float, str]] = []
+            pruned: list[tuple[str, int]] = []
+            for row in rows:
+                learning = self._from_row(row, now)
+                if not learning.pinned and is_pruned(learning.confidence, cfg.learning_prune_threshold):
+                    pruned.append((learning.id, int(row[14])))
+                if row[4] is None or abs(float(row[4]) - learning.confidence) > 1e-12:
+                    updates.append((learning.confidence, learning.id))
+            orphans_sql = ("FROM learnings WHERE id NOT IN (SELECT id FROM memory_chunks) "
+                           "AND id NOT IN (SELECT id FROM memory_archive)")
+            orphans = int(db.scalar(f"SELECT count(*) {orphans_sql}") or 0)
+            archived = deleted = 0
+            if updates or pruned or orphans:
+                with db.transaction():
+                    db.executemany("UPDATE learnings SET confidence = ? WHERE id = ?", updates)
+                    db.executemany("UPDATE memory_chunks SET confidence = ? WHERE id = ?", updates)
+                    rowids = [rowid for _, rowid in pruned]
+                    if rowids and cfg.archive_pruned:
+                        archived = store.archive_store.move(rowids, "decayed")
+                    elif rowids:
+                        deleted = store.memories.delete_rows(rowids)
+                        db.executemany("DELETE FROM learnings WHERE id = ?", [(lid,) for lid, _ in pruned])
+                    if orphans:
+                        db.execute(f"DELETE {orphans_sql}")
+            return DecayReport(
+                checked=len(rows), updated=len(updates), pruned=len(pruned), archived=archived, deleted=deleted,
+                orphans_removed=orphans, pruned_ids=tuple(lid for lid, _ in pruned),
+            )
+
+    # -- recall -------------------------------------------------------------------------------
+
+    def relevant(
+        self,
+        task_description: str,
+        *,
+        types: Sequence[LearningType | str],
+        limit: int,
+        category: str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+        candidates: int = 20,
+    ) -> list[tuple[Learning, float]]:
+        """Live, unexpired, unpruned learnings of ``types`` that match a task, best first, with scores.
+
+        A learning matches when the hybrid search finds it for the description, or it comes from
+        the task's category; it ranks by ``(search score + category boost) x confidence``.
+        """
+        if limit <= 0:
+            return []
+        store = self.store
+        wanted = [LearningType.parse(t).value for t in types]
+        relevance: dict[str, float] = {}
+        if task_description and task_description.strip():
+            for hit in store.search(
+                task_description, kind="learning", namespace=namespace, limit=candidates, track_access=False,
+                where={"learning_type": {"$in": wanted}},
+            ):
+                relevance[hit.id] = hit.score
+        with store.db.lock:
+            marks = ", ".join("?" for _ in wanted)
+            ids = list(relevance)
+            if category is not None:
+                ids += [r[0] for r in store.db.query(
+                    f"SELECT l.id FROM learnings l JOIN memory_chunks c ON c.id = l.id WHERE l.namespace = ? "
+                    f"AND l.category = ? AND l.type IN ({marks}) ORDER BY l.base_confidence DESC, l.created_at DESC "
+                    "LIMIT ?", (namespace, category, *wanted, candidates))]
+            ids = list(dict.fromkeys(ids))
+            found = self._rows(f"l.id IN ({', '.join('?' for _ in ids)})", ids) if ids else []
+        now = store.clock.now()
+        threshold = store.config.memory.learning_prune_threshold
+        boost = store.config.recall.category_boost
+        scored: list[tuple[Learning, float]] = []
+        for learning in found:
+            if learning.expires_at is not None and learning.expires_at <= now:
+                continue
+            if not learning.pinned and is_pruned(learning.confidence, threshold):
+                continue
+            same = category is not None and learning.category == category
+            score = learning_recall_score(relevance.get(learning.id, 0.0), learning.confidence, same, boost)
+            if score > 0:
+                scored.append((learning, score))
+        scored.sort(key=lambda pair: (-pair[1], -pair[0].confidence, pair[0].id))
+        return scored[:limit]
+
+
+# -- extraction rules ---------------------------------------------------------------------------
+
+
+def rule_learnings(task: TaskRecord, config: Config) -> list[LearningCandidate]:
+    """Seed 000's tier 1 (0 tokens): regressions, diminishing returns, recurring blockers."""
+    cfg = config.learning
+    out: list[LearningCandidate] = []
+    context = _context(task)
+    cycles = sorted((c for c in task.cycles if c.score is not None), key=lambda c: c.iteration)
+    for previous, current in zip(cycles, cycles[1:]):
+        if is_regression(previous.score, current.score, cfg.regression_drop):  # type: ignore[arg-type]
+            fixes = [f.fix for f in task.findings_of(previous) if f.fix]
+            fixes += [f.fix for f in task.findings if f.resolved_in == current.id and f.fix and f.fix not in fixes]
+            text = (f"Iteration {current.iteration} regressed from {previous.score:.2f} to {current.score:.2f}"
+                    f"{context}. The attempted fix was counterproductive")
+            if fixes:
+                text += f" ({'; '.join(_clip(f, 80) for f in fixes[:3])})"
+            out.append(LearningCandidate(LearningType.ANTI_PATTERN, text + ".", task.category))
+    scores = [c.score for c in cycles]
+    if len(task.cycles) >= cfg.diminishing_min_iterations and is_diminishing(
+        scores, cfg.diminishing_min_iterations, cfg.diminishing_gain  # type: ignore[arg-type]
+    ):
+        enough = len(scores) - 1
+        kind = f"{task.category} tasks" if task.category else "this type of task"
+        plural = "iteration" if enough == 1 else "iterations"
+        out.append(LearningCandidate(
+            LearningType.HEURISTIC,
+            f"Diminishing returns after {enough} {plural} on {kind}. Consider reducing max_iterations to {enough}.",
+            task.category,
+        ))
+    severity = cfg.blocker_severity.casefold()
+    blockers: dict[str, list[Any]] = {}
+    names: dict[str, str] = {}
+    for finding in task.findings:
+        if finding.severity.strip().casefold() == severity:
+            key = finding.dimension.strip().casefold()
+            blockers.setdefault(key, []).append(finding)
+            names.setdefault(key, finding.dimension.strip())
+    iteration_of = {c.id: c.iteration for c in task.cycles}
+    for key, found in blockers.items():
+        if len(found) < cfg.blocker_min_count:
+            continue
+        dimension = names[key]
+        spread = len({iteration_of.get(f.cycle_id) for f in found})
+        titles = "; ".join(dict.fromkeys(_clip(f.title, 60) for f in found[:3]))
+        across = f"across {spread} iterations" if spread > 1 else "in one iteration"
+        out.append(LearningCandidate(
+            LearningType.ANTI_PATTERN,
+            f"The {dimension} dimension produced {len(found)} blocker findings {across}{context} ({titles}). "
+            f"Don't move on while {dimension} blockers are open; check {dimension} first.",
+            task.category,
+        ))
+    return out
+
+
+def wants_model(task: TaskRecord, config: Config) -> bool:
+    """Seed 000's tier-2 condition: cycles >= 2 and some evaluation produced >= 3 findings."""
+    cfg = config.learning
+    if len(task.cycles) < cfg.model_min_cycles:
+        return False
+    return any(len(task.findings_of(c)) >= cfg.model_min_findings for c in task.cycles)
+
+
+def model_learnings(task: TaskRecord, model: TextModel, config: Config) -> list[LearningCandidate]:
+    """Seed 000's tier 2: ask the model for 1-3 single-sentence learnings (raises ModelOutputError)."""
+    cfg = config.learning
+    summary = _fit(task.summary(max_findings=20), cfg.model_max_tokens)
+    prompt = f"{EXTRACTION_PROMPT}\n\n{summary}\n\n{_JSON_INSTRUCTION}"
+    answer = model.complete(prompt, max_tokens=cfg.model_max_tokens)
+    data = parse_json_output(answer)
+    items = data.get("learnings") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise ModelOutputError(f"expected a list of learnings, got {type(items).__name__}")
+    out: list[LearningCandidate] = []
+    for item in items:
+        kind: Any = LearningType.HEURISTIC
+        if isinstance(item, dict):
+            text, kind = item.get("content") or item.get("learning"), item.get("type", kind)
+        else:
+            text = item
+        if not isinstance(text, str) or not text.strip():
+            continue
+        try:
+            kind = LearningType.parse(kind)
+        except ValueError:
+            kind = LearningType.HEURISTIC
+        sentence = " ".join(text.split())
+        if len(sentence) > 400:
+            continue
+        out.append(LearningCandidate(kind, sentence, task.category, "model"))
+    if not out:
+        raise ModelOutputError(f"the model's answer held no usable learning: {str(answer)[:120]!r}")
+    return out[: cfg.model_max_learnings]
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _context(task: TaskRecord) -> str:
+    return f' while working on "{_clip(task.description, 80)}"' if task.description else ""
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def _fit(text: str, budget: int) -> str:
+    """Cut ``text`` (by lines) to at most ``budget`` tokens."""
+    if count_tokens(text) <= budget:
+        return text
+    kept: list[str] = []
+    for line in text.splitlines():
+        if count_tokens("\n".join([*kept, line])) > budget:
+            break
+        kept.append(line)
+    return "\n".join(kept)
+
+
+def _types(value: Any) -> list[LearningType] | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, LearningType)):
+        return [LearningType.parse(value)]
+    return [LearningType.parse(v) for v in value]
+
+
+def _sentence(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"a learning's content must be a string, got {type(value).__name__}")
+    text = " ".join(value.split())
+    if not text:
+        raise ValueError("a learning's content is empty; write the lesson as one sentence")
+    return text
+
+
+def _unit(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"confidence must be a number between 0 and 1, got {value!r}")
+    return float(value)
+
+
+def _task_ref(db: Any, task_id: str | None) -> str | None:
+    """learnings.source_task references tasks(id): keep it only when the task was flushed."""
+    if task_id is None:
+        return None
+    return task_id if db.scalar("SELECT 1 FROM tasks WHERE id = ?", (task_id,)) else None
+
+
+def erase_namespace(store: Any, namespace: str) -> None:
+    store.db.execute("DELETE FROM learnings WHERE namespace = ?", (namespace,))

@@ -1,0 +1,728 @@
+"""Task memory (seed 000, layer 2): a task's iteration cycles and findings, flushed on completion.
+
+While a task runs, its cycles (score, decision, tokens, duration) and evaluation findings
+(severity, dimension, title, location, fix, resolved_in) live in process, in a
+:class:`TaskRecorder`. Completing it writes ``tasks``, ``iteration_cycles`` and ``findings``
+in one transaction, indexes a summary of the task (kind ``"task"``, for "similar past tasks"
+in recall), updates skill effectiveness, logs a usage event, and then extracts learnings.
+
+Nothing is lost if the task never completes: every step is also appended to
+``task_journal``, a write-ahead journal in the same file. Leaving a ``with`` block, calling
+:meth:`TaskRecorder.abandon`, or closing the store flushes an unfinished task with status
+``abandoned`` (``failed`` after an exception); a task whose process died is replayed from
+the journal with status ``interrupted`` by :meth:`TaskMemory.recover` (run when
+``store.tasks`` is first used, and by maintenance).
+
+>>> from shared_core import MemoryStore
+>>> with MemoryStore.open(":memory:") as store:
+...     with store.tasks.start("Fix the login timeout", category="bugfix") as task:
+...         _ = task.cycle(0.85, "continue")
+...         _ = task.cycle(0.72, "continue")
+...         outcome = task.complete()
+...     [l.type.value for l in outcome.learnings.created]
+['AntiPattern']
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import secrets
+import socket
+import threading
+import weakref
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Sequence
+
+from .clock import from_iso, to_iso
+from .errors import NotFoundError
+from .memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
+
+if TYPE_CHECKING:
+    from .learnings import ExtractionReport
+    from .store import MemoryStore
+
+__all__ = ["TaskMemory", "TaskRecorder", "TaskRecord", "TaskOutcome", "Cycle", "Finding", "TASK_STATUSES"]
+
+logger = logging.getLogger("openkoi.tasks")
+
+TASK_STATUSES = ("completed", "abandoned", "failed", "interrupted")
+
+# who is recording: a journal entry whose owner is dead gets recovered
+_TOKEN = secrets.token_hex(4)
+_HOST = socket.gethostname()
+# recorders alive in this process, by task id (weak: a forgotten recorder becomes recoverable)
+_ACTIVE: weakref.WeakValueDictionary[str, TaskRecorder] = weakref.WeakValueDictionary()
+_ACTIVE_LOCK = threading.Lock()
+
+
+def _owner() -> str:
+    return f"{_HOST}:{os.getpid()}:{_TOKEN}"
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """One iteration of a task: its evaluation score and the decision taken after it."""
+
+    id: str
+    task_id: str
+    iteration: int
+    score: float | None
+    decision: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    duration_ms: int | None = None
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One evaluation finding; ``resolved_in`` is the id of the cycle that fixed it."""
+
+    id: str
+    cycle_id: str
+    severity: str
+    dimension: str
+    title: str
+    description: str | None = None
+    location: str | None = None
+    fix: str | None = None
+    resolved_in: str | None = None
+
+
+@dataclass
+class TaskRecord:
+    """A task with its cycles and findings (as recorded, or as read back from the database)."""
+
+    id: str
+    description: str
+    namespace: str = DEFAULT_NAMESPACE
+    category: str | None = None
+    session_id: str | None = None
+    status: str | None = None  # None while running
+    final_score: float | None = None
+    iterations: int = 0
+    decision: str | None = None
+    total_tokens: int | None = None
+    total_cost_usd: float | None = None
+    created_at: datetime | None = None
+    completed_at: datetime | None = None
+    skills: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    cycles: list[Cycle] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def scores(self) -> list[float]:
+        """The cycles' scores in iteration order (cycles without a score left out)."""
+        return [c.score for c in sorted(self.cycles, key=lambda c: c.iteration) if c.score is not None]
+
+    def findings_of(self, cycle: Cycle | str) -> list[Finding]:
+        cycle_id = cycle.id if isinstance(cycle, Cycle) else cycle
+        return [f for f in self.findings if f.cycle_id == cycle_id]
+
+    def summary(self, max_findings: int = 10) -> str:
+        """The task in a few lines: what it was, how it went, what the evaluations found."""
+        lines = [f"Task: {self.description}"]
+        if self.category:
+            lines.append(f"Category: {self.category}")
+        outcome = self.decision or self.status or "running"
+        score = f" with score {self.final_score:.2f}" if self.final_score is not None else ""
+        plural = "iteration" if self.iterations == 1 else "iterations"
+        lines.append(f"Outcome: {outcome}{score} after {self.iterations} {plural} ({self.status or 'running'})")
+        if self.scores:
+            lines.append("Scores: " + " -> ".join(f"{s:.2f}" for s in self.scores))
+        if self.skills:
+            lines.append("Skills: " + ", ".join(self.skills))
+        iteration_of = {c.id: c.iteration for c in self.cycles}
+        shown = self.findings[:max_findings]
+        for f in shown:
+            fixed = f" (fixed in iteration {iteration_of.get(f.resolved_in, '?')})" if f.resolved_in else ""
+            where = f" at {f.location}" if f.location else ""
+            lines.append(f"- [{f.severity}] {f.dimension}: {f.title}{where}{fixed}")
+        if len(self.findings) > len(shown):
+            lines.append(f"- ... and {len(self.findings) - len(shown)} more findings")
+        return "\n".join(lines)
+
+
+@dataclass
+class TaskOutcome:
+    """What completing a task did."""
+
+    task: TaskRecord
+    learnings: ExtractionReport | None
+    skills_updated: list[str] = field(default_factory=list)
+
+
+class TaskRecorder:
+    """A task in progress. Use as a context manager, or call :meth:`complete` / :meth:`abandon`."""
+
+    def __init__(self, memory: TaskMemory, record: TaskRecord) -> None:
+        self._memory = memory
+        self.record = record
+        self._lock = threading.RLock()
+        self._finished = False
+
+    def __repr__(self) -> str:
+        state = self.record.status or "running"
+        return f"TaskRecorder({self.record.id!r}, {self.record.description[:40]!r}, {state})"
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    # -- recording ----------------------------------------------------------------------------
+
+    def cycle(
+        self,
+        score: float | None = None,
+        decision: str = "continue",
+        *,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        duration_ms: int | None = None,
+    ) -> Cycle:
+        """Record the next iteration (numbered from 1): its score (0..1) and the decision after it."""
+        with self._lock:
+            self._check_running()
+            record = self.record
+            cycle = Cycle(
+                id=new_id(), task_id=record.id, iteration=len(record.cycles) + 1,
+                score=_score(score, "score"), decision=_required_text(decision, "decision"),
+                input_tokens=_count(input_tokens, "input_tokens"), output_tokens=_count(output_tokens, "output_tokens"),
+                duration_ms=_count(duration_ms, "duration_ms"), created_at=self._memory.store.clock.now(),
+            )
+            self._memory._journal(record, {"op": "cycle", **_cycle_json(cycle)})
+            record.cycles.append(cycle)
+            return cycle
+
+    def finding(
+        self,
+        severity: str,
+        dimension: str,
+        title: str,
+        *,
+        description: str | None = None,
+        location: str | None = None,
+        fix: str | None = None,
+        cycle: Cycle | str | int | None = None,
+    ) -> Finding:
+        """Record an evaluation finding of ``cycle`` (default: the latest cycle)."""
+        with self._lock:
+            self._check_running()
+            owner = self._cycle(cycle)
+            finding = Finding(
+                id=new_id(), cycle_id=owner.id, severity=_required_text(severity, "severity"),
+                dimension=_required_text(dimension, "dimension"), title=_required_text(title, "title"),
+                description=_optional(description, "description"), location=_optional(location, "location"),
+                fix=_optional(fix, "fix"),
+            )
+            self._memory._journal(self.record, {"op": "finding", **finding.__dict__})
+            self.record.findings.append(finding)
+            return finding
+
+    def resolve(self, finding: Finding | str, *, cycle: Cycle | str | int | None = None) -> Finding:
+        """Mark a finding fixed in ``cycle`` (default: the latest cycle)."""
+        with self._lock:
+            self._check_running()
+            finding_id = finding.id if isinstance(finding, Finding) else finding
+            index = next((i for i, f in enumerate(self.record.findings) if f.id == finding_id), None)
+            if index is None:
+                raise NotFoundError(f"task {self.record.id!r} has no finding {finding_id!r}")
+            resolved_in = self._cycle(cycle)
+            self._memory._journal(self.record, {"op": "resolve", "finding": finding_id, "cycle": resolved_in.id})
+            updated = Finding(**{**self.record.findings[index].__dict__, "resolved_in": resolved_in.id})
+            self.record.findings[index] = updated
+            return updated
+
+    def use_skill(self, *names: str) -> None:
+        """Note skills the task used (their effectiveness is updated on completion)."""
+        with self._lock:
+            self._check_running()
+            for name in names:
+                name = _required_text(name, "skill name").strip()
+                if name not in self.record.skills:
+                    self._memory._journal(self.record, {"op": "skill", "name": name})
+                    self.record.skills.append(name)
+
+    # -- finishing ----------------------------------------------------------------------------
+
+    def complete(
+        self,
+        *,
+        final_score: float | None = None,
+        decision: str | None = None,
+        total_cost_usd: float | None = None,
+        extract: bool = True,
+    ) -> TaskOutcome:
+        """Flush the task (one transaction), then extract learnings from it.
+
+        ``final_score`` and ``decision`` default to the last cycle's. Extraction never loses
+        the task: it runs after the flush, and a text model's bad answer falls back to the rules.
+        """
+        with self._lock:
+            self._check_running()
+            record = self.record
+            if final_score is not None:
+                record.final_score = _score(final_score, "final_score")
+            elif record.cycles:
+                record.final_score = record.cycles[-1].score
+            if decision is not None:
+                record.decision = _required_text(decision, "decision")
+            elif record.cycles:
+                record.decision = record.cycles[-1].decision
+            if total_cost_usd is not None:
+                if isinstance(total_cost_usd, bool) or not isinstance(total_cost_usd, (int, float)) or total_cost_usd < 0:
+                    raise ValueError(f"total_cost_usd must be a non-negative number, got {total_cost_usd!r}")
+                record.total_cost_usd = float(total_cost_usd)
+            skills = self._memory._flush(record, "completed")
+            self._done()
+        report = None
+        if extract:
+            from .learnings import ExtractionReport
+
+            try:
+                report = self._memory.store.learnings.extract(record)
+            except Exception as exc:  # the task is flushed already; extraction can be retried later
+                logger.exception("learning extraction failed for task %s; retry with store.learnings.extract("
+                                 "store.tasks.get(%r))", record.id, record.id)
+                report = ExtractionReport(task_id=record.id, error=f"{type(exc).__name__}: {exc}")
+        return TaskOutcome(task=record, learnings=report, skills_updated=skills)
+
+    def abandon(self, status: str = "abandoned") -> TaskRecord:
+        """Flush an unfinished task as it stands (``abandoned`` or ``failed``); no learnings."""
+        if status not in ("abandoned", "failed"):
+            raise ValueError(f"an unfinished task is 'abandoned' or 'failed', not {status!r}")
+        with self._lock:
+            self._check_running()
+            self._memory._flush(self.record, status)
+            self._done()
+            return self.record
+
+    def __enter__(self) -> TaskRecorder:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if not self._finished:
+            self.abandon("failed" if exc_type is not None else "abandoned")
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _check_running(self) -> None:
+        if self._finished:
+            raise ValueError(f"task {self.record.id!r} is already {self.record.status}; start a new task")
+        self._memory.store.db.check_open()
+
+    def _done(self) -> None:
+        self._finished = True
+        with _ACTIVE_LOCK:
+            if _ACTIVE.get(self.record.id) is self:
+                del _ACTIVE[self.record.id]
+
+    def _cycle(self, cycle: Cycle | str | int | None) -> Cycle:
+        cycles = self.record.cycles
+        if not cycles:
+            raise ValueError("record a cycle first: findings belong to an evaluation (task.cycle(score, decision))")
+        if cycle is None:
+            return cycles[-1]
+        if isinstance(cycle, Cycle):
+            cycle = cycle.id
+        for c in cycles:
+            if (isinstance(cycle, int) and not isinstance(cycle, bool) and c.iteration == cycle) or c.id == cycle:
+                return c
+        raise NotFoundError(f"task {self.record.id!r} has no cycle {cycle!r}")
+
+
+class TaskMemory:
+    """``store.tasks``: start tasks, read them back, recover unfinished ones."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self._recorders: weakref.WeakSet[TaskRecorder] = weakref.WeakSet()
+        if not store.db.read_only:
+            try:
+                self.recover()
+            except Exception:  # never let recovery stop the caller from using tasks
+                logger.exception("could not recover unfinished tasks from the journal; retry with store.tasks.recover()")
+
+    def start(
+        self,
+        description: str,
+        *,
+        category: str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+        session_id: str | None = None,
+        skills: Sequence[str] = (),
+        metadata: dict[str, Any] | None = None,
+        id: str | None = None,  # noqa: A002
+    ) -> TaskRecorder:
+        """Begin recording a task; returns its :class:`TaskRecorder`."""
+        description = _required_text(description, "description")
+        check_namespace(namespace)
+        category = _optional(category, "category")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise TypeError(f"metadata must be a dict, got {type(metadata).__name__}")
+        task_id = id if id is not None else new_id()
+        _required_text(task_id, "id")
+        db = self.store.db
+        with db.lock:
+            if db.scalar("SELECT 1 FROM tasks WHERE id = ?", (task_id,)) or (
+                db.scalar("SELECT 1 FROM task_journal WHERE task_id = ?", (task_id,))
+            ):
+                raise ValueError(f"a task with id {task_id!r} already exists; choose another id")
+            clash = db.scalar("SELECT kind FROM memory_chunks WHERE id = ?", (task_id,))
+            if clash is not None:
+                raise ValueError(f"id {task_id!r} is already used by a memory of kind {clash!r}; choose another id")
+        record = TaskRecord(
+            id=task_id, description=description, namespace=namespace, category=category, session_id=session_id,
+            created_at=self.store.clock.now(), metadata=dict(metadata or {}),
+        )
+        recorder = TaskRecorder(self, record)
+        self._journal(record, {"op": "start", "description": description, "category": category,
+                               "session_id": session_id, "metadata": record.metadata,
+                               "created_at": to_iso(record.created_at)})
+        with _ACTIVE_LOCK:
+            _ACTIVE[task_id] = recorder
+        self._recorders.add(recorder)
+        recorder.use_skill(*skills)
+        return recorder
+
+    @property
+    def active(self) -> list[TaskRecorder]:
+        """Tasks started through this store and not yet flushed."""
+        return [r for r in list(self._recorders) if not r.finished]
+
+    def close_all(self) -> int:
+        """Flush every unfinished task as ``abandoned`` (the store does this when it closes)."""
+        count = 0
+        for recorder in self.active:
+            try:
+                recorder.abandon()
+                count += 1
+            except Exception:
+                logger.exception("could not flush task %s on close; it stays in the journal", recorder.id)
+        return count
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def get(self, task_id: str, *, namespace: str | None = None) -> TaskRecord:
+        """A flushed task with its cycles and findings, or :class:`NotFoundError`."""
+        records = self._load("t.id = ?", [task_id])
+        if not records or (namespace is not None and records[0].namespace != namespace):
+            where = f" in namespace {namespace!r}" if namespace is not None else ""
+            raise NotFoundError(f"no task with id {task_id!r}{where}")
+        return records[0]
+
+    def list(
+        self,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+        category: str | None = None,
+        status: str | None = None,
+        limit: int | None = 50,
+    ) -> list[TaskRecord]:
+        """Flushed tasks, newest first."""
+        clauses, params = ["t.namespace = ?"], [check_namespace(namespace)]
+        if category is not None:
+            clauses.append("t.category = ?")
+            params.append(category)
+        if status is not None:
+            if status not in TASK_STATUSES:
+                raise ValueError(f"status must be one of {', '.join(TASK_STATUSES)}, got {status!r}")
+            clauses.append("t.status = ?")
+            params.append(status)
+        return self._load(" AND ".join(clauses), params, limit=limit)
+
+    def _load(self, where: str, params: list[Any], limit: int | None = None) -> list[TaskRecord]:
+        db = self.store.db
+        tail = f" LIMIT {int(limit)}" if limit is not None else ""
+        with db.lock:
+            rows = db.query(
+                "SELECT t.id, t.description, t.namespace, t.category, t.session_id, t.status, t.final_score, "
+                "t.iterations, t.decision, t.total_tokens, t.total_cost_usd, t.created_at, t.completed_at, "
+                f"t.skills_used, t.metadata FROM tasks t WHERE {where} ORDER BY t.created_at DESC, t.rowid DESC{tail}",
+                params,
+            )
+            records = [
+                TaskRecord(
+                    id=r[0], description=r[1], namespace=r[2], category=r[3], session_id=r[4], status=r[5],
+                    final_score=r[6], iterations=int(r[7] or 0), decision=r[8], total_tokens=r[9],
+                    total_cost_usd=r[10], created_at=from_iso(r[11]), completed_at=from_iso(r[12]),
+                    skills=json.loads(r[13] or "[]"), metadata=json.loads(r[14] or "{}"),
+                )
+                for r in rows
+            ]
+            by_id = {r.id: r for r in records}
+            ids = list(by_id)
+            for start in range(0, len(ids), 500):
+                part = ids[start : start + 500]
+                marks = ", ".join("?" for _ in part)
+                for row in db.query(
+                    "SELECT id, task_id, iteration, score, decision, input_tokens, output_tokens, duration_ms, "
+                    f"created_at FROM iteration_cycles WHERE task_id IN ({marks}) ORDER BY task_id, iteration", part
+                ):
+                    by_id[row[1]].cycles.append(Cycle(*row[:8], created_at=from_iso(row[8])))
+                for row in db.query(
+                    "SELECT f.id, f.cycle_id, f.severity, f.dimension, f.title, f.description, f.location, f.fix, "
+                    "f.resolved_in, c.task_id FROM findings f JOIN iteration_cycles c ON c.id = f.cycle_id "
+                    f"WHERE c.task_id IN ({marks}) ORDER BY c.iteration, f.rowid", part
+                ):
+                    by_id[row[9]].findings.append(Finding(*row[:9]))
+        return records
+
+    # -- the journal and the flush --------------------------------------------------------------
+
+    def _journal(self, record: TaskRecord, entry: dict[str, Any]) -> None:
+        if not self.store.config.memory.task_journal:
+            return
+        db = self.store.db
+        with db.lock, db.transaction():
+            db.execute(
+                "INSERT INTO task_journal (task_id, namespace, owner, entry, created_at) VALUES (?, ?, ?, ?, ?)",
+                (record.id, record.namespace, _owner(), json.dumps(entry, ensure_ascii=False, default=_json_default),
+                 to_iso(self.store.clock.now())),
+            )
+
+    def _flush(self, record: TaskRecord, status: str) -> list[str]:
+        """Write the task, its cycles and findings, its index entry, skill effectiveness and a usage
+        event in one transaction, and drop its journal. Returns the skills whose effectiveness moved."""
+        store = self.store
+        now = store.clock.now()
+        record.status = status
+        record.iterations = len(record.cycles)
+        if status == "completed":
+            record.completed_at = now
+        tokens = [(c.input_tokens or 0) + (c.output_tokens or 0) for c in record.cycles
+                  if c.input_tokens is not None or c.output_tokens is not None]
+        record.total_tokens = sum(tokens) if tokens else None
+        (chunk,) = store.memories.prepare([NewMemory(
+            text=record.summary(), id=record.id, kind="task", namespace=record.namespace, category=record.category,
+            source="task", task_id=record.id, owner_id=record.id, session_id=record.session_id,
+            created_at=record.created_at,
+            metadata={"status": status, "final_score": record.final_score, "iterations": record.iterations,
+                      "decision": record.decision, "skills": record.skills},
+        )])
+        db = store.db
+        updated: list[str] = []
+        with db.lock, db.transaction():
+            db.execute(
+                "INSERT INTO tasks (id, description, category, session_id, final_score, iterations, decision, "
+                "total_tokens, total_cost_usd, created_at, completed_at, namespace, status, skills_used, metadata) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (record.id, record.description, record.category, _session(db, record.session_id, to_iso(now)), record.final_score,
+                 record.iterations, record.decision, record.total_tokens, record.total_cost_usd,
+                 to_iso(record.created_at), to_iso(record.completed_at), record.namespace, status,
+                 json.dumps(record.skills, ensure_ascii=False),
+                 json.dumps(record.metadata, ensure_ascii=False, default=_json_default)),
+            )
+            db.executemany(
+                "INSERT INTO iteration_cycles (id, task_id, iteration, score, decision, input_tokens, output_tokens, "
+                "duration_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(c.id, c.task_id, c.iteration, c.score, c.decision, c.input_tokens, c.output_tokens, c.duration_ms,
+                  to_iso(c.created_at or now)) for c in record.cycles],
+            )
+            db.executemany(
+                "INSERT INTO findings (id, cycle_id, severity, dimension, title, description, location, fix, "
+                "resolved_in) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(f.id, f.cycle_id, f.severity, f.dimension, f.title, f.description, f.location, f.fix, f.resolved_in)
+                 for f in record.findings],
+            )
+            store.memories.write(chunk, dedup=False)
+            if status == "completed" and record.final_score is not None:
+                category = record.category or store.config.learning.default_category
+                for skill in record.skills:
+                    store.skills.record(skill, category, record.final_score, namespace=record.namespace)
+                    updated.append(skill)
+            if store.config.usage.log_tasks:
+                store.usage.log(
+                    "task", description=record.description, category=record.category, skills=record.skills,
+                    score=record.final_score, namespace=record.namespace,
+                    channel=record.metadata.get("channel") if isinstance(record.metadata.get("channel"), str) else None,
+                    at=record.created_at,
+                )
+            db.execute("DELETE FROM task_journal WHERE task_id = ?", (record.id,))
+        return updated
+
+    # -- recovery -----------------------------------------------------------------------------
+
+    def recover(self, *, force: bool = False) -> list[str]:
+        """Flush journaled tasks whose process is gone (``interrupted``); return their ids.
+
+        A journal belongs to a dead process when its owner ran on this host and that process
+        no longer exists (or is this process and no recorder holds the task any more), or when
+        it has not been written for ``memory.task_stale_hours``. ``force=True`` recovers every
+        journaled task not held by a recorder of this process.
+        """
+        db = self.store.db
+        with db.lock:
+            rows = db.query(
+                "SELECT task_id, owner, max(created_at) FROM task_journal GROUP BY task_id ORDER BY min(seq)"
+            )
+        recovered: list[str] = []
+        now = self.store.clock.now()
+        stale_seconds = self.store.config.memory.task_stale_hours * 3600
+        for task_id, owner, last in rows:
+            with _ACTIVE_LOCK:
+                held = task_id in _ACTIVE
+            if held:
+                continue
+            last_write = from_iso(last)
+            stale = last_write is not None and (now - last_write).total_seconds() >= stale_seconds
+            if not (force or stale or _owner_gone(owner)):
+                continue
+            record = self._replay(task_id)
+            if record is None:
+                continue
+            with db.lock:
+                if db.scalar("SELECT 1 FROM tasks WHERE id = ?", (task_id,)):  # flushed, journal left behind
+                    with db.transaction():
+                        db.execute("DELETE FROM task_journal WHERE task_id = ?", (task_id,))
+                    continue
+                self._flush(record, "interrupted")
+            recovered.append(task_id)
+            logger.info("recovered interrupted task %s from the journal", task_id)
+        return recovered
+
+    def _replay(self, task_id: str) -> TaskRecord | None:
+        with self.store.db.lock:
+            rows = self.store.db.query(
+                "SELECT namespace, entry, created_at FROM task_journal WHERE task_id = ? ORDER BY seq", (task_id,)
+            )
+        record: TaskRecord | None = None
+        for namespace, text, created in rows:
+            try:
+                entry = json.loads(text)
+            except json.JSONDecodeError:
+                logger.warning("skipping an unreadable journal entry of task %s", task_id)
+                continue
+            op = entry.pop("op", None)
+            if op == "start":
+                record = TaskRecord(
+                    id=task_id, description=entry.get("description") or "(unknown task)", namespace=namespace,
+                    category=entry.get("category"), session_id=entry.get("session_id"),
+                    created_at=from_iso(entry.get("created_at")) or from_iso(created),
+                    metadata=entry.get("metadata") or {},
+                )
+            elif record is None:
+                continue
+            elif op == "cycle":
+                entry["created_at"] = from_iso(entry.get("created_at"))
+                record.cycles.append(Cycle(**entry))
+            elif op == "finding":
+                record.findings.append(Finding(**entry))
+            elif op == "resolve":
+                record.findings = [Finding(**{**f.__dict__, "resolved_in": entry["cycle"]}) if f.id == entry["finding"]
+                                   else f for f in record.findings]
+            elif op == "skill" and entry.get("name") not in record.skills:
+                record.skills.append(entry["name"])
+        return record
+
+
+def erase_namespace(store: Any, namespace: str) -> None:
+    """Remove a namespace's tasks, cycles, findings and journal (learnings go first: they point here).
+
+    Tasks of the namespace still recording in this store are dropped too, so they cannot write
+    the erased data back when they finish."""
+    memory = store.__dict__.get("tasks")  # only if store.tasks was ever used
+    if memory is not None:
+        for recorder in memory.active:
+            if recorder.record.namespace == namespace:
+                recorder.record.status = "erased"
+                recorder._done()
+    db = store.db
+    task_ids = "SELECT id FROM tasks WHERE namespace = ?"
+    db.execute(f"UPDATE learnings SET source_task = NULL WHERE source_task IN ({task_ids})", (namespace,))
+    db.execute(
+        f"DELETE FROM findings WHERE cycle_id IN (SELECT id FROM iteration_cycles WHERE task_id IN ({task_ids}))",
+        (namespace,),
+    )
+    db.execute(f"DELETE FROM iteration_cycles WHERE task_id IN ({task_ids})", (namespace,))
+    db.execute("DELETE FROM tasks WHERE namespace = ?", (namespace,))
+    db.execute("DELETE FROM task_journal WHERE namespace = ?", (namespace,))
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _owner_gone(owner: str) -> bool:
+    host, _, rest = owner.partition(":")
+    pid_text, _, token = rest.partition(":")
+    if host != _HOST:
+        return False  # another machine: only staleness can tell
+    try:
+        pid = int(pid_text)
+    except ValueError:
+        return True
+    if token == _TOKEN:
+        return True  # this process wrote it, and no live recorder holds the task
+    if pid == os.getpid():
+        return True  # an earlier process with our pid: it is gone
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OSError):
+        return False
+    return False
+
+
+def _session(db: Any, session_id: str | None, now: str) -> str | None:
+    """tasks.session_id references sessions(id): create the session row if it does not exist yet."""
+    if session_id is None:
+        return None
+    if not db.scalar("SELECT 1 FROM sessions WHERE id = ?", (session_id,)):
+        db.execute("INSERT INTO sessions (id, created_at, updated_at) VALUES (?, ?, ?)", (session_id, now, now))
+    return session_id
+
+
+def _cycle_json(cycle: Cycle) -> dict[str, Any]:
+    data = dict(cycle.__dict__)
+    data["created_at"] = to_iso(cycle.created_at)
+    return data
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return to_iso(value)
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable; task metadata must be JSON data")
+
+
+def _required_text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise ValueError(f"{what} must not be empty")
+    if "\x00" in value:
+        raise ValueError(f"{what} contains a NUL character; remove it")
+    return value
+
+
+def _optional(value: Any, what: str) -> str | None:
+    return None if value is None else _required_text(value, what)
+
+
+def _score(value: Any, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise ValueError(f"{what} must be a number between 0 and 1, got {value!r}")
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{what} must be between 0 and 1 (seed 000 scores evaluations 0..1), got {value}")
+    return float(value)
+
+
+def _count(value: Any, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{what} must be a non-negative whole number, got {value!r}")
+    return value
