@@ -10,11 +10,12 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -37,7 +38,14 @@ from .memories import (
 )
 from .search import SearchResults, Searcher
 
+if TYPE_CHECKING:
+    from .documents import KnowledgeBase
+
 __all__ = ["MemoryStore", "StoreStats"]
+
+# Domains created lazily (cached properties) that register an eraser: erase_namespace creates
+# them first, so their rows go even when this process never touched them.
+_ERASABLE_DOMAINS = ("documents",)
 
 Progress = Callable[[int, int], None]
 
@@ -527,6 +535,8 @@ class MemoryStore:
         number of memories erased.
         """
         check_namespace(namespace)
+        for domain in _ERASABLE_DOMAINS:
+            getattr(self, domain)
         with self._db.lock:
             rowids = [int(r[0]) for r in self._db.query(
                 "SELECT chunk_rowid FROM memory_chunks WHERE namespace = ?", (namespace,))]
@@ -655,6 +665,13 @@ class MemoryStore:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts with the store's embedder (unit-length float32 rows)."""
         return self._memories.embed(texts)
+
+    @functools.cached_property
+    def documents(self) -> KnowledgeBase:
+        """The knowledge base (seed 003): ``store.documents.ingest(paths)``, ``.search_knowledge_base(query)``."""
+        from .documents import KnowledgeBase
+
+        return KnowledgeBase(self)
 
 
 def _check_embedder(embedder: Any) -> None:
