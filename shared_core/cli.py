@@ -190,6 +190,7 @@ def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
 
 # Commands defined in other modules register here, one line each.
 from .documents.cli import ingest, kb  # noqa: E402
+
 main.add_command(ingest)
 main.add_command(kb)
 

@@ -18,8 +18,9 @@ import hashlib
 import math
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .records import LoadedDocument
 

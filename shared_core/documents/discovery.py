@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from .loaders import IWORK_EXTENSIONS, SUPPORTED_EXTENSIONS
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..embed import profile_of
 from ..errors import NotFoundError
@@ -93,6 +94,7 @@ class KnowledgeBase:
         self.store = store
         self._repo = DocumentRepository(store.db)
         self._chunker: Chunker | None = None
+        self._chunker_settings: tuple[Any, ...] = ()
         store.register_eraser(self._repo.erase_namespace)
 
     # -- settings ------------------------------------------------------------------------------
@@ -106,12 +108,10 @@ class KnowledgeBase:
         """The chunker the ``knowledge_base`` settings describe (rebuilt if they change)."""
         cfg = self.config
         wanted = (cfg.chunk_size, cfg.chunk_overlap, cfg.chunk_unit, cfg.token_encoding)
-        current = self._chunker
-        if current is None or getattr(current, "_settings", None) != wanted:
-            current = Chunker.from_config(cfg)
-            current._settings = wanted  # type: ignore[attr-defined]
-            self._chunker = current
-        return current
+        if self._chunker is None or self._chunker_settings != wanted:
+            self._chunker = Chunker.from_config(cfg)
+            self._chunker_settings = wanted
+        return self._chunker
 
     @property
     def limits(self) -> Limits:
@@ -256,7 +256,7 @@ class KnowledgeBase:
                     self._repo.insert(document, loaded.text)
                     added.append(document)
                 rows = []
-                for chunk, vector in zip(item.chunks, item_vectors):
+                for chunk, vector in zip(item.chunks, item_vectors, strict=True):
                     chunk_id = f"{document.id}:{chunk.index}"
                     rows.append((chunk_id, document.id, namespace, chunk.index, chunk.start, chunk.end, chunk.metadata))
                     memories.append(NewMemory(

@@ -7,8 +7,9 @@ refused before any XML is parsed.
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from datetime import datetime
-from typing import Any, Iterator
+from typing import Any
 
 from .errors import DocumentError
 from .records import Section, TextBuilder, check_length

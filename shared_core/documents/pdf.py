@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+from collections.abc import Iterator
 from datetime import datetime
-from typing import Any, Iterator
+from typing import Any
 
 from .errors import DocumentError
 from .records import Section, TextBuilder

@@ -9,7 +9,8 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-from typing import Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 __all__ = ["format_value", "looks_like_header", "TableRenderer", "render_table"]
 

@@ -12,8 +12,8 @@ import io
 import re
 import struct
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 
 def make_pdf(path: Path, pages: Sequence[str], *, title: str | None = None, author: str | None = None) -> Path:

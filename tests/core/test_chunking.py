@@ -37,7 +37,7 @@ def test_chunks_are_exact_slices_within_size_with_bounded_overlap():
     assert len(pieces) > 5
     for text, start, end in pieces:
         assert PROSE[start:end] == text and 0 < len(text) <= 1000
-    for (_, s1, e1), (_, s2, e2) in zip(pieces, pieces[1:]):
+    for (_, s1, e1), (_, s2, e2) in zip(pieces, pieces[1:], strict=False):
         assert s1 < s2 and e1 < e2
         overlap = max(0, e1 - s2)
         assert 0 < overlap <= 200  # prose overlaps; never by more than the setting

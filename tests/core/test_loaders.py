@@ -18,7 +18,13 @@ from docfiles import (
     truncate,
 )
 
-from shared_core.documents import SUPPORTED_EXTENSIONS, DocumentError, Limits, LoadedDocument, load_document
+from shared_core.documents import (
+    SUPPORTED_EXTENSIONS,
+    DocumentError,
+    Limits,
+    LoadedDocument,
+    load_document,
+)
 from shared_core.documents.safety import decode_text, sniff
 from shared_core.documents.tables import format_value, looks_like_header
 
