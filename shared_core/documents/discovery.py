@@ -67,6 +67,11 @@ def discover(
     seen: set[Path] = set()
 
     def take(path: Path, relative: str, explicit: bool) -> None:
+        try:
+            str(path).encode("utf-8")
+        except UnicodeEncodeError:  # undecodable bytes in the name cannot be stored as text
+            found.skipped.append((str(path).encode("utf-8", "replace").decode(), "file name is not valid UTF-8; rename it"))
+            return
         if includes and not matches(relative, includes):
             found.skipped.append((str(path), "not matched by --include"))
             return

@@ -2,7 +2,7 @@
 
 >>> from shared_core.documents import load_document
 >>> doc = load_document("handbook.pdf")            # doctest: +SKIP
->>> doc.metadata["page_count"], doc.sections[0].metadata
+>>> doc.metadata["page_count"], doc.sections[0].metadata   # doctest: +SKIP
 (12, {'page': 1})
 """
 

@@ -440,3 +440,15 @@ def test_two_writers_ingesting_the_same_files_do_not_duplicate_them(tmp_path, cl
     with MemoryStore.open(db, clock=clock, config={}) as store:
         assert store.documents.count_documents() == 6
         assert index_count(store) == rag_counts(store)[1] == sum(d.total_chunks for d in store.documents.list_documents())
+
+
+def test_file_names_that_are_not_utf8_are_skipped_with_a_reason(store, tmp_path):
+    import os
+
+    folder = tmp_path / "names"
+    write(folder / "fine.txt", "a fine file")
+    with open(os.path.join(os.fsencode(folder), b"bad\xff.txt"), "wb") as fh:
+        fh.write(b"bytes")
+    report = store.documents.ingest(folder)
+    assert [d.file_name for d in report.added] == ["fine.txt"]
+    assert [why for _, why in report.skipped] == ["file name is not valid UTF-8; rename it"]
