@@ -9,6 +9,7 @@ True
 
 from .clock import Clock, ManualClock, SystemClock
 from .config import Config
+from .documents import DocumentError, IngestReport, KnowledgeBase, KnowledgeHit, load_document
 from .embed import Embedder, EmbedderProfile, EmbeddingError, HashingEmbedder, SentenceTransformerEmbedder
 from .errors import (
     ConfigError,
@@ -76,6 +77,11 @@ __all__ = [
     "Recall",
     "Procedure",
     "Episode",
+    "KnowledgeBase",
+    "KnowledgeHit",
+    "IngestReport",
+    "DocumentError",
+    "load_document",
     "OpenKoiError",
     "ConfigError",
     "DriverError",

@@ -261,6 +261,10 @@ main.add_command(recall_command)
 main.add_command(learnings_command)
 main.add_command(skills_command)
 main.add_command(history_command)
+from .documents.cli import ingest, kb  # noqa: E402
+
+main.add_command(ingest)
+main.add_command(kb)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -394,11 +394,43 @@ class ContextConfig:
 class KnowledgeBaseConfig:
     """Seed 003's knowledge base."""
 
-    chunk_size: int = 1000
-    chunk_overlap: int = 200
-    batch_size: int = 1000
-    default_limit: int = 5
+    chunk_size: int = 1000  # seed 003: RecursiveCharacterTextSplitter, 1000 characters ...
+    chunk_overlap: int = 200  # ... with 200 characters of overlap
+    batch_size: int = 1000  # seed 003: chunks inserted in batches of 1000 (rows per transaction)
+    default_limit: int = 5  # seed 003: searchKnowledgeBase returns 5 results by default
     similarity_threshold: float = -1.0  # < 0: use the embedder's own recommendation (0.7 for sentence models)
+    chunk_unit: str = "characters"  # characters | tokens (chunk_size and chunk_overlap counted in that unit)
+    token_encoding: str = "cl100k_base"  # tiktoken encoding for chunk_unit = "tokens" (estimate when unavailable)
+    keyword_strength: float = 0.4  # a keyword match below the threshold stays if it holds this share of the query (measured)
+    max_file_bytes: int = 200 * 2**20  # files larger than this are refused
+    max_pages: int = 5000  # PDFs with more pages are refused
+    max_characters: int = 10_000_000  # documents whose text grows past this are refused
+    max_unzipped_bytes: int = 512 * 2**20  # OOXML/iWork zips declaring more than this are refused (zip bombs)
+    max_zip_ratio: float = 200.0  # ... and so are members compressed more than this (above 1 MiB)
+    max_zip_entries: int = 10_000
+
+    def __post_init__(self) -> None:
+        if self.chunk_size < 1:
+            raise ConfigError(f"knowledge_base.chunk_size must be at least 1, got {self.chunk_size}")
+        if not 0 <= self.chunk_overlap < self.chunk_size:
+            raise ConfigError(
+                f"knowledge_base.chunk_overlap must be at least 0 and smaller than chunk_size ({self.chunk_size}), "
+                f"got {self.chunk_overlap}"
+            )
+        if self.chunk_unit not in {"characters", "tokens"}:
+            raise ConfigError(f"knowledge_base.chunk_unit {self.chunk_unit!r} is unknown; use characters or tokens")
+        if self.batch_size < 1 or self.default_limit < 1:
+            raise ConfigError("knowledge_base.batch_size and knowledge_base.default_limit must be at least 1")
+        if self.similarity_threshold > 1.0:
+            raise ConfigError(
+                f"knowledge_base.similarity_threshold is a cosine similarity (at most 1), got {self.similarity_threshold}"
+            )
+        _check_range(self, "keyword_strength", 0.0, 10.0)
+        for name in ("max_file_bytes", "max_pages", "max_characters", "max_unzipped_bytes", "max_zip_entries"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"knowledge_base.{name} must be positive, got {getattr(self, name)}")
+        if self.max_zip_ratio <= 1:
+            raise ConfigError(f"knowledge_base.max_zip_ratio must be above 1, got {self.max_zip_ratio}")
 
 
 @dataclass

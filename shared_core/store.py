@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from .skills import Skills
     from .tasks import TaskMemory
     from .usage import Usage
+    from .documents import KnowledgeBase
 
 __all__ = ["MemoryStore", "StoreStats"]
 
@@ -947,6 +948,12 @@ class MemoryStore:
         from .usage import Usage
 
         return Usage(self)
+    @functools.cached_property
+    def documents(self) -> KnowledgeBase:
+        """The knowledge base (seed 003): ``store.documents.ingest(paths)``, ``.search_knowledge_base(query)``."""
+        from .documents import KnowledgeBase
+
+        return KnowledgeBase(self)
 
 
 def _check_embedder(embedder: Any) -> None:

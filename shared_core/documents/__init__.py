@@ -1,0 +1,35 @@
+"""The knowledge base: document loaders, chunking, and ingest into the searchable index (seed 003).
+
+Framework-free: the LangChain and LlamaIndex adapters reuse these loaders and the
+:class:`KnowledgeBase` (``store.documents``).
+"""
+
+from .chunking import Chunk, Chunker
+from .errors import REASONS, DocumentError
+from .knowledge_base import KnowledgeBase, KnowledgeHit
+from .loaders import FORMATS, SUPPORTED_EXTENSIONS, Format, format_for, load_document
+from .records import LoadedDocument, Section
+from .report import IngestFailure, IngestReport
+from .repository import Document, DocumentChunk
+from .safety import Limits
+
+__all__ = [
+    "KnowledgeBase",
+    "KnowledgeHit",
+    "Document",
+    "DocumentChunk",
+    "IngestReport",
+    "IngestFailure",
+    "LoadedDocument",
+    "Section",
+    "load_document",
+    "format_for",
+    "Format",
+    "FORMATS",
+    "SUPPORTED_EXTENSIONS",
+    "Limits",
+    "Chunk",
+    "Chunker",
+    "DocumentError",
+    "REASONS",
+]

@@ -1,0 +1,231 @@
+"""Office Open XML: Word (python-docx), Excel (openpyxl) and PowerPoint (python-pptx).
+
+Each file's zip directory is checked first (see ``safety.check_zip``), so a zip bomb is
+refused before any XML is parsed.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from .errors import DocumentError
+from .records import Section, TextBuilder, check_length
+from .safety import Limits, check_zip
+from .tables import TableRenderer, render_table
+
+__all__ = ["load_docx", "load_xlsx", "load_pptx"]
+
+Extracted = tuple[str, list[Section], dict[str, Any]]
+
+
+def _need(module: str, extra: str, what: str) -> None:
+    try:
+        __import__(module)
+    except ImportError:
+        raise DocumentError(
+            "missing-dependency", f"reading {what} needs {module}: pip install 'openkoi-memory[{extra}]'"
+        ) from None
+
+
+def _core_properties(props: Any) -> dict[str, Any]:
+    """title, author, subject, keywords, category, created, modified, last_modified_by (those set)."""
+    out: dict[str, Any] = {}
+    for attr, name in (("title", "title"), ("author", "author"), ("creator", "author"), ("subject", "subject"),
+                       ("keywords", "keywords"), ("category", "category"), ("description", "description"),
+                       ("comments", "description"), ("last_modified_by", "last_modified_by"),
+                       ("lastModifiedBy", "last_modified_by"), ("created", "created"), ("modified", "modified")):
+        if name in out:
+            continue
+        value = getattr(props, attr, None)
+        if isinstance(value, datetime):
+            out[name] = value.isoformat()
+        elif isinstance(value, str) and value.strip():
+            out[name] = value.strip()
+    return out
+
+
+# -- Word ----------------------------------------------------------------------------------------
+
+
+def load_docx(data: bytes, limits: Limits) -> Extracted:
+    """Paragraphs and tables in body order; a section per heading (``{"heading": "Intro > Setup"}``)."""
+    _need("docx", "documents", "DOCX")
+    import docx
+    from docx.table import Table
+
+    check_zip(io.BytesIO(data), limits, "DOCX file").close()
+    document = docx.Document(io.BytesIO(data))
+    builder = TextBuilder(limits.max_characters)
+    path: list[tuple[int, str]] = []  # (level, text) of the headings above the current block
+    headings: list[str] = []
+    block: list[str] = []
+    block_size = 0
+
+    def flush() -> None:
+        nonlocal block_size
+        if block:
+            meta = {"heading": " > ".join(text for _, text in path)} if path else {}
+            builder.add("\n".join(block), **meta)
+            block.clear()
+            block_size = 0
+
+    for item in document.iter_inner_content():
+        if isinstance(item, Table):
+            lines = list(render_table(_docx_rows(item)))
+        else:
+            text = item.text.strip()
+            level = _heading_level(item)
+            if text and level is not None:
+                flush()
+                while path and path[-1][0] >= level:
+                    path.pop()
+                path.append((level, text))
+                headings.append(text)
+            lines = [text] if text else []
+        block.extend(lines)
+        block_size += sum(len(line) + 1 for line in lines)
+        check_length(builder.length + block_size, limits.max_characters)
+    flush()
+    metadata = _core_properties(document.core_properties)
+    if "title" not in metadata:
+        first_title = _first_title(document)
+        if first_title:
+            metadata["title"] = first_title
+    if headings:
+        metadata["headings"] = headings[:200]
+    return builder.text(), builder.sections, metadata
+
+
+def _heading_level(paragraph: Any) -> int | None:
+    try:
+        name = (paragraph.style.name or "") if paragraph.style is not None else ""
+    except (KeyError, AttributeError):
+        return None
+    if name == "Title":
+        return 0
+    if name.startswith("Heading"):
+        rest = name[len("Heading"):].strip()
+        return int(rest) if rest.isdigit() else 1
+    return None
+
+
+def _first_title(document: Any) -> str | None:
+    for paragraph in document.paragraphs:
+        if _heading_level(paragraph) in (0, 1) and paragraph.text.strip():
+            return paragraph.text.strip()
+    return None
+
+
+def _docx_rows(table: Any) -> Iterator[list[str]]:
+    for row in table.rows:
+        cells: list[str] = []
+        previous = None
+        for cell in row.cells:
+            if previous is not None and cell._tc is previous:  # a merged cell repeats itself
+                continue
+            previous = cell._tc
+            cells.append(cell.text)
+        yield cells
+
+
+# -- Excel ---------------------------------------------------------------------------------------
+
+
+def load_xlsx(data: bytes, limits: Limits) -> Extracted:
+    """One block per sheet, ``Sheet: name`` then header-aware rows; cached values, never formulas.
+
+    Sections are rows (``{"sheet": "Q1", "row": 7}``), so a chunk knows its sheet and row range.
+    A formula cell whose file holds no cached result (never opened in a spreadsheet app) is empty.
+    """
+    _need("openpyxl", "documents", "XLSX")
+    import openpyxl
+
+    check_zip(io.BytesIO(data), limits, "XLSX file").close()
+    workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+    try:
+        builder = TextBuilder(limits.max_characters)
+        sheets: list[str] = []
+        for sheet in workbook.worksheets:
+            sheets.append(sheet.title)
+            if hasattr(sheet, "reset_dimensions"):
+                sheet.reset_dimensions()  # trust the cells, not the declared range (it may claim a million rows)
+            renderer = TableRenderer()
+            header_row = 0
+            first = True
+            for number, values in enumerate(sheet.iter_rows(values_only=True), 1):
+                decided = renderer.decided
+                line = renderer.render(values)
+                if renderer.decided and not decided:
+                    header_row = number
+                if line is None and not (renderer.header and header_row == number):
+                    continue
+                if first:
+                    builder.add(f"Sheet: {sheet.title}", sheet=sheet.title)
+                    first = False
+                    if renderer.header:
+                        builder.add(f"Columns: {renderer.header_line()}", separator="\n", sheet=sheet.title,
+                                    row=header_row)
+                if line is not None:
+                    builder.add(line, separator="\n", sheet=sheet.title, row=number)
+        metadata = _core_properties(workbook.properties)
+    finally:
+        workbook.close()
+    metadata["sheet_count"] = len(sheets)
+    metadata["sheets"] = sheets
+    return builder.text(), builder.sections, metadata
+
+
+# -- PowerPoint -----------------------------------------------------------------------------------
+
+
+def load_pptx(data: bytes, limits: Limits) -> Extracted:
+    """One section per slide (``{"slide": n}``): title, text of every shape and table, then the notes."""
+    _need("pptx", "pptx", "PPTX")
+    import pptx
+
+    check_zip(io.BytesIO(data), limits, "PPTX file").close()
+    presentation = pptx.Presentation(io.BytesIO(data))
+    builder = TextBuilder(limits.max_characters)
+    count = 0
+    for number, slide in enumerate(presentation.slides, 1):
+        count = number
+        title_shape = slide.shapes.title
+        title = title_shape.text_frame.text.strip() if title_shape is not None and title_shape.has_text_frame else ""
+        lines = [f"Slide {number}: {title}" if title else f"Slide {number}"]
+        for shape in _shapes(slide.shapes):
+            if title_shape is not None and shape.shape_id == title_shape.shape_id:
+                continue
+            lines.extend(_shape_lines(shape))
+        if slide.has_notes_slide:
+            frame = slide.notes_slide.notes_text_frame
+            notes = frame.text.strip() if frame is not None else ""
+            if notes:
+                lines.append(f"Notes: {notes}")
+        if len(lines) > 1 or title:
+            builder.add("\n".join(lines), slide=number)
+    metadata = _core_properties(presentation.core_properties)
+    metadata["slide_count"] = count
+    return builder.text(), builder.sections, metadata
+
+
+def _shapes(shapes: Any) -> Iterator[Any]:
+    from pptx.enum.shapes import MSO_SHAPE_TYPE
+
+    for shape in shapes:
+        if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
+            yield from _shapes(shape.shapes)
+        else:
+            yield shape
+
+
+def _shape_lines(shape: Any) -> list[str]:
+    if getattr(shape, "has_table", False) and shape.has_table:
+        rows = ([cell.text for cell in row.cells] for row in shape.table.rows)
+        return list(render_table(rows))
+    if getattr(shape, "has_text_frame", False) and shape.has_text_frame:
+        text = shape.text_frame.text.strip()
+        return [text] if text else []
+    return []
