@@ -58,6 +58,34 @@ if TYPE_CHECKING:
 
 __all__ = ["MemoryStore", "StoreStats"]
 
+
+class _domain:  # noqa: N801 - used as a decorator, like property
+    """A domain object (``store.learnings``, ...) created on first use, once, under the store's lock.
+
+    Like ``functools.cached_property``, which lost its lock in Python 3.12: two threads must
+    not each build (and register erasers for) their own copy.
+    """
+
+    def __init__(self, factory: Callable[[Any], Any]) -> None:
+        self.factory = factory
+        self.name = factory.__name__
+        self.__doc__ = factory.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        try:
+            return obj.__dict__[self.name]
+        except KeyError:
+            pass
+        with obj._db.lock:
+            if self.name not in obj.__dict__:
+                obj.__dict__[self.name] = self.factory(obj)
+            return obj.__dict__[self.name]
+
 Progress = Callable[[int, int], None]
 
 
@@ -101,10 +129,6 @@ class MemoryStore:
         self._erasers: list[Callable[[str], None]] = []
         self._embedding_texts: dict[str, Callable[[Memory], str]] = {}
         self._closers: list[Callable[[], None]] = []
-        # registered eagerly: erase_namespace must reach domain tables even when their module
-        # (a lazy property) was never used in this session
-        for erase in _domain_erasers():
-            self._erasers.append(functools.partial(erase, self))
 
     def _build_components(self) -> None:
         self._vectors = VectorIndex(self._db, self.embedder.dims, self.config.search)
@@ -724,6 +748,7 @@ class MemoryStore:
             self._db.execute("PRAGMA secure_delete = ON")
             try:
                 with self._db.transaction():
+                    self._db.execute("PRAGMA defer_foreign_keys = ON")  # erasers may run in any order
                     self._memories.delete_rows(rowids)
                     self._archive.erase(namespace)
                     for eraser in self._erasers:
@@ -755,7 +780,7 @@ class MemoryStore:
     def _load_domains(self) -> None:
         """Create every lazily created domain, so each has registered its eraser."""
         for name, attr in type(self).__dict__.items():
-            if isinstance(attr, functools.cached_property):
+            if isinstance(attr, _domain):
                 getattr(self, name)
 
     def register_eraser(self, eraser: Callable[[str], None]) -> None:
@@ -776,11 +801,12 @@ class MemoryStore:
         then records the new embedder. Otherwise: only rows whose versioned FNV-64a content
         hash (seed 003) or embedder name no longer matches.
         """
+        self._load_domains()  # domains register how their kinds are embedded
         with self._db.lock:
             if embedder is not None and (embedder.name != self.embedder.name or embedder.dims != self.embedder.dims):
                 _check_embedder(embedder)
                 return self._switch_embedder(embedder, self.embedder.dims, batch_size=batch_size, progress=progress)
-            rows = self._db.query(f"SELECT chunk_rowid, content_hash, embedding_model FROM memory_chunks")
+            rows = self._db.query("SELECT chunk_rowid, content_hash, embedding_model FROM memory_chunks")
             memories = self._memories
             stale: list[int] = []
             candidates = self._memories.by_rowids([int(r[0]) for r in rows])
@@ -856,14 +882,14 @@ class MemoryStore:
 
     # -- domains (created on first use) ----------------------------------------------------------
 
-    @functools.cached_property
+    @_domain
     def pruning(self) -> Pruner:
         """Size-based pruning into the archive (seed 002): ``store.pruning.run(if_due=True)``."""
         from .lifecycle.pruning import Pruner
 
         return Pruner(self)
 
-    @functools.cached_property
+    @_domain
     def links(self) -> LinkGraph:
         """Hebbian co-recall links between memories (seed 002 v2)."""
         from .lifecycle.links import LinkGraph
@@ -872,7 +898,7 @@ class MemoryStore:
         self.register_eraser(graph.erase)
         return graph
 
-    @functools.cached_property
+    @_domain
     def insights(self) -> Insights:
         """Structured insights with value scores, weights and trends (seed 003)."""
         from .insights import Insights
@@ -881,7 +907,7 @@ class MemoryStore:
         self.register_eraser(insights.erase)
         return insights
 
-    @functools.cached_property
+    @_domain
     def kv(self) -> KeyValueStore:
         """A namespaced key-value table of JSON values (framework state kept in this file)."""
         from .kv import KeyValueStore
@@ -891,64 +917,70 @@ class MemoryStore:
         return kv
     # -- learning and recall (issue 3) ------------------------------------------------------------
 
-    @functools.cached_property
+    @_domain
     def tasks(self) -> TaskMemory:
         """Task memory (seed 000, layer 2): record cycles and findings, flushed on completion."""
-        from .tasks import TaskMemory
+        from . import tasks
 
-        memory = TaskMemory(self)
+        memory = tasks.TaskMemory(self)
         self.register_closer(memory.close_all)
+        self.register_eraser(functools.partial(tasks.erase_namespace, self))
         return memory
 
-    @functools.cached_property
+    @_domain
     def learnings(self) -> Learnings:
         """Learnings (seed 000): extraction, dedup, reinforcement, decay."""
-        from .learnings import Learnings
+        from . import learnings
 
-        return Learnings(self)
+        self.register_eraser(functools.partial(learnings.erase_namespace, self))
+        return learnings.Learnings(self)
 
-    @functools.cached_property
+    @_domain
     def skills(self) -> Skills:
         """Skill effectiveness and SKILL.md files (seed 000)."""
-        from .skills import Skills
+        from . import skills
 
-        return Skills(self)
+        self.register_eraser(functools.partial(skills.erase_namespace, self))
+        return skills.Skills(self)
 
-    @functools.cached_property
+    @_domain
     def recall(self) -> Historian:
         """Token-budgeted recall (seed 000): ``store.recall("task")``, ``store.recall.mark_useful(result)``."""
         from .recall import Historian
 
         return Historian(self)
 
-    @functools.cached_property
+    @_domain
     def procedures(self) -> Procedures:
         """Procedural memory (seed 001)."""
-        from .procedures import Procedures
+        from . import procedures
 
-        return Procedures(self)
+        self.register_eraser(functools.partial(procedures.erase_namespace, self))
+        return procedures.Procedures(self)
 
-    @functools.cached_property
+    @_domain
     def episodes(self) -> Episodes:
         """Episodic memory (seed 001)."""
-        from .episodes import Episodes
+        from . import episodes
 
-        return Episodes(self)
+        self.register_eraser(functools.partial(episodes.erase_namespace, self))
+        return episodes.Episodes(self)
 
-    @functools.cached_property
+    @_domain
     def facts(self) -> Facts:
         """Semantic facts (seed 001): versioning, history, BRE search."""
         from .facts import Facts
 
         return Facts(self)
 
-    @functools.cached_property
+    @_domain
     def usage(self) -> Usage:
         """Usage events and pattern mining (seed 000)."""
-        from .usage import Usage
+        from . import usage
 
-        return Usage(self)
-    @functools.cached_property
+        self.register_eraser(functools.partial(usage.erase_namespace, self))
+        return usage.Usage(self)
+    @_domain
     def documents(self) -> KnowledgeBase:
         """The knowledge base (seed 003): ``store.documents.ingest(paths)``, ``.search_knowledge_base(query)``."""
         from .documents import KnowledgeBase
@@ -966,14 +998,6 @@ def _check_embedder(embedder: Any) -> None:
         raise ValueError(f"embedder dims must be a positive integer, got {embedder.dims!r}")
     if not isinstance(embedder.name, str) or not embedder.name:
         raise ValueError(f"embedder name must be a non-empty string, got {embedder.name!r}")
-
-
-def _domain_erasers() -> list[Callable[[MemoryStore, str], None]]:
-    from . import episodes, learnings, procedures, skills, tasks, usage
-
-    # learnings before tasks: learnings.source_task references tasks(id)
-    return [learnings.erase_namespace, tasks.erase_namespace, skills.erase_namespace, procedures.erase_namespace,
-            episodes.erase_namespace, usage.erase_namespace]
 
 
 def _latest_version() -> int:

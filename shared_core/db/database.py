@@ -41,6 +41,7 @@ class Database:
         # after-commit callbacks per nesting level: a rolled-back savepoint drops its own
         self._after_commit: list[list[Callable[[], None]]] = []
         self._on_rollback: list[Callable[[], None]] = []
+        self._changes_at_begin = 0
         self._closed = False
         self.conn.create_function("casefold", 1, _casefold, deterministic=True)
 
@@ -105,6 +106,7 @@ class Database:
                 raise StorageError(f"{self.path} was opened read-only; open it without read_only=True to write")
             if self._depth == 0:
                 self._begin()
+                self._changes_at_begin = self.conn.total_changes
                 self._depth = 1
                 self._after_commit = [[]]
                 try:
@@ -143,6 +145,20 @@ class Database:
                     inner = self._after_commit.pop()
                     self._after_commit[-1].extend(inner)
                     self.execute(f"RELEASE {name}")
+
+    @property
+    def has_uncommitted_writes(self) -> bool:
+        """True inside a transaction that has changed rows (caches must not read its state yet)."""
+        return self._depth > 0 and self.conn.total_changes != self._changes_at_begin
+
+    @contextlib.contextmanager
+    def scratch(self) -> Iterator[None]:
+        """Writes to temporary scratch tables that must not count as uncommitted data."""
+        before = self.conn.total_changes
+        try:
+            yield
+        finally:
+            self._changes_at_begin += self.conn.total_changes - before
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` once the current outermost transaction commits (now, if none is open)."""

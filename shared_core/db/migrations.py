@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import SchemaError
 
-__all__ = ["Migration", "available_migrations", "latest_version", "apply_migrations", "schema_version"]
+__all__ = ["Migration", "available_migrations", "latest_version", "apply_migrations", "schema_version", "applied_versions"]
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -64,15 +64,19 @@ def latest_version() -> int:
     return migrations[-1].version if migrations else 0
 
 
-def schema_version(conn: Any) -> int:
-    """The highest applied migration (0 for a database without our tables)."""
+def applied_versions(conn: Any) -> set[int]:
+    """Every migration recorded in ``_migrations`` (empty for a database without our tables)."""
     exists = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
     ).fetchone()
     if not exists:
-        return 0
-    row = conn.execute("SELECT MAX(version) FROM _migrations").fetchone()
-    return int(row[0] or 0)
+        return set()
+    return {int(row[0]) for row in conn.execute("SELECT version FROM _migrations")}
+
+
+def schema_version(conn: Any) -> int:
+    """The highest applied migration (0 for a database without our tables)."""
+    return max(applied_versions(conn), default=0)
 
 
 def apply_migrations(conn: Any, *, dims: int, now_iso: str, path: str) -> list[int]:
@@ -94,12 +98,13 @@ def apply_migrations(conn: Any, *, dims: int, now_iso: str, path: str) -> list[i
                 "use a different file"
             )
     applied = []
+    done = applied_versions(conn)
     for migration in available_migrations():
-        if migration.version <= current:
+        if migration.version in done:  # every missing version runs, not only those above the highest
             continue
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if schema_version(conn) >= migration.version:  # another process got here first
+            if migration.version in applied_versions(conn):  # another process got here first
                 conn.execute("COMMIT")
                 continue
             conn.execute(

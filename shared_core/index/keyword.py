@@ -82,7 +82,7 @@ class KeywordIndex:
     def _stems(self, terms: list[str]) -> list[list[str]]:
         """Each term as FTS5's tokenizer stores it (usually one stem per term)."""
         conn = self.db.conn
-        with self.db.translate_errors():
+        with self.db.translate_errors(), self.db.scratch():
             if not self._oracle_ready:
                 conn.execute(
                     "CREATE VIRTUAL TABLE IF NOT EXISTS temp.openkoi_tokenize "

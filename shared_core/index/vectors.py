@@ -201,7 +201,6 @@ class VectorIndex:
         self.config = config
         self._mirror: _Mirror | None = None
         self._last_seq = 0
-        self._written_in_txn = False
 
     # -- writes (inside the caller's transaction) -----------------------------------------
 
@@ -211,7 +210,6 @@ class VectorIndex:
         self.db.execute(
             "INSERT INTO memory_vec (chunk_rowid, embedding) VALUES (?, ?)", (rowid, vector.tobytes())
         )
-        self._note_write()
         if self._mirror is not None:
             mirror = self._mirror
             self.db.after_commit(lambda: mirror.upsert(rowid, state, vector))
@@ -222,7 +220,6 @@ class VectorIndex:
             "INSERT INTO memory_vec (chunk_rowid, embedding) VALUES (?, ?)",
             [(rowid, vector.tobytes()) for rowid, vector, _ in rows],
         )
-        self._note_write()
         if self._mirror is not None:
             mirror = self._mirror
 
@@ -239,7 +236,6 @@ class VectorIndex:
             self.db.execute(
                 f"DELETE FROM memory_vec WHERE chunk_rowid IN ({', '.join('?' for _ in part)})", part
             )
-        self._note_write()
         if self._mirror is not None and ids:
             mirror = self._mirror
 
@@ -248,16 +244,6 @@ class VectorIndex:
                     mirror.remove(rowid)
 
             self.db.after_commit(apply)
-
-    def _note_write(self) -> None:
-        if not self._written_in_txn:
-            self._written_in_txn = True
-
-            def reset() -> None:
-                self._written_in_txn = False
-
-            self.db.after_commit(reset)
-            self.db.on_rollback(reset)
 
     def reset(self) -> None:
         """Forget the mirror (after the vector table was rebuilt, e.g. by a re-embed)."""
@@ -276,7 +262,8 @@ class VectorIndex:
         """(chunk_rowid, cosine similarity), best first: the top ``k`` within ``scope``."""
         if k <= 0:
             return []
-        if not self.uses_mirror:
+        if not self.uses_mirror or (self._mirror is None and self.db.has_uncommitted_writes):
+            # never build the mirror from a transaction's uncommitted state: ask SQLite directly
             return self._search_sqlite_vec(query, k, scope)
         mirror = self.sync()
         mask = mirror.mask(scope, now)
@@ -312,7 +299,7 @@ class VectorIndex:
         """Exact cosine similarity of ``query`` to each of ``rowids`` (rows without a vector are left out)."""
         if not rowids:
             return {}
-        if self.uses_mirror:
+        if self.uses_mirror and not (self._mirror is None and self.db.has_uncommitted_writes):
             mirror = self.sync()
             pairs = [(r, mirror.slot[r]) for r in rowids if r in mirror.slot]
             if not pairs:
@@ -335,7 +322,7 @@ class VectorIndex:
     def vectors_of(self, rowids: Sequence[int]) -> dict[int, np.ndarray]:
         """The stored vectors of some rows."""
         out: dict[int, np.ndarray] = {}
-        if self.uses_mirror and self._mirror is not None and not self._written_in_txn:
+        if self.uses_mirror and self._mirror is not None and not self.db.has_uncommitted_writes:
             mirror = self.sync()
             missing = []
             for rowid in rowids:
@@ -374,8 +361,8 @@ class VectorIndex:
         mirror = self._mirror
         if mirror is None:
             return self._full_load()
-        if self._written_in_txn:
-            # our own uncommitted writes are in the log; they reach the mirror after commit
+        if self.db.has_uncommitted_writes:
+            # this transaction's writes are in the log; they reach the mirror after commit
             return mirror
         newest = int(self.db.scalar("SELECT max(seq) FROM index_log") or 0)
         if newest == self._last_seq:

@@ -271,3 +271,52 @@ def test_default_location_is_the_data_dir(monkeypatch, tmp_path):
         assert Path(s.path) == tmp_path / "xdg" / "openkoi.db"
         s.add("lives in the data dir")
     assert (tmp_path / "xdg" / "openkoi.db").exists()
+
+
+def test_a_missing_lower_numbered_migration_still_runs(tmp_path):
+    path = tmp_path / "gap.db"
+    MemoryStore.open(path).close()
+    highest = latest_version()
+    lower = sorted(m.version for m in available_migrations())[-2]
+    db = Database(str(path))
+    db.execute("DELETE FROM _migrations WHERE version = ?", (lower,))
+    db.close()
+    from shared_core.db.migrations import applied_versions
+
+    db = Database(str(path))
+    assert lower not in applied_versions(db.conn) and highest in applied_versions(db.conn)
+    calls = []
+    real = available_migrations()
+    import shared_core.db.migrations as migrations
+
+    original = migrations.available_migrations
+    try:
+        # replace the lower migration by a harmless marker so re-running it is observable
+        marker = migrations.Migration(lower, "marker", "CREATE TABLE gap_marker (x);")
+        migrations.available_migrations = lambda: [marker if m.version == lower else m for m in real]
+        assert apply_migrations(db.conn, dims=384, now_iso="now", path=str(path)) == [lower]
+        calls.append(db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'gap_marker'"))
+    finally:
+        migrations.available_migrations = original
+        db.close()
+    assert calls == [1]
+
+
+def test_uncommitted_raw_writes_never_reach_the_vector_mirror(store):
+    keep = store.add("a fact about the moon landing")
+    assert store.search("moon landing", fusion="vector").ids == [keep]  # mirror loaded
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.db.execute("UPDATE memory_chunks SET valid_to = '2026-01-01T00:00:00.000000Z' WHERE id = ?", (keep,))
+            store.search("moon landing", fusion="vector")  # must not pull the uncommitted state in
+            raise RuntimeError("roll back")
+    assert store.search("moon landing", fusion="vector").ids == [keep]
+
+
+def test_a_cold_mirror_inside_a_dirty_transaction_asks_sqlite(store):
+    store.add("first committed fact about tides", dedup=False)  # no search yet: the mirror is cold
+    with store.transaction():
+        second = store.add("second fact about tides, not committed yet", dedup=False)
+        found = store.search("second fact about tides", fusion="vector").ids  # exact path, sees own write
+        assert second in found
+    assert store.search("second fact about tides", fusion="vector").ids[0] == second
