@@ -10,11 +10,12 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -38,6 +39,10 @@ from .memories import (
 )
 from .archive import Archive
 from .search import SearchResults, Searcher
+
+if TYPE_CHECKING:
+    from .conversations import Conversations
+    from .lifecycle.forgetting import ForgettingEngine
 
 __all__ = ["MemoryStore", "StoreStats"]
 
@@ -83,6 +88,9 @@ class MemoryStore:
         self._build_components()
         self._erasers: list[Callable[[str], None]] = []
         self._embedding_texts: dict[str, Callable[[Memory], str]] = {}
+        # domains whose hooks must exist before first use (erase_namespace and reembed need them
+        # even in a process that never touches the domain), and the transcript check on open
+        self.conversations, self.forgetting  # noqa: B018
 
     def _build_components(self) -> None:
         self._vectors = VectorIndex(self._db, self.embedder.dims, self.config.search)
@@ -781,6 +789,22 @@ class MemoryStore:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts with the store's embedder (unit-length float32 rows)."""
         return self._memories.embed(texts)
+
+    # -- domains -------------------------------------------------------------------------------
+
+    @functools.cached_property
+    def conversations(self) -> Conversations:
+        """Sessions, messages, transcripts and working memory (docs/conversations.md)."""
+        from .conversations import Conversations
+
+        return Conversations(self)
+
+    @functools.cached_property
+    def forgetting(self) -> ForgettingEngine:
+        """Seed 003's forgetting engine over raw messages (docs/forgetting.md)."""
+        from .lifecycle.forgetting import ForgettingEngine
+
+        return ForgettingEngine(self)
 
 
 def _check_embedder(embedder: Any) -> None:
