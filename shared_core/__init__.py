@@ -9,6 +9,17 @@ True
 
 from .clock import Clock, ManualClock, SystemClock
 from .config import Config
+from .conversations import (
+    Conversations,
+    MemorySummary,
+    Message,
+    MessageHit,
+    MessageResults,
+    NewMessage,
+    Session,
+    WorkingMemory,
+    WorkingSummary,
+)
 from .embed import Embedder, EmbedderProfile, EmbeddingError, HashingEmbedder, SentenceTransformerEmbedder
 from .errors import (
     ConfigError,
@@ -24,6 +35,7 @@ from .errors import (
 from .index.filters import And, Condition, Not, Or
 from .memories import DEFAULT_NAMESPACE, AddResult, Memory, NewMemory
 from .search import Hit, ScoreParts, SearchResults
+from .lifecycle.forgetting import ForgettingEngine, ForgettingReport
 from .store import MemoryStore, StoreStats
 
 __version__ = "0.1.0"
@@ -60,5 +72,16 @@ __all__ = [
     "FilterError",
     "StorageError",
     "StoreClosedError",
+    "Conversations",
+    "Session",
+    "Message",
+    "NewMessage",
+    "MessageHit",
+    "MessageResults",
+    "WorkingMemory",
+    "WorkingSummary",
+    "MemorySummary",
+    "ForgettingEngine",
+    "ForgettingReport",
     "__version__",
 ]

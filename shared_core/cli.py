@@ -189,6 +189,10 @@ def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
 
 
 # Commands defined in other modules register here, one line each.
+from .conversations.cli import forget, sessions  # noqa: E402
+
+main.add_command(sessions)
+main.add_command(forget)
 
 
 if __name__ == "__main__":  # pragma: no cover

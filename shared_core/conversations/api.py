@@ -767,7 +767,7 @@ class Conversations:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ValueError(f"limit must be a positive whole number, got {limit!r}")
         if threshold is None:
-            threshold = cfg.vector_threshold if cfg.vector_threshold >= 0 else profile_of(self._store.embedder).kb_threshold
+            threshold = self.search_threshold
         minimum = cfg.min_raw_results_without_fallback if min_raw_results is None else min_raw_results
         where = {"@session_id": _session_id(session_id)} if session_id is not None else None
         hits = self._store.search(
@@ -799,6 +799,14 @@ class Conversations:
                     with self._db.transaction():
                         self._track(tracked)
             return MessageResults(results, query=query, fallback_used=fallback)
+
+    @property
+    def search_threshold(self) -> float:
+        """The vector similarity a message needs in :meth:`search`: ``forgetting.vector_threshold``, or
+        when that is below 0 the embedder's own (``EmbedderProfile.kb_threshold``: 0.7 for sentence
+        models, seed 003's value; 0.35 for the hashing embedder, whose similarities run lower)."""
+        configured = self._store.config.forgetting.vector_threshold
+        return configured if configured >= 0 else profile_of(self._store.embedder).kb_threshold
 
     # -- working memory (seed 001) ---------------------------------------------------------------
 

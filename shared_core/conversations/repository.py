@@ -48,7 +48,7 @@ def _dumps(value: Any) -> str:
 
 
 def session_from_row(row: Sequence[Any]) -> Session:
-    v = dict(zip(SESSION_COLUMNS, row))
+    v = dict(zip(SESSION_COLUMNS, row, strict=False))
     return Session(
         id=v["id"], namespace=v["namespace"], channel=v["channel"], model_provider=v["model_provider"],
         model_id=v["model_id"], created_at=from_iso(v["created_at"]), updated_at=from_iso(v["updated_at"]),
@@ -59,7 +59,7 @@ def session_from_row(row: Sequence[Any]) -> Session:
 
 
 def message_from_row(row: Sequence[Any]) -> Message:
-    v = dict(zip(MESSAGE_COLUMNS, row))
+    v = dict(zip(MESSAGE_COLUMNS, row, strict=False))
     return Message(
         id=int(v["id"]), message_id=v["message_id"], namespace=v["namespace"], session_id=v["session_id"],
         seq=int(v["seq"]), role=v["role"], content=v["content"],
@@ -77,7 +77,7 @@ def message_from_row(row: Sequence[Any]) -> Message:
 
 
 def summary_from_row(row: Sequence[Any]) -> MemorySummary:
-    v = dict(zip(SUMMARY_COLUMNS, row))
+    v = dict(zip(SUMMARY_COLUMNS, row, strict=False))
     return MemorySummary(
         summary_id=v["summary_id"], namespace=v["namespace"], summary_tier=v["summary_tier"],
         source_tier=v["source_tier"], start_timestamp=from_iso(v["start_timestamp"]),
@@ -90,7 +90,7 @@ def summary_from_row(row: Sequence[Any]) -> MemorySummary:
 
 
 def working_from_row(row: Sequence[Any]) -> WorkingSummary:
-    v = dict(zip(WORKING_COLUMNS, row))
+    v = dict(zip(WORKING_COLUMNS, row, strict=False))
     return WorkingSummary(
         id=v["id"], session_id=v["session_id"], namespace=v["namespace"], summary=v["summary"],
         first_seq=int(v["first_seq"]), last_seq=int(v["last_seq"]), message_count=int(v["message_count"]),

@@ -144,7 +144,7 @@ def _extractive_summary(previous: str | None, messages: Sequence[Message], budge
             # what an earlier summary kept stays ahead of new material of the same worth
             candidates.append(Scored(index, f"- {line}", max(score_sentence(line, keywords), 0.5) + 1.0))
             index += 1
-    for message, text in zip(messages, texts):
+    for message, text in zip(messages, texts, strict=False):
         for sentence in split_sentences(text):
             candidates.append(Scored(index, f"- {message.role}: {sentence}", score_sentence(sentence, keywords)))
             index += 1

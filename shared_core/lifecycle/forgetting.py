@@ -352,7 +352,7 @@ class ForgettingEngine:
                 group.squash.append((message, score))
         if group.squash:
             squashed = [m for m, _ in group.squash]
-            dims = dict(zip(_DIM_KEYS, group.dims))
+            dims = dict(zip(_DIM_KEYS, group.dims, strict=False))
             payload = "\x1f".join([namespace, report.tier, str(group.bucket), json.dumps(group.dims),
                                    ",".join(sorted(m.message_id for m in squashed))])
             start = datetime.fromtimestamp(group.bucket * window_ms / 1000, tz=timezone.utc)
@@ -374,12 +374,12 @@ class ForgettingEngine:
                         message, text=chunk.text, tier=next_tier)))
         if docs:
             vectors = self._store.embed([d for _, _, d in docs])
-            for (group, message_id, doc), vector in zip(docs, vectors):
+            for (group, message_id, doc), vector in zip(docs, vectors, strict=False):
                 group.promoted_docs[message_id] = (doc, vector)
         summaries = [g for g in groups if g.summary is not None]
         if summaries:
             prepared = self._store.memories.prepare([_summary_chunk(g.summary) for g in summaries])  # type: ignore[arg-type]
-            for group, chunk in zip(summaries, prepared):
+            for group, chunk in zip(summaries, prepared, strict=False):
                 group.summary_chunk = chunk
 
     def _write(self, group: _Group, report: TierReport, now: datetime) -> bool:
