@@ -896,7 +896,10 @@ class Conversations:
             for session_id, path, recorded in rows:
                 name = transcript_name(session_id)
                 report.checked += 1
-                if full or path != self._relative(name) or recorded is None or tdir.size(name) != recorded:
+                size = tdir.size(name)
+                if path is None and recorded is None and size is None and self._repo.count(session_id) == 0:
+                    continue  # a session row without messages or a file (e.g. made for a task): nothing to write
+                if full or path != self._relative(name) or recorded is None or size != recorded:
                     suspects.append(session_id)
             stray = tdir.stray_files({transcript_name(r[0]) for r in rows})
             if not suspects and not stray:

@@ -183,3 +183,13 @@ def test_other_ids_become_distinct_safe_names(tmp_path, clock):
             store.conversations.append(session_id, "user", "hi")
         assert sorted(p.name for p in (tmp_path / "sessions").glob("*.jsonl")) == sorted(names)
         assert store.conversations.reconcile(full=True).clean
+
+
+def test_session_rows_made_elsewhere_get_no_empty_file(tmp_path, clock):
+    with _open(tmp_path / "mem.db", clock) as store:
+        store.db.execute("INSERT INTO sessions (id, created_at, updated_at) VALUES ('task-session', '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z')")
+    with _open(tmp_path / "mem.db", clock) as store:
+        assert store.conversations.reconcile().clean
+        assert not store.conversations.transcript_path("task-session").exists()
+        store.conversations.append("task-session", "user", "now it has a message")
+        assert [line["content"] for line in store.conversations.transcript("task-session")] == ["now it has a message"]
