@@ -428,6 +428,9 @@ class Conversations:
         """Validate, build the embedding documents and embed, all before the write transaction."""
         cfg = self._store.config.conversations
         now = self._store.clock.now()
+        # a store whose vectors all come from outside (PrecomputedVectors) cannot embed a message:
+        # its messages are kept (rows and transcript) but not indexed
+        indexable = getattr(self._store.embedder, "embeds_text", True)
         pending: list[_Pending] = []
         for item in items:
             role = check_text(item.role, "role", allow_empty=False, max_len=64)
@@ -449,7 +452,7 @@ class Conversations:
             searchable = searchable_text(message)
             message.token_count = count_tokens(searchable) if searchable else 0
             chunk = None
-            if searchable:
+            if searchable and indexable:
                 doc = build_embedding_document(
                     searchable, sent_at=message.sent_at, tier=message.tier,
                     media=media_refs(message.attachments, message.content_blocks), dimensions=message.dimensions,
@@ -876,7 +879,12 @@ class Conversations:
         tdir = self._dir()
         if tdir is None:
             return []
-        data = tdir.read(transcript_name(_session_id(session_id))) or b""
+        session_id = _session_id(session_id)
+        with self._db.lock:
+            _, recorded = self._repo.transcript_state(session_id)
+        data = tdir.read(transcript_name(session_id)) or b""
+        if recorded is not None:
+            data = data[:recorded]  # a concurrent writer's uncommitted line is not part of it yet
         return [json.loads(line) for line in data.splitlines() if line.strip()]
 
     def reconcile(self, *, full: bool = False) -> ReconcileReport:

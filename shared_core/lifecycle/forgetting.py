@@ -377,7 +377,7 @@ class ForgettingEngine:
             for (group, message_id, doc), vector in zip(docs, vectors, strict=False):
                 group.promoted_docs[message_id] = (doc, vector)
         summaries = [g for g in groups if g.summary is not None]
-        if summaries:
+        if summaries and getattr(self._store.embedder, "embeds_text", True):  # else: summaries stay unindexed
             prepared = self._store.memories.prepare([_summary_chunk(g.summary) for g in summaries])  # type: ignore[arg-type]
             for group, chunk in zip(summaries, prepared, strict=False):
                 group.summary_chunk = chunk
@@ -402,7 +402,8 @@ class ForgettingEngine:
         if group.summary is not None:
             squashed = [m for m, _ in group.squash]
             self._repo.insert_summary(group.summary)
-            memories.write(group.summary_chunk, dedup=False)
+            if group.summary_chunk is not None:
+                memories.write(group.summary_chunk, dedup=False)
             self._repo.compress([m.id for m in squashed], group.summary.summary_id, now)
             chunks = memories.get_many([CHUNK_PREFIX + m.message_id for m in squashed])
             if chunks:

@@ -295,3 +295,19 @@ def test_message_records_serialise(store):
     assert data["message_id"] == m.message_id and data["sent_at"] == "2026-01-01T00:00:00.000000Z"
     assert isinstance(m, Message) and m.dimensions == {"platform": None, "channel": None, "person": None,
                                                         "bot_id": None}
+
+
+def test_a_store_without_a_text_embedder_keeps_messages_unindexed(clock):
+    from shared_core import MemoryStore
+    from shared_core.embed import PrecomputedVectors
+
+    with MemoryStore.open(":memory:", clock=clock, embedder=PrecomputedVectors(8)) as store:
+        convs = store.conversations
+        m = convs.append("s", "user", "kept, though nothing can embed it")
+        assert [x.message_id for x in convs.messages("s")] == [m.message_id]
+        assert store.count(kind="message") == 0 and m.embedding_model is None
+        for i in range(3):
+            convs.append("s", "user", f"old {i}", sent_at="2025-01-01T00:00:00Z")
+        clock.set("2026-06-01T00:00:00Z")
+        assert store.forgetting.run().compressed["short"] == 3  # summaries are kept, unindexed
+        assert convs.delete_last("s").message_id != m.message_id
