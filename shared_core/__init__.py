@@ -33,9 +33,9 @@ from .errors import (
     StoreClosedError,
 )
 from .index.filters import And, Condition, Not, Or
+from .lifecycle.forgetting import ForgettingEngine, ForgettingReport
 from .memories import DEFAULT_NAMESPACE, AddResult, Memory, NewMemory
 from .search import Hit, ScoreParts, SearchResults
-from .lifecycle.forgetting import ForgettingEngine, ForgettingReport
 from .store import MemoryStore, StoreStats
 
 __version__ = "0.1.0"
