@@ -10,6 +10,17 @@ True
 from .clock import Clock, ManualClock, SystemClock
 from .config import Config
 from .documents import DocumentError, IngestReport, KnowledgeBase, KnowledgeHit, load_document
+from .conversations import (
+    Conversations,
+    MemorySummary,
+    Message,
+    MessageHit,
+    MessageResults,
+    NewMessage,
+    Session,
+    WorkingMemory,
+    WorkingSummary,
+)
 from .embed import Embedder, EmbedderProfile, EmbeddingError, HashingEmbedder, SentenceTransformerEmbedder
 from .errors import (
     ConfigError,
@@ -27,6 +38,7 @@ from .insights import ExtractionResult, Insight, InsightData, InsightWeights, Ra
 from .lifecycle.cron import CronSchedule
 from .lifecycle.links import Link
 from .lifecycle.pruning import PruneReport, SizeMeasure
+from .lifecycle.forgetting import ForgettingEngine, ForgettingReport
 from .memories import DEFAULT_NAMESPACE, AddResult, Memory, NewMemory
 from .search import Hit, ScoreParts, SearchResults
 from .store import MemoryStore, StoreStats
@@ -92,5 +104,16 @@ __all__ = [
     "FilterError",
     "StorageError",
     "StoreClosedError",
+    "Conversations",
+    "Session",
+    "Message",
+    "NewMessage",
+    "MessageHit",
+    "MessageResults",
+    "WorkingMemory",
+    "WorkingSummary",
+    "MemorySummary",
+    "ForgettingEngine",
+    "ForgettingReport",
     "__version__",
 ]

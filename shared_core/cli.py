@@ -265,6 +265,10 @@ from .documents.cli import ingest, kb  # noqa: E402
 
 main.add_command(ingest)
 main.add_command(kb)
+from .conversations.cli import forget, sessions  # noqa: E402
+
+main.add_command(sessions)
+main.add_command(forget)
 
 
 if __name__ == "__main__":  # pragma: no cover

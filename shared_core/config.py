@@ -43,6 +43,7 @@ __all__ = [
     "LinksConfig",
     "LearningConfig",
     "UsageConfig",
+    "ConversationsConfig",
     "default_data_dir",
     "default_config_path",
     "parse_size",
@@ -206,9 +207,26 @@ class ForgettingConfig:
     min_group_size: int = 3
     max_candidates: int = 500
     lock_ttl_ms: int = 60_000
-    vector_threshold: float = 0.7  # seed 003 query flow
+    # seed 003's query flow uses 0.7, a value for real sentence embedders; < 0 takes the
+    # embedder's own threshold (EmbedderProfile.kb_threshold: 0.7 sentence models, 0.35 hashing)
+    vector_threshold: float = -1.0
     scan_limit_factor: int = 10  # seed 003: scanLimit = limit * 10
-    min_raw_results_without_fallback: int = 3
+    min_raw_results_without_fallback: int = 3  # seed 003: minRawResultsWithoutFallback (value not given)
+    protect_pinned: bool = True  # beyond the seed: a pinned record is never compressed, it moves up a tier
+
+    def __post_init__(self) -> None:
+        for name in ("short_to_mid_threshold", "mid_to_long_threshold"):
+            _check_range(self, name, 0.0, 1.0)
+        if self.vector_threshold > 1.0:
+            raise ConfigError("forgetting.vector_threshold is a cosine similarity: use a value <= 1 (or < 0 for auto)")
+        for name in ("short_max_age_days", "mid_max_age_days", "short_group_window_days", "mid_group_window_days",
+                     "recency_horizon_days", "keyword_hits_divisor"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"forgetting.{name} must be greater than 0, got {getattr(self, name)}")
+        if self.min_group_size < 1 or self.max_candidates < 1 or self.scan_limit_factor < 1:
+            raise ConfigError("forgetting.min_group_size, max_candidates and scan_limit_factor must be at least 1")
+        if self.lock_ttl_ms < 1:
+            raise ConfigError("forgetting.lock_ttl_ms must be a positive number of milliseconds")
 
 
 IMPORTANCE_LEVELS = ("critical", "high", "medium", "low")  # seed 003's insight importance
@@ -389,6 +407,36 @@ class ContextConfig:
     keep_last: int = 4  # seed 004
     summary_tokens: int = 500  # seed 000
 
+    def __post_init__(self) -> None:
+        if self.working_keep < 1 or self.working_summarize_after <= self.working_keep:
+            raise ConfigError(
+                "context.working_keep must be at least 1 and context.working_summarize_after larger than it "
+                f"(seed 001: 20 and 40), got {self.working_keep} and {self.working_summarize_after}"
+            )
+        if self.summary_tokens < 1:
+            raise ConfigError("context.summary_tokens must be at least 1")
+
+
+@dataclass
+class ConversationsConfig:
+    """Sessions, messages and their transcripts (seeds 000 and 003); see docs/conversations.md."""
+
+    # seed 000 keeps full transcripts as <data dir>/sessions/<session-id>.jsonl. "auto": on for
+    # file stores, off for ":memory:" ones (which have no directory of their own); "on" for a
+    # ":memory:" store needs transcript_dir.
+    transcripts: str = "auto"  # auto | on | off
+    transcript_dir: str = ""  # "" = <store.data_dir>/sessions
+    transcript_fsync: bool = False  # fsync each append (survives power loss, not just a killed process)
+    embedding_max_chars: int = 8000  # seed 003: Text is cut to at most 8000 characters ...
+    embedding_boundary_window: float = 0.25  # ... at a boundary within the final 25 % (seed: "within 75 %")
+
+    def __post_init__(self) -> None:
+        if self.transcripts not in {"auto", "on", "off"}:
+            raise ConfigError(f"conversations.transcripts {self.transcripts!r} is unknown; use auto, on or off")
+        if self.embedding_max_chars < 1:
+            raise ConfigError("conversations.embedding_max_chars must be at least 1")
+        _check_range(self, "embedding_boundary_window", 0.0, 1.0)
+
 
 @dataclass
 class KnowledgeBaseConfig:
@@ -466,6 +514,7 @@ _SECTIONS = {
     "links": LinksConfig,
     "learning": LearningConfig,
     "usage": UsageConfig,
+    "conversations": ConversationsConfig,
 }
 
 
@@ -485,6 +534,7 @@ class Config:
     links: LinksConfig = field(default_factory=LinksConfig)
     learning: LearningConfig = field(default_factory=LearningConfig)
     usage: UsageConfig = field(default_factory=UsageConfig)
+    conversations: ConversationsConfig = field(default_factory=ConversationsConfig)
     data_dir: Path = field(default_factory=default_data_dir)
 
     @classmethod

@@ -6,14 +6,25 @@ here reads the database or the clock: callers pass ages and counts in.
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import dataclass
-from typing import Mapping
+import re
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping, Sequence
 
 __all__ = [
     "feedback_weight",
     "recency_weight",
     "koshi_rank",
+    "DAY_MS",
+    "IMPORTANCE_KEYWORDS",
+    "ValueScore",
+    "recency_score",
+    "access_score",
+    "keyword_hits",
+    "inferred_importance",
+    "media_score",
+    "memory_value_score",
     "normalise_bm25",
     "similarity_excess",
     "FusedScore",
@@ -73,6 +84,114 @@ def koshi_rank(
 ) -> float:
     """Seed 002's final rank: relevance x feedback weight x recency weight."""
     return relevance * feedback_weight(score, score_weight) * recency_weight(days_since, recency_rate)
+
+
+# -- seed 003 (OpenLoomi): the forgetting engine's value score -----------------------------
+#
+# score = clamp01(0.35 x recency + 0.30 x access + 0.25 x importance + 0.10 x media + pinnedBoost)
+#
+# Note: the seed's prose says 1 access gives ~0.46 and 2 give ~0.56, but its own formula,
+# log1p(n) / ln 10, gives 0.30 and 0.48 (5 -> 0.78 and 10 -> 1.0 do match). The formula is
+# what is implemented; docs/forgetting.md says so.
+
+DAY_MS = 86_400_000
+
+IMPORTANCE_KEYWORDS: tuple[str, ...] = (
+    "deadline", "todo", "urgent", "risk", "decision", "blocker",
+    "meeting", "action item", "milestone", "bug", "incident", "follow up",
+)
+
+
+def _clamp01(value: float) -> float:
+    return 0.0 if value < 0.0 else 1.0 if value > 1.0 else value
+
+
+@dataclass(frozen=True)
+class ValueScore:
+    """A record's forgetting value and its parts (each part before its weight)."""
+
+    recency: float
+    access: float
+    importance: float
+    media: float
+    pinned_boost: float
+    total: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def recency_score(age_ms: float, horizon_days: float = 180.0) -> float:
+    """``clamp01(1 - ageMs / (180 x DAY_MS))``: 1 when new, 0 at the horizon (a future time counts as new)."""
+    return _clamp01(1.0 - age_ms / (horizon_days * DAY_MS))
+
+
+def access_score(access_count: int) -> float:
+    """``clamp01(log1p(accessCount) / ln 10)``: 0 -> 0, 1 -> 0.30, 2 -> 0.48, 5 -> 0.78, 9+ -> 1."""
+    return _clamp01(math.log1p(max(0, access_count)) / math.log(10))
+
+
+@functools.lru_cache(maxsize=32)
+def _keyword_patterns(keywords: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    # a keyword matches at the start of a word, with any suffix ("deadlines", "bugs") and
+    # with spaces, hyphens or underscores between its words ("follow-up", "action_item")
+    return tuple(
+        re.compile(r"(?<!\w)" + r"[\s_\-]+".join(re.escape(part) for part in kw.casefold().split()), re.UNICODE)
+        for kw in keywords
+    )
+
+
+def keyword_hits(text: str, keywords: Sequence[str] = IMPORTANCE_KEYWORDS) -> int:
+    """How many of ``keywords`` occur in ``text`` (each counts once; case-insensitive)."""
+    folded = text.casefold()
+    return sum(1 for pattern in _keyword_patterns(tuple(keywords)) if pattern.search(folded))
+
+
+def inferred_importance(text: str, keywords: Sequence[str] = IMPORTANCE_KEYWORDS, divisor: float = 4.0) -> float:
+    """``hits / 4`` from the keyword scan, at most 1."""
+    return _clamp01(keyword_hits(text, keywords) / divisor)
+
+
+def media_score(has_media: bool, with_media: float = 0.7, without_media: float = 0.25) -> float:
+    """``hasMediaRefs ? 0.7 : 0.25``."""
+    return with_media if has_media else without_media
+
+
+def memory_value_score(
+    *,
+    age_ms: float,
+    access_count: int,
+    importance: float | None,
+    text: str,
+    has_media: bool,
+    pinned: bool,
+    recency_weight: float = 0.35,
+    access_weight: float = 0.30,
+    importance_weight: float = 0.25,
+    media_weight: float = 0.10,
+    pinned_boost: float = 0.3,
+    horizon_days: float = 180.0,
+    media_with: float = 0.7,
+    media_without: float = 0.25,
+    keywords: Sequence[str] = IMPORTANCE_KEYWORDS,
+    hits_divisor: float = 4.0,
+) -> ValueScore:
+    """Seed 003's value score of a raw record (higher = more worth keeping), clamped to [0, 1].
+
+    ``importance`` is the provided importance (``None`` counts as 0); the importance part
+    is ``max(provided, inferred)`` with the inferred one from the keyword scan.
+    """
+    recency = recency_score(age_ms, horizon_days)
+    access = access_score(access_count)
+    provided = 0.0 if importance is None else float(importance)
+    importance_part = max(provided, inferred_importance(text, keywords, hits_divisor))
+    media = media_score(has_media, media_with, media_without)
+    boost = pinned_boost if pinned else 0.0
+    total = _clamp01(
+        recency_weight * recency + access_weight * access + importance_weight * importance_part
+        + media_weight * media + boost
+    )
+    return ValueScore(recency, access, importance_part, media, boost, total)
 
 
 # -- fusion of the keyword and vector sides ---------------------------------------------------

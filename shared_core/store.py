@@ -55,6 +55,8 @@ if TYPE_CHECKING:
     from .tasks import TaskMemory
     from .usage import Usage
     from .documents import KnowledgeBase
+    from .conversations import Conversations
+    from .lifecycle.forgetting import ForgettingEngine
 
 __all__ = ["MemoryStore", "StoreStats"]
 
@@ -129,6 +131,9 @@ class MemoryStore:
         self._erasers: list[Callable[[str], None]] = []
         self._embedding_texts: dict[str, Callable[[Memory], str]] = {}
         self._closers: list[Callable[[], None]] = []
+        # domains whose hooks must exist before first use (erase_namespace and reembed need them
+        # even in a process that never touches the domain), and the transcript check on open
+        self.conversations, self.forgetting  # noqa: B018
 
     def _build_components(self) -> None:
         self._vectors = VectorIndex(self._db, self.embedder.dims, self.config.search)
@@ -986,6 +991,21 @@ class MemoryStore:
         from .documents import KnowledgeBase
 
         return KnowledgeBase(self)
+    # -- domains -------------------------------------------------------------------------------
+
+    @functools.cached_property
+    def conversations(self) -> Conversations:
+        """Sessions, messages, transcripts and working memory (docs/conversations.md)."""
+        from .conversations import Conversations
+
+        return Conversations(self)
+
+    @functools.cached_property
+    def forgetting(self) -> ForgettingEngine:
+        """Seed 003's forgetting engine over raw messages (docs/forgetting.md)."""
+        from .lifecycle.forgetting import ForgettingEngine
+
+        return ForgettingEngine(self)
 
 
 def _check_embedder(embedder: Any) -> None:

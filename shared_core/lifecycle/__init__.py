@@ -1,3 +1,4 @@
-"""The memory lifecycle: schedules, size pruning into the archive, Hebbian links (and, from
-other modules, decay and the forgetting engine). Each job is idempotent and safe to run from
-several processes at once; ``store.maintain()`` strings them together."""
+"""The memory lifecycle: schedules, size pruning into the archive (seed 002), Hebbian links
+(seed 002 v2), the forgetting engine (seed 003) and run locks shared across processes. Each
+job is idempotent and safe to run from several processes at once; ``store.maintain()``
+strings them together."""
