@@ -1,9 +1,4 @@
-"""Command-line access to conversations and the forgetting engine (registered in shared_core.cli).
-
-The base CLI's helpers are imported when a command runs, not at import time, so that
-``python -m shared_core.cli`` (which imports this module while shared_core.cli is still
-loading) works too.
-"""
+"""Command-line access to conversations and the forgetting engine."""
 
 from __future__ import annotations
 
@@ -12,12 +7,12 @@ from typing import Any
 
 import click
 
+from .support import friendly_errors, open_store
+
 __all__ = ["sessions", "forget"]
 
 
 def _run(ctx: click.Context, body: Any, **kwargs: Any) -> None:
-    from ..cli import friendly_errors, open_store
-
     friendly_errors(body)(open_store(ctx), **kwargs)
 
 

@@ -6,8 +6,8 @@ import json
 
 import click
 
-from ..cli import friendly_errors, open_store
 from ..config import parse_size
+from .support import friendly_errors, open_store
 
 __all__ = ["prune", "links"]
 

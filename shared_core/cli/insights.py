@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from ..cli import friendly_errors, namespace_option, open_store
-from .records import IMPORTANCE_LEVELS, URGENCY_LEVELS
+from ..insights.records import IMPORTANCE_LEVELS, URGENCY_LEVELS
+from .support import friendly_errors, namespace_option, open_store
 
 __all__ = ["insights"]
 

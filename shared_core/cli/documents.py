@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ..cli import friendly_errors, namespace_option, open_store
+from .support import friendly_errors, namespace_option, open_store
 
 __all__ = ["ingest", "kb"]
 

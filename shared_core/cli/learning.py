@@ -1,40 +1,13 @@
-"""Command-line commands for learning and recall: ``recall``, ``learnings``, ``skills``, ``history``.
-
-cli.py imports this module to register the commands, so this module must not import cli.py
-at import time (``python -m shared_core.cli`` would then import cli.py twice and fail on the
-cycle): the helpers are looked up when a command runs.
-"""
+"""Command-line commands for learning and recall: ``recall``, ``learnings``, ``skills``, ``history``."""
 
 from __future__ import annotations
 
-import functools
 import json
-from typing import Any, Callable
 
 import click
 
-from .clock import to_iso
-from .memories import DEFAULT_NAMESPACE
-
-namespace_option = click.option(
-    "-n", "--namespace", default=DEFAULT_NAMESPACE, show_default=True, help="Namespace (a user, an agent, a thread)."
-)
-
-
-def open_store(ctx: click.Context) -> Any:
-    from .cli import open_store as open_cli_store
-
-    return open_cli_store(ctx)
-
-
-def friendly_errors(func: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from .cli import friendly_errors as cli_friendly_errors
-
-        return cli_friendly_errors(func)(*args, **kwargs)
-
-    return wrapper
+from ..clock import to_iso
+from .support import friendly_errors, namespace_option, open_store
 
 __all__ = ["recall_command", "learnings_command", "skills_command", "history_command"]
 

@@ -1,59 +1,14 @@
-"""The ``openkoi-memory`` command line.
-
-Errors print as one line on stderr and exit non-zero. ``--db`` (or ``$OPENKOI_DB``)
-picks the file; the default is ``<data dir>/openkoi.db``.
-"""
+"""Commands for single memories: add, search, show, reinforce, demote, update, delete, stats,
+export, import, and the demo."""
 
 from __future__ import annotations
 
-import functools
 import json
-import sys
-from typing import Any, Callable
+from typing import Any
 
 import click
 
-from .errors import OpenKoiError
-from .memories import DEFAULT_NAMESPACE
-from .store import MemoryStore
-
-__all__ = ["main"]
-
-
-def open_store(ctx: click.Context, **kwargs: Any) -> MemoryStore:
-    """The store named by ``--db``; one-shot commands search through sqlite-vec, not the RAM mirror."""
-    options = ctx.find_root().params
-    overrides = {"search": {"vector_index": "sqlite-vec"}} if kwargs.pop("one_shot", True) else None
-    store = MemoryStore.open(options.get("db"), config=overrides, **kwargs)
-    ctx.call_on_close(store.close)
-    return store
-
-
-def friendly_errors(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn library errors and bad arguments into a one-line message and exit status 1."""
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except (OpenKoiError, ValueError, TypeError, FileNotFoundError, PermissionError, ImportError) as exc:
-            name = type(exc).__name__
-            raise click.ClickException(f"{name}: {exc}") from None
-
-    return wrapper
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--db", envvar="OPENKOI_DB", type=click.Path(dir_okay=False), default=None,
-              help="The memory file (default: <data dir>/openkoi.db; env OPENKOI_DB).")
-@click.version_option(package_name="openkoi-memory")
-def main(db: str | None) -> None:
-    """openkoi-memory: local-first long-term memory for LLM agents, in one SQLite file."""
-
-
-namespace_option = click.option(
-    "-n", "--namespace", default=DEFAULT_NAMESPACE, show_default=True, help="Namespace (a user, an agent, a thread)."
-)
+from .support import friendly_errors, json_object, main, namespace_option, open_store
 
 
 @main.command()
@@ -71,7 +26,7 @@ namespace_option = click.option(
 def add(ctx: click.Context, text: str, namespace: str, tags: tuple[str, ...], category: str | None, kind: str,
         source: str, metadata: str | None, memory_id: str | None, ttl: float | None) -> None:
     """Remember TEXT; prints the id (and whether a near-duplicate was reinforced instead)."""
-    meta = _json_object(metadata, "--metadata")
+    meta = json_object(metadata, "--metadata")
     tag_list = [t for chunk in tags for t in chunk.split(",")]
     store = open_store(ctx)
     result = store.add(text, namespace=namespace, tags=tag_list, category=category, kind=kind, source=source,
@@ -96,7 +51,7 @@ def search(ctx: click.Context, query: str, namespace: str, limit: int, kind: tup
     """Hybrid search; results show ids as [id:...] for reinforce/demote."""
     store = open_store(ctx)
     hits = store.search(query, namespace=namespace, limit=limit, kind=list(kind) or None, tags=list(tags) or None,
-                        where=_json_object(where, "--where"), fusion=fusion)
+                        where=json_object(where, "--where"), fusion=fusion)
     for hit in hits:
         if as_json:
             click.echo(json.dumps(hit.to_dict(), ensure_ascii=False))
@@ -148,7 +103,7 @@ def update(ctx: click.Context, memory_id: str, text: str | None, tags: str | Non
     """Fix a memory in place: score kept, recency refreshed, re-indexed."""
     if text is None and tags is None and metadata is None:
         raise click.UsageError("give new TEXT, --tags or --metadata")
-    memory = open_store(ctx).update(memory_id, text, tags=tags, metadata=_json_object(metadata, "--metadata"))
+    memory = open_store(ctx).update(memory_id, text, tags=tags, metadata=json_object(metadata, "--metadata"))
     click.echo(f"[id:{memory.id}] updated")
 
 
@@ -184,7 +139,7 @@ def stats(ctx: click.Context, as_json: bool) -> None:
 @friendly_errors
 def export_command(ctx: click.Context, fmt: str, namespace: str | None, output: Any) -> None:
     """Export memories: JSONL (whole records, archive included) or Markdown (readable, re-importable)."""
-    from .portability import export_jsonl, export_markdown
+    from ..portability import export_jsonl, export_markdown
 
     store = open_store(ctx)
     count = export_jsonl(store, output, namespace=namespace) if fmt == "jsonl" else \
@@ -199,7 +154,7 @@ def export_command(ctx: click.Context, fmt: str, namespace: str | None, output: 
 @friendly_errors
 def import_command(ctx: click.Context, paths: tuple[str, ...], namespace: str) -> None:
     """Import MEMORY.md / memory/*.md files (one memory per item or paragraph, seed 002) or a JSONL export."""
-    from .portability import import_jsonl, import_markdown
+    from ..portability import import_jsonl, import_markdown
 
     store = open_store(ctx)
     jsonl = [p for p in paths if p.endswith((".jsonl", ".ndjson"))]
@@ -219,7 +174,7 @@ def demo(ctx: click.Context, keep: bool) -> None:
     """A tour of the core on a fresh file: add, dedup, search with explanations, feedback, archive."""
     import tempfile
 
-    from .demo import run_demo
+    from ..demo import run_demo
 
     target = ctx.find_root().params.get("db")
     if target:
@@ -235,41 +190,3 @@ def demo(ctx: click.Context, keep: bool) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise click.BadParameter(f"not valid JSON: {exc}", param_hint=option) from None
-    if not isinstance(value, dict):
-        raise click.BadParameter("must be a JSON object", param_hint=option)
-    return value
-
-
-# Commands defined in other modules register here, one line each.
-from .insights.cli import insights as _insights  # noqa: E402
-from .lifecycle.cli import links as _links  # noqa: E402
-from .lifecycle.cli import prune as _prune  # noqa: E402
-
-main.add_command(_prune)
-main.add_command(_links)
-main.add_command(_insights)
-from .learning_cli import history_command, learnings_command, recall_command, skills_command  # noqa: E402
-
-main.add_command(recall_command)
-main.add_command(learnings_command)
-main.add_command(skills_command)
-main.add_command(history_command)
-from .documents.cli import ingest, kb  # noqa: E402
-
-main.add_command(ingest)
-main.add_command(kb)
-from .conversations.cli import forget, sessions  # noqa: E402
-
-main.add_command(sessions)
-main.add_command(forget)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

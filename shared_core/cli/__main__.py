@@ -1,0 +1,5 @@
+"""``python -m shared_core.cli``."""
+
+from . import main
+
+main()
