@@ -243,7 +243,7 @@ class OpenKoiVectorStore(VectorStore):
             options = {"mmr_lambda": lambda_mult, "fetch_k": max(fetch_k, k)}
         return self.memory_store.search(
             query, vector=vector, namespace=self.namespace, kind=self.kind, where=_filter(where), limit=k,
-            fusion="vector", rank=False, **options,
+            fusion="vector", rank=False, track_access=False, **options,  # a vector-store read never writes
         )
 
     # -- construction -------------------------------------------------------------------------

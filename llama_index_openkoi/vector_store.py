@@ -191,7 +191,7 @@ class OpenKoiVectorStore(BasePydanticVectorStore):
         where = self._where(query.node_ids or None, query.filters, query.doc_ids or None)
         hits = store.search(
             text, vector=vector, namespace=self.namespace, kind=NODE_KIND, where=where, limit=limit,
-            rank=self.ranking, **options,
+            rank=self.ranking, track_access=self.ranking, **options,  # plain vector-store reads never write
         )
         cosine = options.get("fusion") == "vector" and not self.ranking
         return VectorStoreQueryResult(

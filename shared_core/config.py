@@ -111,6 +111,9 @@ class MemoryConfig:
     archive_pruned: bool = True  # DESIGN.md: pruning archives unless configured to delete
     max_size: int = 100 * 10**6  # seed 002: maxSize 100MB
     prune_percent: float = 1.0  # seed 002: archive the bottom 1 %
+    # what size pruning may archive: agent-written memories. Documents, vector-store nodes and
+    # framework items have lifecycles of their own; learnings decay by their own rule (seed 000).
+    prune_kinds: tuple[str, ...] = ("fact", "note", "episode", "message", "summary", "insight")
     prune_schedule: str = "0 4 * * *"  # seed 002: 4am daily
     schedule_timezone: str = "local"  # the zone cron schedules are read in: "local", "UTC" or an IANA name
 

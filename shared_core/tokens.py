@@ -14,12 +14,11 @@ import hashlib
 import math
 import os
 import tempfile
-from typing import Any, Callable
+from collections.abc import Callable
 
-__all__ = ["estimate_tokens", "count_tokens", "tokenizer_name"]
+__all__ = ["estimate_tokens", "count_tokens", "tokenizer", "tokenizer_name", "DEFAULT_ENCODING"]
 
-_ENCODING = "cl100k_base"
-_URL = f"https://openaipublic.blob.core.windows.net/encodings/{_ENCODING}.tiktoken"
+DEFAULT_ENCODING = "cl100k_base"
 
 
 def estimate_tokens(text: str) -> int:
@@ -35,34 +34,39 @@ def _is_cjk(ch: str) -> bool:
     return 0x3040 <= code <= 0x30FF or 0x3400 <= code <= 0x9FFF or 0xAC00 <= code <= 0xD7AF or 0xF900 <= code <= 0xFAFF
 
 
-def _tiktoken_cached() -> bool:
+def _tiktoken_cached(encoding: str) -> bool:
     cache = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR") or os.path.join(
         tempfile.gettempdir(), "data-gym-cache"
     )
-    return os.path.exists(os.path.join(cache, hashlib.sha1(_URL.encode()).hexdigest()))
+    url = f"https://openaipublic.blob.core.windows.net/encodings/{encoding}.tiktoken"
+    return os.path.exists(os.path.join(cache, hashlib.sha1(url.encode()).hexdigest()))
 
 
-@functools.lru_cache(maxsize=1)
-def _encoder() -> Callable[[str], Any] | None:
+@functools.lru_cache(maxsize=8)
+def tokenizer(encoding: str = DEFAULT_ENCODING) -> tuple[str, Callable[[str], int]]:
+    """``("tiktoken:<encoding>", count)`` when tiktoken can load it offline, else ``("estimate", ...)``."""
     try:
         import tiktoken
     except ImportError:
-        return None
-    if not (_tiktoken_cached() or os.environ.get("OPENKOI_TIKTOKEN") == "1"):
-        return None
+        return "estimate", estimate_tokens
+    if not (_tiktoken_cached(encoding) or os.environ.get("OPENKOI_TIKTOKEN") == "1"):
+        return "estimate", estimate_tokens
     try:
-        encoding = tiktoken.get_encoding(_ENCODING)
-    except Exception:  # a failed download or a broken cache file: fall back to the estimate
-        return None
-    return functools.partial(encoding.encode, disallowed_special=())
+        codec = tiktoken.get_encoding(encoding)
+    except Exception:  # a failed download, a broken cache file, an unknown name: fall back
+        return "estimate", estimate_tokens
+
+    def count(text: str) -> int:
+        return len(codec.encode(text, disallowed_special=()))
+
+    return f"tiktoken:{encoding}", count
 
 
-def count_tokens(text: str) -> int:
-    """Tokens in ``text``: exact (cl100k_base) when tiktoken is usable offline, else the estimate."""
-    encode = _encoder()
-    return len(encode(text)) if encode is not None else estimate_tokens(text)
+def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
+    """Tokens in ``text``: exact when tiktoken is usable offline, else the estimate."""
+    return tokenizer(encoding)[1](text)
 
 
-def tokenizer_name() -> str:
-    """Which counter ``count_tokens`` uses: ``tiktoken:cl100k_base`` or ``estimate``."""
-    return f"tiktoken:{_ENCODING}" if _encoder() is not None else "estimate"
+def tokenizer_name(encoding: str = DEFAULT_ENCODING) -> str:
+    """Which counter ``count_tokens`` uses: ``tiktoken:<encoding>`` or ``estimate``."""
+    return tokenizer(encoding)[0]

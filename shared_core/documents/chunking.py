@@ -13,20 +13,15 @@ lies (page, sheet and row, slide, heading) from the loader's sections.
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import math
-import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..tokens import tokenizer as offline_tokenizer
 from .records import LoadedDocument
 
-__all__ = ["Chunk", "Chunker", "estimate_tokens"]
+__all__ = ["Chunk", "Chunker"]
 
-_TIKTOKEN_URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
 
 
 @dataclass(frozen=True)
@@ -80,7 +75,7 @@ class Chunker:
             self.tokenizer_name = getattr(tokenizer, "__name__", "custom")
             length = tokenizer
         else:
-            self.tokenizer_name, length = token_counter(encoding)
+            self.tokenizer_name, length = offline_tokenizer(encoding)
         self.length = length
         self._splitter = RecursiveCharacterTextSplitter(
             chunk_size=chunk_size, chunk_overlap=chunk_overlap, length_function=length,
@@ -125,40 +120,3 @@ class Chunker:
             metadata = {"chunk_index": index, "start": start, "end": end, **document.locate(start, end)}
             chunks.append(Chunk(index, text, start, end, metadata))
         return chunks
-
-
-def estimate_tokens(text: str) -> int:
-    """One token per 4 characters, CJK characters one each (the fallback without tiktoken)."""
-    if not text:
-        return 0
-    cjk = sum(1 for ch in text if _is_cjk(ch))
-    return math.ceil((len(text) - cjk) / 4) + cjk
-
-
-def _is_cjk(ch: str) -> bool:
-    code = ord(ch)
-    return 0x3040 <= code <= 0x30FF or 0x3400 <= code <= 0x9FFF or 0xAC00 <= code <= 0xD7AF or 0xF900 <= code <= 0xFAFF
-
-
-@functools.lru_cache(maxsize=8)
-def token_counter(encoding: str) -> tuple[str, Callable[[str], int]]:
-    """``("tiktoken:<encoding>", count)`` when tiktoken can load it offline, else ``("estimate", ...)``."""
-    try:
-        import tiktoken
-    except ImportError:
-        return "estimate", estimate_tokens
-    cache = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR") or os.path.join(
-        tempfile.gettempdir(), "data-gym-cache"
-    )
-    cached = os.path.exists(os.path.join(cache, hashlib.sha1(_TIKTOKEN_URL.format(name=encoding).encode()).hexdigest()))
-    if not (cached or os.environ.get("OPENKOI_TIKTOKEN") == "1"):
-        return "estimate", estimate_tokens
-    try:
-        codec = tiktoken.get_encoding(encoding)
-    except Exception:  # a failed download, a broken cache file, an unknown name: fall back
-        return "estimate", estimate_tokens
-
-    def count(text: str) -> int:
-        return len(codec.encode(text, disallowed_special=()))
-
-    return f"tiktoken:{encoding}", count

@@ -14,6 +14,7 @@ It knows spelling, not meaning: "car" and "automobile" are unrelated to it. Its
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -89,16 +90,20 @@ class HashingEmbedder:
             for feat, count in self.features(text).items():
                 rows.append(row)
                 keys.append(_hash64(feat))
-                weights.append(weight_of[feat[0]] * (1.0 + math.log(count)))
+                weight = weight_of[feat[0]]
+                weights.append(weight * (1.0 + math.log(count)) if count > 1 else weight)
         if not keys:
             return out
         unique, inverse = np.unique(np.array(keys, dtype=np.uint64), return_inverse=True)
         rows_arr = np.asarray(rows)
         weights_arr = np.asarray(weights, dtype=np.float32)
         for start in range(0, len(unique), _BLOCK):
-            signs = self._signs(unique[start : start + _BLOCK])
-            mask = (inverse >= start) & (inverse < start + _BLOCK)
-            np.add.at(out, rows_arr[mask], signs[inverse[mask] - start] * weights_arr[mask, None])
+            block = unique[start : start + _BLOCK]
+            mask = (inverse >= start) & (inverse < start + len(block))
+            # each (text, feature) pair occurs once, so plain assignment builds the weight matrix
+            weight_matrix = np.zeros((len(texts), len(block)), dtype=np.float32)
+            weight_matrix[rows_arr[mask], inverse[mask] - start] = weights_arr[mask]
+            out += weight_matrix @ self._signs(block)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out
@@ -113,5 +118,6 @@ class HashingEmbedder:
         return np.where(x >> np.uint64(63), np.float32(-1.0), np.float32(1.0))
 
 
+@functools.lru_cache(maxsize=1 << 17)  # words and trigrams repeat across texts
 def _hash64(feature: str) -> int:
     return int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")

@@ -225,7 +225,7 @@ class Pruner:
     # -- pruning -------------------------------------------------------------------------
 
     def candidates(self, count: int) -> list[tuple[float, str]]:
-        """The ``count`` unpinned live memories with the lowest pruning weight, lowest first."""
+        """The ``count`` unpinned live memories of a prunable kind with the lowest pruning weight, lowest first."""
         with self._db.lock:
             return [(w, mid) for w, _, _, mid in self._bottom(count)]
 
@@ -234,9 +234,12 @@ class Pruner:
             return []
         cfg = self._store.config.ranking
         now = self._store.clock.now()
+        kinds = tuple(self._store.config.memory.prune_kinds)
+        if not kinds:
+            return []
         rows = self._db.query(
             "SELECT chunk_rowid, id, score, coalesce(last_hit_at, created_at), created_at FROM memory_chunks "
-            "WHERE pinned = 0")
+            f"WHERE pinned = 0 AND kind IN ({', '.join('?' for _ in kinds)})", kinds)
         scored = []
         for rowid, memory_id, score, last, created in rows:
             weight = prune_weight(float(score or 0.0), days_between(from_iso(last), now),

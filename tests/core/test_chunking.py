@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from shared_core.config import Config, KnowledgeBaseConfig
 from shared_core.documents import Chunker, LoadedDocument, Section
-from shared_core.documents.chunking import estimate_tokens, token_counter
+from shared_core.tokens import estimate_tokens, tokenizer
 from shared_core.errors import ConfigError
 
 PROSE = " ".join(
@@ -127,7 +127,7 @@ def test_token_chunks_with_a_tiktoken_encoding():
 
 
 def test_token_mode_falls_back_to_the_estimate_without_tiktoken(monkeypatch):
-    token_counter.cache_clear()
+    tokenizer.cache_clear()
     monkeypatch.setitem(sys.modules, "tiktoken", None)
     try:
         chunker = Chunker(100, 10, unit="tokens")
@@ -136,19 +136,19 @@ def test_token_mode_falls_back_to_the_estimate_without_tiktoken(monkeypatch):
         assert all(estimate_tokens(text) <= 100 for text, _, _ in pieces)
         assert max(len(text) for text, _, _ in pieces) > 300  # about 4 characters a token
     finally:
-        token_counter.cache_clear()
+        tokenizer.cache_clear()
 
 
 def test_token_mode_never_downloads(monkeypatch, tmp_path):
     pytest.importorskip("tiktoken")
-    token_counter.cache_clear()
+    tokenizer.cache_clear()
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # an empty cache: the encoding is not on disk
     monkeypatch.delenv("OPENKOI_TIKTOKEN", raising=False)
     try:
-        name, count = token_counter("cl100k_base")
+        name, count = tokenizer("cl100k_base")
         assert name == "estimate" and count("abcdefgh") == 2
     finally:
-        token_counter.cache_clear()
+        tokenizer.cache_clear()
 
 
 def test_estimate_counts_cjk_one_each():

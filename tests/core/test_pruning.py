@@ -127,6 +127,19 @@ def test_all_pinned_prunes_nothing(store):
     assert store.count() == 20
 
 
+def test_only_prunable_kinds_are_archived(store):
+    store.add_many([{"text": f"knowledge base chunk {i}", "kind": "document"} for i in range(10)])
+    store.add_many([{"text": f"vector store node {i}", "kind": "node"} for i in range(10)])
+    facts = store.add_many([f"an old fact {i}" for i in range(10)])
+    store.config.memory.max_size = 1000
+    report = store.pruning.run(until_under=True)
+    assert report.status == "pruned" and set(report.archived_ids) == set(facts)
+    assert store.pruning.run().status == "nothing_prunable"
+    assert store.count(kind="document") == 10 and store.count(kind="node") == 10
+    store.config.memory.prune_kinds = ()
+    assert store.pruning.candidates(5) == []
+
+
 def test_repeated_runs_converge_and_then_stop(tmp_path, clock):
     with _store(tmp_path / "mem.db", clock, prune_percent=5.0) as store:
         _fill(store, 120)
