@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from .insights import Insights
     from .kv import KeyValueStore
     from .lifecycle.links import LinkGraph
+    from .lifecycle.maintenance import Maintenance, MaintenanceReport
     from .lifecycle.pruning import Pruner
     from .episodes import Episodes
     from .facts import Facts
@@ -886,6 +887,22 @@ class MemoryStore:
         return self._memories.embed(texts)
 
     # -- domains (created on first use) ----------------------------------------------------------
+
+    @_domain
+    def maintenance(self) -> Maintenance:
+        """Every lifecycle job in one idempotent run: ``store.maintain()`` (issue 3 part 14)."""
+        from .lifecycle.maintenance import Maintenance
+
+        return Maintenance(self)
+
+    def maintain(self, *, if_due: bool = False, steps: Sequence[str] | None = None) -> MaintenanceReport:
+        """Run decay, TTL sweep, forgetting, size pruning, re-embedding and the other lifecycle jobs.
+
+        Idempotent (a second run right after changes nothing), safe from several processes at once
+        (the second returns ``status == "skipped_locked"``); ``if_due=True`` runs only when
+        ``memory.prune_schedule`` (seed 002: "0 4 * * *") has fired since the last run.
+        """
+        return self.maintenance.run(if_due=if_due, steps=steps)
 
     @_domain
     def pruning(self) -> Pruner:

@@ -12,11 +12,11 @@ from .conversations import forget, sessions
 from .documents import ingest, kb
 from .insights import insights
 from .learning import history_command, learnings_command, recall_command, skills_command
-from .lifecycle import links, prune
+from .lifecycle import links, maintain, prune
 from .support import main
 
 __all__ = ["main"]
 
-for command in (prune, links, insights, recall_command, learnings_command, skills_command, history_command,
+for command in (maintain, prune, links, insights, recall_command, learnings_command, skills_command, history_command,
                 ingest, kb, sessions, forget):
     main.add_command(command)

@@ -51,3 +51,21 @@ def links(ctx: click.Context, memory_id: str, min_strength: float, limit: int) -
         click.echo("no links", err=True)
     for link in found:
         click.echo(f"[id:{link.other}] strength {link.strength:g}")
+
+
+@click.command()
+@click.option("--if-due", is_flag=True, help="Only if the schedule (memory.prune_schedule) fired since the last run.")
+@click.option("--step", "steps", multiple=True, help="Run only these steps (repeatable).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@friendly_errors
+def maintain(ctx: click.Context, if_due: bool, steps: tuple[str, ...], as_json: bool) -> None:
+    """Run every lifecycle job: task recovery, TTL sweep, decay, forgetting, pruning, re-embedding, ..."""
+    report = open_store(ctx).maintain(if_due=if_due, steps=list(steps) or None)
+    if as_json:
+        click.echo(json.dumps({"status": report.status, "changed": report.changed,
+                               "steps": [s.__dict__ for s in report.steps]}, default=str, indent=2))
+    else:
+        click.echo(str(report))
+    if report.errors:
+        ctx.exit(1)
