@@ -33,10 +33,13 @@ class EmbedderProfile:
     ``similarity_floor``: cosine at or below which a match is noise (only the excess counts).
     ``vector_weight``: weight of the vector side against normalised BM25 in fusion.
     ``kb_threshold``: the knowledge-base vector threshold (seed 003 uses 0.7 for sentence models).
+
+    The defaults (floor 0.2, weight 1.2) were chosen on LoCoMo with all-MiniLM-L6-v2
+    (docs/search.md); other sentence models get them unless they bring a profile of their own.
     """
 
     similarity_floor: float = 0.2
-    vector_weight: float = 0.6
+    vector_weight: float = 1.2
     kb_threshold: float = 0.7
 
 

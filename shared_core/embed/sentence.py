@@ -35,7 +35,7 @@ def find_local_model(name: str = "all-MiniLM-L6-v2") -> str | None:
 class SentenceTransformerEmbedder:
     """Vectors from a sentence-transformers model, normalised (cosine = dot product)."""
 
-    profile = EmbedderProfile(similarity_floor=0.2, vector_weight=0.6, kb_threshold=0.7)
+    profile = EmbedderProfile(similarity_floor=0.2, vector_weight=1.2, kb_threshold=0.7)
 
     def __init__(self, model: str = "all-MiniLM-L6-v2", *, device: str = "cpu", batch_size: int = 64) -> None:
         try:
