@@ -109,6 +109,12 @@ class Chunker:
             if start < 0:  # the splitter only ever cuts and strips, so this means a bug
                 raise RuntimeError(f"chunk {len(out)} is not a substring of the text; please report this")
             end = start + len(piece)
+            if out and start <= previous_start:
+                # the splitter can emit a chunk that only extends the previous one ('a', then 'a aa'):
+                # keep the longer, so no chunk is contained in another and starts keep increasing
+                if end <= previous_end:
+                    continue
+                out.pop()
             out.append((piece, start, end))
             previous_start, previous_end = start, end
         return out
