@@ -9,7 +9,6 @@ True
 
 from .clock import Clock, ManualClock, SystemClock
 from .config import Config
-from .documents import DocumentError, IngestReport, KnowledgeBase, KnowledgeHit, load_document
 from .conversations import (
     Conversations,
     MemorySummary,
@@ -21,7 +20,15 @@ from .conversations import (
     WorkingMemory,
     WorkingSummary,
 )
-from .embed import Embedder, EmbedderProfile, EmbeddingError, HashingEmbedder, SentenceTransformerEmbedder
+from .documents import DocumentError, IngestReport, KnowledgeBase, KnowledgeHit, load_document
+from .embed import (
+    Embedder,
+    EmbedderProfile,
+    EmbeddingError,
+    HashingEmbedder,
+    SentenceTransformerEmbedder,
+)
+from .episodes import Episode
 from .errors import (
     ConfigError,
     DriverError,
@@ -35,17 +42,16 @@ from .errors import (
 )
 from .index.filters import And, Condition, Not, Or
 from .insights import ExtractionResult, Insight, InsightData, InsightWeights, RankedInsight
+from .learnings import DecayReport, Learning, LearningType
 from .lifecycle.cron import CronSchedule
+from .lifecycle.forgetting import ForgettingEngine, ForgettingReport
 from .lifecycle.links import Link
 from .lifecycle.pruning import PruneReport, SizeMeasure
-from .lifecycle.forgetting import ForgettingEngine, ForgettingReport
 from .memories import DEFAULT_NAMESPACE, AddResult, Memory, NewMemory
-from .search import Hit, ScoreParts, SearchResults
-from .store import MemoryStore, StoreStats
-from .episodes import Episode
-from .learnings import DecayReport, Learning, LearningType
 from .procedures import Procedure
 from .recall import Recall
+from .search import Hit, ScoreParts, SearchResults
+from .store import MemoryStore, StoreStats
 from .tasks import TaskOutcome, TaskRecord
 
 __version__ = "0.1.0"

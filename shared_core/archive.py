@@ -8,7 +8,8 @@ or ``search_archive``), and can be restored (re-embedded on the way back).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .clock import Clock, to_iso
 from .db import Database

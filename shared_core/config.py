@@ -16,9 +16,10 @@ import dataclasses
 import os
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import platformdirs
 

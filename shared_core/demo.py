@@ -5,7 +5,7 @@ Everything runs locally on the default hashing embedder: no server, no key, no n
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .clock import ManualClock
 from .store import MemoryStore

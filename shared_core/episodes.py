@@ -11,9 +11,10 @@ it spans all channels, so the agent can recall what happened elsewhere.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .clock import from_iso, to_iso
 from .errors import NotFoundError

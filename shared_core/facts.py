@@ -38,7 +38,8 @@ import dataclasses
 import json
 import logging
 import re
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .clock import to_iso
 from .embed import profile_of

@@ -29,9 +29,10 @@ from __future__ import annotations
 import enum
 import logging
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -323,7 +324,7 @@ class Learnings:
         plan: list[tuple[LearningCandidate, np.ndarray, str | None]] = []  # (candidate, vector, existing id)
         fresh: list[tuple[LearningCandidate, np.ndarray, int]] = []  # new ones so far, with their plan index
         with store.db.lock:
-            for candidate, vector in zip(candidates, vectors):
+            for candidate, vector in zip(candidates, vectors, strict=False):
                 target: str | None = None
                 if dedup:
                     target = self._similar(candidate, vector, namespace)
@@ -351,7 +352,7 @@ class Learnings:
             now = store.clock.now()
             reinforce_ids: list[str] = []
             with store.db.transaction():
-                for item, (candidate, _, index) in zip(prepared, fresh):
+                for item, (candidate, _, index) in zip(prepared, fresh, strict=False):
                     store.db.execute(
                         "INSERT INTO learnings (id, type, content, category, confidence, source_task, reinforced, "
                         "created_at, last_used, expires_at, namespace, base_confidence, origin) "
@@ -519,7 +520,7 @@ def rule_learnings(task: TaskRecord, config: Config) -> list[LearningCandidate]:
     out: list[LearningCandidate] = []
     context = _context(task)
     cycles = sorted((c for c in task.cycles if c.score is not None), key=lambda c: c.iteration)
-    for previous, current in zip(cycles, cycles[1:]):
+    for previous, current in zip(cycles, cycles[1:], strict=False):
         if is_regression(previous.score, current.score, cfg.regression_drop):  # type: ignore[arg-type]
             fixes = [f.fix for f in task.findings_of(previous) if f.fix]
             fixes += [f.fix for f in task.findings if f.resolved_in == current.id and f.fix and f.fix not in fixes]

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Any, Callable, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 __all__ = ["TextModel", "FunctionModel", "ModelOutputError", "parse_json_output", "logger"]
 

@@ -14,9 +14,10 @@ import json
 import math
 import re
 import secrets
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -93,7 +94,7 @@ class Memory:
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> Memory:
-        values = dict(zip(COLUMNS, row))
+        values = dict(zip(COLUMNS, row, strict=False))
         return cls(
             id=values["id"],
             text=values["text"],
@@ -381,12 +382,12 @@ class MemoryRepository:
         given = [i for i, item in enumerate(items) if item.vector is not None]
         if given:
             matrix = as_matrix([items[i].vector for i in given], self.embedder.dims, count=len(given), what="vector")
-            for i, row in zip(given, matrix):
+            for i, row in zip(given, matrix, strict=False):
                 prepared[i].vector = row
         todo = [i for i, p in enumerate(prepared) if p.vector is None]
         if todo:
             embedded = self.embed([prepared[i].embedding_text for i in todo])
-            for i, row in zip(todo, embedded):
+            for i, row in zip(todo, embedded, strict=False):
                 prepared[i].vector = row
         return prepared
 

@@ -18,9 +18,10 @@ fitting procedures the often-used come first; :meth:`Procedures.list` surfaces b
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .clock import from_iso, to_iso
 from .errors import NotFoundError

@@ -9,8 +9,9 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 __all__ = [
     "feedback_weight",
@@ -279,9 +280,7 @@ FUSIONS = ("keyword_first", "weighted", "rrf", "keyword", "vector")
 # -- diversity --------------------------------------------------------------------------------
 
 
-def maximal_marginal_relevance(
-    query: "np.ndarray", candidates: "np.ndarray", k: int, lambda_mult: float = 0.5
-) -> list[int]:
+def maximal_marginal_relevance(query: Any, candidates: Any, k: int, lambda_mult: float = 0.5) -> list[int]:
     """Indices of ``candidates`` picked by maximal marginal relevance (Carbonell & Goldstein 1998).
 
     Each step takes the candidate maximising ``lambda x sim(query, d) - (1 - lambda) x max sim(d, picked)``,
@@ -514,7 +513,7 @@ def is_regression(previous: float, current: float, drop: float = 0.1) -> bool:
     return _exceeds(previous - current, drop)
 
 
-def is_diminishing(scores: "list[float]", min_iterations: int = 3, gain: float = 0.02) -> bool:
+def is_diminishing(scores: list[float], min_iterations: int = 3, gain: float = 0.02) -> bool:
     """Seed 000's diminishing returns: 3+ iterations, and the last improved on the one before by
     less than 0.02 (so ``len(scores) - 1`` iterations were enough, as in the seed's example)."""
     if len(scores) < max(2, min_iterations):

@@ -20,8 +20,9 @@ and restart their decay clock, other memories get seed 002's +3.
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from .errors import NotFoundError
 from .memories import DEFAULT_NAMESPACE, check_namespace

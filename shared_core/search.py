@@ -10,9 +10,10 @@ excess over the embedder's noise floor (see ``ranking.fuse``), and the days coun
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -13,13 +13,15 @@ import contextlib
 import functools
 import logging
 import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .archive import Archive
 from .clock import Clock, SystemClock, to_iso
 from .config import Config
 from .db import Database, apply_migrations, schema_version
@@ -27,8 +29,8 @@ from .embed import Embedder, HashingEmbedder, as_matrix, content_hash, embedder_
 from .errors import EmbedderMismatchError, NotFoundError, SchemaError
 from .index.filters import Filter
 from .index.keyword import KeywordIndex
-from .llm import TextModel
 from .index.vectors import VectorIndex
+from .llm import TextModel
 from .memories import (
     DEFAULT_NAMESPACE,
     AddResult,
@@ -38,26 +40,25 @@ from .memories import (
     check_namespace,
     scope_for,
 )
-from .archive import Archive
-from .search import SearchResults, Searcher
+from .search import Searcher, SearchResults
 
 if TYPE_CHECKING:
+    from .conversations import Conversations
+    from .documents import KnowledgeBase
+    from .episodes import Episodes
+    from .facts import Facts
     from .insights import Insights
     from .kv import KeyValueStore
+    from .learnings import Learnings
+    from .lifecycle.forgetting import ForgettingEngine
     from .lifecycle.links import LinkGraph
     from .lifecycle.maintenance import Maintenance, MaintenanceReport
     from .lifecycle.pruning import Pruner
-    from .episodes import Episodes
-    from .facts import Facts
-    from .learnings import Learnings
     from .procedures import Procedures
     from .recall import Historian
     from .skills import Skills
     from .tasks import TaskMemory
     from .usage import Usage
-    from .documents import KnowledgeBase
-    from .conversations import Conversations
-    from .lifecycle.forgetting import ForgettingEngine
 
 __all__ = ["MemoryStore", "StoreStats"]
 
@@ -489,7 +490,7 @@ class MemoryStore:
         wanted = [ids] if isinstance(ids, str) else list(ids)
         with self._db.lock:
             archived = [self._archive.get(i, namespace) for i in wanted]
-            for memory_id, memory in zip(wanted, archived):
+            for memory_id, memory in zip(wanted, archived, strict=False):
                 if memory is None:
                     raise NotFoundError(f"no archived memory with id {memory_id!r}")
             with self._db.transaction():
@@ -825,7 +826,7 @@ class MemoryStore:
                 part = [candidates[r] for r in stale[start : start + batch_size]]
                 vectors = memories.embed([self._embedding_text(m) for m in part])
                 with self._db.transaction():
-                    for memory, vector in zip(part, vectors):
+                    for memory, vector in zip(part, vectors, strict=False):
                         memories.update(memory, vector=vector, embedding_text=self._embedding_text(memory),
                                         refresh_hit=False)
                 done += len(part)
@@ -858,11 +859,11 @@ class MemoryStore:
                 vectors = as_matrix(embedder.embed(texts), embedder.dims, count=len(texts), what="embedding")
                 db.executemany(
                     "INSERT INTO memory_vec (chunk_rowid, embedding) VALUES (?, ?)",
-                    [(m.rowid, v.tobytes()) for m, v in zip(part, vectors)],
+                    [(m.rowid, v.tobytes()) for m, v in zip(part, vectors, strict=False)],
                 )
                 db.executemany(
                     "UPDATE memory_chunks SET content_hash = ?, embedding_model = ?, embedded_at = ? WHERE chunk_rowid = ?",
-                    [(content_hash(t), embedder.name, now, m.rowid) for m, t in zip(part, texts)],
+                    [(content_hash(t), embedder.name, now, m.rowid) for m, t in zip(part, texts, strict=False)],
                 )
                 if progress:
                     progress(min(start + batch_size, len(ordered)), len(ordered))

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
 
 from .ranking import IMPORTANCE_KEYWORDS, keyword_hits
 from .tokens import count_tokens

@@ -33,9 +33,10 @@ import secrets
 import socket
 import threading
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .clock import from_iso, to_iso
 from .errors import NotFoundError

@@ -27,10 +27,11 @@ import hashlib
 import json
 import re
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from .clock import from_iso, to_iso

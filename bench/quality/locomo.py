@@ -24,9 +24,10 @@ import os
 import re
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -146,7 +147,7 @@ class CachedEmbedder:
         todo = [i for i, k in enumerate(keys) if k not in self.cache]
         if todo:
             vectors = np.asarray(self.inner.embed([texts[i] for i in todo]), dtype=np.float32)
-            for i, v in zip(todo, vectors):
+            for i, v in zip(todo, vectors, strict=False):
                 self.cache[keys[i]] = v
             self.dirty = True
         return np.stack([self.cache[k] for k in keys])
@@ -230,12 +231,12 @@ def evaluate(report: LoadReport, embedder: Any, methods: dict[str, dict[str, Any
             with MemoryStore.open(":memory:", embedder=embedder, config={"search": search_config}) as store:
                 store.add_many(
                     [NewMemory(text=text, id=dia, namespace=conv.sample_id, kind="message", vector=vec)
-                     for (dia, text), vec in zip(conv.turns, turn_vectors)],
+                     for (dia, text), vec in zip(conv.turns, turn_vectors, strict=False)],
                     batch_size=2000,
                 )
                 result = results[name]
                 started = time.perf_counter()
-                for question, qvec in zip(conv.questions, query_vectors):
+                for question, qvec in zip(conv.questions, query_vectors, strict=False):
                     hits = store.search(question.text, vector=qvec, namespace=conv.sample_id, limit=10,
                                         fusion=options.get("fusion"), track_access=False)
                     ranked = [hit.id for hit in hits]

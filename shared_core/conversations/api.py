@@ -20,10 +20,11 @@ import html
 import json
 import logging
 import secrets
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..clock import to_iso
 from ..embed import fnv1a_64, profile_of

@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import math
 import secrets
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..clock import from_iso, to_iso
 

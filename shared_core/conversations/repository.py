@@ -7,8 +7,9 @@ embeds, ranks or touches files.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from ..clock import from_iso, to_iso
 from ..db import Database

@@ -25,8 +25,9 @@ import json
 import os
 import re
 import secrets
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ..clock import to_iso
 from ..embed import fnv1a_64

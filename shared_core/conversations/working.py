@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import html
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from ..llm import ModelOutputError, TextModel, parse_json_output
 from ..summarize import Scored, extractive_pick, score_sentence, split_sentences, top_keywords

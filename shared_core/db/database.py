@@ -15,8 +15,9 @@ import os
 import threading
 import time
 import unicodedata
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ..errors import DriverError, SchemaError, StorageError, StoreClosedError
 from .driver import Driver, connect, connect_companion, get_driver

@@ -164,7 +164,7 @@ def connect_companion(path: str, *, busy_timeout_ms: int = 10_000) -> Any:
     return conn
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _has_fts5(driver: Driver) -> bool:
     """Probe once per driver, on a throwaway in-memory database (never on the user's file)."""
     probe = driver.module.connect(":memory:")

@@ -19,7 +19,7 @@ import hashlib
 import math
 import re
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -70,7 +70,7 @@ class HashingEmbedder:
         feats: Counter[str] = Counter()
         for word in words:
             feats["w:" + word] += 1
-        for a, b in zip(words, words[1:]):
+        for a, b in zip(words, words[1:], strict=False):
             feats["b:" + a + " " + b] += 1
         for word in words:
             padded = f"<{word}>"

@@ -7,7 +7,7 @@ itself, so text-only searches fall back to keyword search.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -8,7 +8,8 @@ with ``pip install "openkoi-memory[sentence-transformers]"``.
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

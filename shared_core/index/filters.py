@@ -27,8 +27,9 @@ Python, JSON ``true``/``false`` compare equal to 1/0 with numbers.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence, Union
+from typing import Any
 
 from ..errors import FilterError
 
@@ -120,7 +121,7 @@ class Not:
     filter: Filter
 
 
-Filter = Union[Condition, And, Or, Not]
+Filter = Condition | And | Or | Not
 
 _SCALAR = (str, int, float, bool)
 

@@ -73,7 +73,7 @@ class KeywordIndex:
         marks = ", ".join("?" for _ in all_stems)
         df = dict(self.db.query(f"SELECT term, doc FROM memory_fts_vocab WHERE term IN ({marks})", all_stems))
         freq = [min((df.get(s, 0) for s in group), default=0) for group in stems]
-        kept = [t for t, f in zip(terms, freq) if f <= limit]
+        kept = [t for t, f in zip(terms, freq, strict=False) if f <= limit]
         if kept:
             return kept
         rarest = sorted(range(len(terms)), key=lambda i: freq[i])[:2]

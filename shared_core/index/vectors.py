@@ -23,8 +23,9 @@ before, so a rolled-back write cannot leak into search.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -161,7 +162,7 @@ class _Mirror:
         self.vectors[:n] = vectors
         self.codes[:n] = np.packbits(vectors > 0, axis=1)
         self.slot = {int(r): i for i, r in enumerate(rowids)}
-        self.stamps = {int(r): s.stamp for r, s in zip(rowids, states)}
+        self.stamps = {int(r): s.stamp for r, s in zip(rowids, states, strict=False)}
 
     def mask(self, scope: Scope, now: float) -> np.ndarray:
         n = self.size
@@ -306,7 +307,7 @@ class VectorIndex:
                 return {}
             slots = np.fromiter((s for _, s in pairs), dtype=np.int64, count=len(pairs))
             sims = mirror.vectors[slots] @ query
-            return {r: float(s) for (r, _), s in zip(pairs, sims)}
+            return {r: float(s) for (r, _), s in zip(pairs, sims, strict=False)}
         out: dict[int, float] = {}
         blob = query.astype(np.float32).tobytes()
         for start in range(0, len(rowids), _BATCH):

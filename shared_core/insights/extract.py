@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from ..clock import from_iso, to_iso
 from ..llm import ModelOutputError, parse_json_output

@@ -6,9 +6,10 @@ import html
 import json
 import re
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..clock import from_iso, to_iso
 from ..config import IMPORTANCE_LEVELS, URGENCY_LEVELS

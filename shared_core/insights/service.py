@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import logging
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..clock import days_between, to_iso
 from ..errors import NotFoundError

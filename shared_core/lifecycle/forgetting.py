@@ -28,9 +28,10 @@ from __future__ import annotations
 import html
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..clock import to_iso
 from ..conversations.api import CHUNK_PREFIX, searchable_text

@@ -16,10 +16,11 @@ deleted for good (triggers in migration 16).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import combinations
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from ..clock import days_between, from_iso, to_iso
 from ..index.scope import Scope

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Iterator
 
 from ..clock import Clock, from_iso, to_iso
 from ..db import Database

@@ -16,9 +16,10 @@ from __future__ import annotations
 import html
 import time
 import traceback
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .cron import CronSchedule, resolve_timezone
 from .locks import RunLocks

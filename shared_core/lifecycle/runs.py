@@ -9,9 +9,10 @@ job's work: a second process waiting on the write lock then sees the job done.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
-from typing import Any, Mapping
+from typing import Any
 
 from ..clock import from_iso, to_iso
 from ..db import Database

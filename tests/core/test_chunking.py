@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from shared_core.config import Config, KnowledgeBaseConfig
 from shared_core.documents import Chunker, LoadedDocument, Section
-from shared_core.tokens import estimate_tokens, tokenizer
 from shared_core.errors import ConfigError
+from shared_core.tokens import estimate_tokens, tokenizer
 
 PROSE = " ".join(
     f"Sentence number {i} talks about invoices, deploys and the {['north', 'south', 'east'][i % 3]} office."

@@ -10,13 +10,11 @@ import textwrap
 import threading
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from shared_core import (
     EmbedderMismatchError,
     HashingEmbedder,
-    ManualClock,
     MemoryStore,
     SchemaError,
     StorageError,

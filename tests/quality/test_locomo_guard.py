@@ -37,7 +37,7 @@ def test_loader_repairs_and_counts_malformed_evidence():
 
 def test_hybrid_is_never_worse_than_bm25_with_the_hashing_embedder(results):
     bm25, hybrid = results["bm25"].answerable.row(), results["hybrid"].answerable.row()
-    assert all(h >= b - 1e-9 for h, b in zip(hybrid, bm25)), (bm25, hybrid)
+    assert all(h >= b - 1e-9 for h, b in zip(hybrid, bm25, strict=False)), (bm25, hybrid)
 
 
 def test_bm25_finds_a_fair_share_of_evidence(results):
