@@ -1,6 +1,7 @@
 # The two commands the README names. Both set everything up from nothing.
 #   make demo   - create .venv, install, run the demo on the embedded default (no server, key or network)
-#   make test   - create .venv, install with the test extras, run the test suite
+#   make test   - create .venv, install with the test extras, run the test suite, then the core
+#                 tests again with the other SQLite driver (.ci/other-driver)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -25,6 +26,7 @@ demo: $(VENV)/.installed-demo
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	.ci/other-driver $(BIN)/python
 
 install: $(VENV)/.installed-test
 
@@ -32,4 +34,4 @@ lint: $(VENV)/.installed-test
 	$(BIN)/python -m ruff check shared_core langchain_openkoi llama_index_openkoi tests bench
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-stdlib build *.egg-info .pytest_cache .ruff_cache

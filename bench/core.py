@@ -35,7 +35,9 @@ sys.path.insert(0, str(ROOT))
 from shared_core import HashingEmbedder, MemoryStore, NewMemory  # noqa: E402
 from shared_core.db import get_driver  # noqa: E402
 
-LOCOMO = Path(os.environ.get("LOCOMO_PATH", ROOT.parent / "shared" / "data" / "locomo10.json"))
+sys.path.insert(0, str(ROOT / "bench" / "quality"))
+from locomo import DEFAULT_DATA as LOCOMO  # noqa: E402
+
 CACHE = ROOT / "bench" / ".cache"
 
 

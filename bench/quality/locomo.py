@@ -37,7 +37,18 @@ sys.path.insert(0, str(ROOT))
 from shared_core import MemoryStore, NewMemory  # noqa: E402
 from shared_core.embed import HashingEmbedder  # noqa: E402
 
-DEFAULT_DATA = Path(os.environ.get("LOCOMO_PATH", ROOT.parent / "shared" / "data" / "locomo10.json"))
+
+def _find_data() -> Path:
+    """$LOCOMO_PATH, else ../shared/data/locomo10.json beside the checkout, else this workplace's /work/shared."""
+    if os.environ.get("LOCOMO_PATH"):
+        return Path(os.environ["LOCOMO_PATH"])
+    for candidate in (ROOT.parent / "shared" / "data" / "locomo10.json", Path("/work/shared/data/locomo10.json")):
+        if candidate.exists():
+            return candidate
+    return ROOT.parent / "shared" / "data" / "locomo10.json"
+
+
+DEFAULT_DATA = _find_data()
 CACHE = ROOT / "bench" / ".cache"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 PREFERENCE = re.compile(r"\b(would|likely|prefer\w*|favou?rite|enjoy\w*|interested|like to)\b", re.IGNORECASE)

@@ -26,11 +26,13 @@ Python, JSON ``true``/``false`` compare equal to 1/0 with numbers.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..db.driver import get_driver
 from ..errors import FilterError
 
 __all__ = [
@@ -225,11 +227,23 @@ class _Field:
             self.path_params: list[Any] = []
         else:
             parts = name if isinstance(name, tuple) else name.split(".")
+            if any('"' in part for part in parts) and not _escaped_labels():
+                raise FilterError(
+                    f"the SQLite {get_driver().sqlite_version} in use cannot address a metadata key containing a "
+                    "double quote (that needs SQLite 3.45+); rename the key, or set OPENKOI_SQLITE_DRIVER=sqlean"
+                )
             path = "$" + "".join('."' + part.replace("\\", "\\\\").replace('"', '\\"') + '"' for part in parts)
             self.value = f"json_extract({alias}.metadata, ?)"
             self.type = f"json_type({alias}.metadata, ?)"
             self.each = f"json_each({alias}.metadata, ?)"
             self.path_params = [path]
+
+
+@functools.lru_cache(maxsize=1)
+def _escaped_labels() -> bool:
+    """JSON paths with backslash-escaped quotes inside labels work from SQLite 3.45 on."""
+    version = tuple(int(x) for x in get_driver().sqlite_version.split(".")[:2])
+    return version >= (3, 45)
 
 
 def compile_filter(node: Filter | None, alias: str = "c") -> tuple[str, list[Any]]:

@@ -57,7 +57,13 @@ def test_tuple_fields_address_keys_literally(store):
     assert found(("a.b",), 1) == ["odd"]
     assert found(("@kind",), 2) == ["odd"]
     assert found(("$x",), 3) == ["odd"]
-    assert found(('q"uote',), 4) == ["odd"]
+    from shared_core.index.filters import _escaped_labels
+
+    if _escaped_labels():
+        assert found(('q"uote',), 4) == ["odd"]
+    else:  # SQLite before 3.45 (Debian 12's): a clear error instead of a silent non-match
+        with pytest.raises(FilterError, match="double quote"):
+            found(('q"uote',), 4)
     assert found(("back\\slash",), 5) == ["odd"]
     assert found(("a", "b"), 6) == ["odd"]
     assert found("a.b", 6) == ["odd"]  # the string form still walks into objects

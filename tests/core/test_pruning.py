@@ -187,7 +187,8 @@ def test_space_is_reclaimed_with_incremental_vacuum(tmp_path, clock):
         assert store.db.scalar("PRAGMA auto_vacuum") == 2
         second = store.pruning.run()
         assert not second.switched_to_incremental and second.archived == 42
-        assert store.db.scalar("PRAGMA freelist_count") == 0
+        assert second.pages_reclaimed > 0
+        assert store.db.scalar("PRAGMA freelist_count") <= 1  # SQLite 3.40 may keep one page, 3.45+ none
 
 
 def test_dry_run_changes_nothing(store):
