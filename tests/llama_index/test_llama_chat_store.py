@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from llama_index.core.base.llms.types import (
     AudioBlock,
-    CachePoint,
     CacheControl,
+    CachePoint,
     ChatMessage,
     CitableBlock,
     CitationBlock,
