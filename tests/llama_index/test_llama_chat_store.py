@@ -16,6 +16,7 @@ from llama_index.core.base.llms.types import (
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
+    VideoBlock,
 )
 from llama_index.core.bridge.pydantic import BaseModel
 from llama_index.core.llms import MockLLM
@@ -42,6 +43,8 @@ def every_kind_of_message() -> list[ChatMessage]:
             ImageBlock(image=b"\x89PNG\r\n\x1a\n fake png bytes", image_mimetype="image/png"),
             AudioBlock(audio=b"RIFF fake wav", format="wav"),
             DocumentBlock(data=b"%PDF-1.4 fake", title="report.pdf", document_mimetype="application/pdf"),
+            VideoBlock(url="https://video.example/clip.mp4", fps=24),
+            VideoBlock(video=b"\x00\x00\x00 fake mp4", video_mimetype="video/mp4"),
             TextBlock(text="Thanks!"),
         ]),
         ChatMessage(role=MessageRole.ASSISTANT, blocks=[
