@@ -6,8 +6,11 @@
 True
 """
 
+from .chat_store import OpenKoiChatStore, OpenKoiDBChatStore
 from .filters import to_openkoi_filter
 from .kvstore import OpenKoiDocumentStore, OpenKoiIndexStore, OpenKoiKVStore
+from .memory_block import OpenKoiMemoryBlock
+from .readers import OpenKoiReader
 from .retriever import OpenKoiRetriever
 from .storage import openkoi_storage_context
 from .vector_store import OpenKoiVectorStore
@@ -18,6 +21,10 @@ __all__ = [
     "OpenKoiDocumentStore",
     "OpenKoiIndexStore",
     "OpenKoiRetriever",
+    "OpenKoiChatStore",
+    "OpenKoiDBChatStore",
+    "OpenKoiMemoryBlock",
+    "OpenKoiReader",
     "openkoi_storage_context",
     "to_openkoi_filter",
 ]

@@ -104,6 +104,21 @@ class SearchResults(list):
     def to_dicts(self) -> list[dict[str, Any]]:
         return [hit.to_dict() for hit in self]
 
+    def matching(self, threshold: float, *, min_keyword: float = 0.0) -> SearchResults:
+        """The hits whose keywords matched the query or whose vector similarity reaches ``threshold``.
+
+        Seed 003's relevance gate (its message search): a hit that only came back as a weak
+        vector neighbour is dropped. ``profile_of(embedder).kb_threshold`` is the usual
+        threshold (0.7 for sentence models, 0.35 for the hashing embedder). ``min_keyword``:
+        a keyword match counts only when its BM25 is at least this share of the best one
+        (``ScoreParts.keyword``), so that matching only words most memories contain ("is",
+        "the": FTS5 gives them almost no weight) does not count as matching.
+        """
+        kept = [h for h in self
+                if ((h.parts.bm25 or 0.0) > 0.0 and h.parts.keyword >= min_keyword)
+                or (h.parts.similarity or -1.0) >= threshold]
+        return SearchResults(kept, query=self.query)
+
     def _repr_html_(self) -> str:
         head = "".join(
             f"<th>{h}</th>" for h in ("#", "id", "score", "text", "kind", "tags", "bm25", "similarity", "feedback", "recency")

@@ -298,12 +298,15 @@ class Conversations:
         with self._db.lock:
             return self._repo.list_sessions(namespace, limit, offset)
 
-    def session_ids(self, *, namespace: str | None = None) -> list[str]:
-        """Every session id (of one namespace, if given), sorted: the chat stores' "keys"."""
+    def session_ids(self, *, namespace: str | None = None, with_messages: bool = False) -> list[str]:
+        """Every session id (of one namespace, if given), sorted: the chat stores' "keys".
+
+        ``with_messages=True``: only sessions that hold at least one message.
+        """
         if namespace is not None:
             check_namespace(namespace)
         with self._db.lock:
-            return self._repo.session_ids(namespace)
+            return self._repo.session_ids(namespace, with_messages=with_messages)
 
     def delete_session(self, session_id: str, *, missing_ok: bool = False) -> int:
         """Delete a session, its messages, index chunks, working summaries and transcript; return how many messages."""
@@ -346,18 +349,20 @@ class Conversations:
         sent_at: datetime | str | None = None,
         importance: float | None = None,
         pinned: bool = False,
+        active: bool = True,
     ) -> Message:
         """Append one message to a session (created on first use); return it as stored.
 
         ``namespace``: the session's (``None``: the existing session's, or ``"default"`` for a
         new one). Appending a ``message_id`` that is already stored with the same role and
         content returns the stored message (re-ingesting a platform message is harmless).
+        ``active=False`` stores it outside the session's active window (see :meth:`deactivate_oldest`).
         """
         item = NewMessage(
             role=role, content=content, message_id=message_id, name=name, tool_calls=tool_calls,
             tool_call_id=tool_call_id, additional_kwargs=additional_kwargs, metadata=metadata,
             attachments=attachments, platform=platform, channel=channel, person=person, bot_id=bot_id,
-            sent_at=sent_at, importance=importance, pinned=pinned,
+            sent_at=sent_at, importance=importance, pinned=pinned, active=active,
         )
         return self.append_many(session_id, [item], namespace=namespace)[0]
 
@@ -435,6 +440,8 @@ class Conversations:
         pending: list[_Pending] = []
         for item in items:
             role = check_text(item.role, "role", allow_empty=False, max_len=64)
+            if not isinstance(item.active, bool):
+                raise TypeError(f"active must be True or False, got {item.active!r}")
             text, blocks = content_parts(item.content)
             message_id = new_message_id() if item.message_id is None else _message_id(item.message_id)
             attachments = normalise_attachments(item.attachments)
@@ -449,6 +456,7 @@ class Conversations:
                 person=optional_text(item.person, "person"), bot_id=optional_text(item.bot_id, "bot_id"),
                 sent_at=when(item.sent_at, "sent_at") or now, stored_at=now, tier="short",
                 importance=unit_or_none(item.importance, "importance"), pinned=bool(item.pinned),
+                active=item.active,
             )
             searchable = searchable_text(message)
             message.token_count = count_tokens(searchable) if searchable else 0
@@ -576,25 +584,34 @@ class Conversations:
         limit: int | None = None,
         last: int | None = None,
         after_seq: int | None = None,
+        offset: int = 0,
+        active: bool | None = None,
     ) -> list[Message]:
         """A session's messages in order ([] for an unknown session, or one in another namespace).
 
-        ``last=n``: only the final n; ``limit=n``: only the first n (after ``after_seq``).
-        Reading a transcript is not a retrieval: access counts do not change.
+        ``last=n``: only the final n; ``limit=n``: only the first n (after ``after_seq``),
+        skipping ``offset`` first. ``active``: only the messages in (True) or out of (False)
+        the active window. Reading a transcript is not a retrieval: access counts do not change.
         """
+        for name, value in (("limit", limit), ("last", last)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValueError(f"{name} must be a non-negative whole number, got {value!r}")
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"offset must be a non-negative whole number, got {offset!r}")
         with self._db.lock:
             session = self._repo.session(_session_id(session_id))
             if session is None or (namespace is not None and session.namespace != namespace):
                 return []
-            return self._repo.session_messages(session.id, after_seq=after_seq, limit=limit, last=last)
+            return self._repo.session_messages(session.id, after_seq=after_seq, limit=limit, last=last,
+                                               offset=offset, active=_state(active))
 
-    def count(self, session_id: str, *, namespace: str | None = None) -> int:
-        """How many messages a session holds (0 for an unknown session)."""
+    def count(self, session_id: str, *, namespace: str | None = None, active: bool | None = None) -> int:
+        """How many messages a session holds (0 for an unknown session); ``active`` as in :meth:`messages`."""
         with self._db.lock:
             session = self._repo.session(_session_id(session_id))
             if session is None or (namespace is not None and session.namespace != namespace):
                 return 0
-            return self._repo.count(session.id)
+            return self._repo.count(session.id, active=_state(active))
 
     def get(self, message_id: str, *, namespace: str | None = None, track_access: bool = True) -> Message:
         """One message by id, or :class:`NotFoundError`. A lookup counts as an access (seed 003)."""
@@ -632,31 +649,78 @@ class Conversations:
                 self._delete_one(message)
             return message
 
-    def delete_at(self, session_id: str, index: int, *, namespace: str | None = None) -> Message | None:
-        """Delete the message at list position ``index`` (negative counts from the end); None if there is none."""
+    def delete_at(self, session_id: str, index: int, *, namespace: str | None = None,
+                  active: bool | None = None) -> Message | None:
+        """Delete the message at list position ``index`` (negative counts from the end); None if there is none.
+
+        ``active``: the position in the list ``messages(session_id, active=...)`` returns.
+        """
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(f"index must be a whole number, got {index!r}")
         with self._db.lock:
             with self._db.transaction():
                 session = self._repo.session(_session_id(session_id))
                 if session is None or (namespace is not None and session.namespace != namespace):
                     return None
-                message = self._repo.message_at(session.id, index)
+                message = self._repo.message_at(session.id, index, active=_state(active))
                 if message is None:
                     return None
                 self._delete_one(message)
             return message
 
+    def deactivate_oldest(self, session_id: str, n: int, *, namespace: str | None = None) -> list[Message]:
+        """Move the ``n`` oldest active messages out of the session's active window; return them.
+
+        They stay in the history, the transcript and the search index (``messages(...,
+        active=False)`` lists them): this is how a chat memory retires its short-term queue
+        (LlamaIndex's ``archive_oldest_messages``). It is not the forgetting engine's compression.
+        """
+        n = _count_arg(n)
+        with self._db.lock:
+            with self._db.transaction():
+                session = self._repo.session(_session_id(session_id))
+                if session is None or (namespace is not None and session.namespace != namespace) or n == 0:
+                    return []
+                oldest = self._repo.session_messages(session.id, active=True, limit=n)
+                self._repo.set_active([m.id for m in oldest], False)
+                if oldest:
+                    self._repo.update_session(session.id, updated_at=self._store.clock.now())
+            for message in oldest:
+                message.active = False
+            return oldest
+
+    def delete_oldest(self, session_id: str, n: int, *, namespace: str | None = None,
+                      active: bool | None = None) -> list[Message]:
+        """Delete the ``n`` oldest messages (of those with the given ``active`` state) in one transaction; return them."""
+        n = _count_arg(n)
+        with self._db.lock:
+            with self._db.transaction():
+                session = self._repo.session(_session_id(session_id))
+                if session is None or (namespace is not None and session.namespace != namespace) or n == 0:
+                    return []
+                oldest = self._repo.session_messages(session.id, active=_state(active), limit=n)
+                self._delete_some(session.id, oldest)
+            return oldest
+
     def delete_last(self, session_id: str, *, namespace: str | None = None) -> Message | None:
         """Delete the session's last message; return it (None for an empty session)."""
         return self.delete_at(session_id, -1, namespace=namespace)
 
-    def clear(self, session_id: str, *, namespace: str | None = None) -> list[Message]:
-        """Delete every message of a session (the session itself stays); return them."""
+    def clear(self, session_id: str, *, namespace: str | None = None, active: bool | None = None) -> list[Message]:
+        """Delete every message of a session (the session itself stays); return them.
+
+        ``active``: only the messages in (True) or out of (False) the active window.
+        """
         with self._db.lock:
             with self._db.transaction():
                 session = self._repo.session(_session_id(session_id))
                 if session is None or (namespace is not None and session.namespace != namespace):
                     return []
-                return self._clear_rows(session.id)
+                if active is None:
+                    return self._clear_rows(session.id)
+                chosen = self._repo.session_messages(session.id, active=_state(active))
+                self._delete_some(session.id, chosen)
+                return chosen
 
     def _clear_rows(self, session_id: str) -> list[Message]:
         self._repair(session_id)
@@ -665,6 +729,15 @@ class Conversations:
         self._repo.update_session(session_id, updated_at=self._store.clock.now())
         self._rewrite_transcript(session_id)
         return messages
+
+    def _delete_some(self, session_id: str, messages: Sequence[Message]) -> None:
+        """Inside a transaction: delete several messages of one session, then rewrite its transcript."""
+        if not messages:
+            return
+        self._repair(session_id)
+        self._remove(messages)
+        self._repo.update_session(session_id, updated_at=self._store.clock.now())
+        self._rewrite_transcript(session_id)
 
     def _delete_one(self, message: Message) -> None:
         self._repair(message.session_id)
@@ -778,7 +851,7 @@ class Conversations:
             query, namespace=namespace, kind="message", where=where, since=since, until=until,
             limit=limit * cfg.scan_limit_factor, track_access=False,
         )
-        kept = [h for h in hits if (h.parts.bm25 or 0.0) > 0.0 or (h.parts.similarity or -1.0) >= threshold][:limit]
+        kept = hits.matching(threshold)[:limit]
         with self._db.lock:
             found = self._repo.messages_by_ids([h.memory.owner_id for h in kept if h.memory.owner_id])
             results = [
@@ -1024,6 +1097,18 @@ def _session_id(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"a session id must be a non-empty string such as 'chat-42', got {value!r}")
     return check_text(value, "session id", max_len=512)
+
+
+def _state(active: Any) -> bool | None:
+    if active is not None and not isinstance(active, bool):
+        raise TypeError(f"active must be True, False or None (all messages), got {active!r}")
+    return active
+
+
+def _count_arg(n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"n must be a non-negative whole number, got {n!r}")
+    return n
 
 
 def _message_id(value: Any) -> str:

@@ -57,6 +57,9 @@ class Message:
     ``content_blocks`` keeps that list verbatim and ``content`` holds its text parts
     (``raw_content`` gives back whichever was given). ``id`` is the seed's auto-increment
     row id (what summaries' ``source_record_ids`` list); ``message_id`` is the public one.
+    ``active``: the message is in the session's active window (a chat memory's short-term
+    queue); :meth:`Conversations.deactivate_oldest` moves messages out of it, and they stay
+    in the history, the transcript and the search index.
     """
 
     message_id: str
@@ -90,6 +93,7 @@ class Message:
     embedding_dimensions: int | None = None
     embedding_updated_at: datetime | None = None
     token_count: int = 0
+    active: bool = True
     id: int = 0
 
     @property
@@ -129,6 +133,7 @@ class NewMessage:
     JSON). ``tool_calls``/``additional_kwargs``/``metadata``/``attachments`` must be
     JSON-serialisable. ``sent_at`` defaults to now (the store's clock). ``message_id`` is
     the platform's id when there is one (unique across the store); a fresh one otherwise.
+    ``active=False`` stores it outside the session's active window (see ``Message.active``).
     """
 
     role: str
@@ -147,6 +152,7 @@ class NewMessage:
     sent_at: datetime | str | None = None
     importance: float | None = None
     pinned: bool = False
+    active: bool = True
 
 
 # -- validation and normalisation (used by the repository before any write) --------------------
@@ -189,6 +195,12 @@ def optional_text(value: Any, what: str) -> str | None:
     return check_text(value, what, allow_empty=False, max_len=1000)
 
 
+def block_type(block: Mapping[str, Any]) -> str:
+    """A content block's type: ``type`` (OpenAI, Anthropic, LangChain) or ``block_type`` (LlamaIndex); "text" if neither."""
+    kind = block.get("type", block.get("block_type"))
+    return kind if isinstance(kind, str) and kind else "text"
+
+
 def content_parts(content: Any) -> tuple[str, list[Any] | None]:
     """(text, blocks): a string stays as it is; a block list keeps its JSON and yields its text parts."""
     if isinstance(content, str):
@@ -199,7 +211,7 @@ def content_parts(content: Any) -> tuple[str, list[Any] | None]:
         for block in blocks:
             if isinstance(block, str):
                 texts.append(block)
-            elif isinstance(block, dict) and isinstance(block.get("text"), str) and block.get("type", "text") == "text":
+            elif isinstance(block, dict) and isinstance(block.get("text"), str) and block_type(block) == "text":
                 texts.append(block["text"])
         return check_text("\n".join(texts), "content"), blocks
     raise TypeError(f"content must be a string or a list of content blocks, got {type(content).__name__}")
@@ -213,18 +225,26 @@ def media_refs(attachments: Sequence[Mapping[str, Any]], blocks: Sequence[Any] |
         if ref:
             refs.append(str(ref))
     for block in blocks or ():
-        if not isinstance(block, dict) or block.get("type", "text") == "text":
+        if not isinstance(block, dict) or block_type(block) in _NOT_MEDIA:
             continue
         url = block.get("url")
         if url is None and isinstance(block.get("image_url"), dict):
             url = block["image_url"].get("url")
         elif url is None and isinstance(block.get("image_url"), str):
             url = block["image_url"]
+        if url is None and isinstance(block.get("path"), str):
+            url = block["path"]
         if isinstance(url, str) and url and not url.startswith("data:"):
             refs.append(url)
         else:
-            refs.append(f"{block.get('type', 'media')} (inline)")
+            refs.append(f"{block_type(block)} (inline)")
     return refs
+
+
+# block types that carry no medium: text, reasoning, tool calls and results, prompt-cache markers,
+# citations (LlamaIndex's block_type names and the providers' type names)
+_NOT_MEDIA = frozenset({"text", "thinking", "reasoning", "tool_call", "tool_use", "tool_result", "function_call",
+                        "cache", "citable", "citation"})
 
 
 _ATTACHMENT_KEYS = {"contentType": "content_type", "sizeBytes": "size_bytes"}

@@ -26,7 +26,7 @@ MESSAGE_COLUMNS = (
     "tool_calls", "tool_call_id", "additional_kwargs", "platform", "channel", "person", "bot_id", "timestamp",
     "created_at", "attachments", "embedding_model", "embedding_content_hash", "embedding_dimensions",
     "embedding_updated_at", "metadata", "memory_stage", "access_count", "last_access_at", "importance_score",
-    "archived_at", "is_pinned", "summary_ref_id", "token_count",
+    "archived_at", "is_pinned", "summary_ref_id", "token_count", "active",
 )
 SUMMARY_COLUMNS = (
     "summary_id", "namespace", "summary_tier", "source_tier", "start_timestamp", "end_timestamp", "message_count",
@@ -73,7 +73,7 @@ def message_from_row(row: Sequence[Any]) -> Message:
         embedding_updated_at=from_iso(v["embedding_updated_at"]), metadata=json.loads(v["metadata"] or "{}"),
         tier=v["memory_stage"], access_count=int(v["access_count"] or 0), last_access_at=from_iso(v["last_access_at"]),
         importance=v["importance_score"], archived_at=from_iso(v["archived_at"]), pinned=bool(v["is_pinned"]),
-        summary_ref_id=v["summary_ref_id"], token_count=int(v["token_count"] or 0),
+        summary_ref_id=v["summary_ref_id"], token_count=int(v["token_count"] or 0), active=bool(v["active"]),
     )
 
 
@@ -158,10 +158,15 @@ class MessageRepository:
         )
         return [session_from_row(r) for r in rows]
 
-    def session_ids(self, namespace: str | None) -> list[str]:
-        if namespace is None:
-            return [r[0] for r in self.db.query("SELECT id FROM sessions ORDER BY id")]
-        return [r[0] for r in self.db.query("SELECT id FROM sessions WHERE namespace = ? ORDER BY id", (namespace,))]
+    def session_ids(self, namespace: str | None, *, with_messages: bool = False) -> list[str]:
+        clauses, params = [], []
+        if namespace is not None:
+            clauses.append("s.namespace = ?")
+            params.append(namespace)
+        if with_messages:
+            clauses.append("EXISTS (SELECT 1 FROM raw_messages m WHERE m.session_id = s.id)")
+        where = f"WHERE {' AND '.join(clauses)} " if clauses else ""
+        return [r[0] for r in self.db.query(f"SELECT s.id FROM sessions s {where}ORDER BY s.id", params)]
 
     def delete_session(self, session_id: str) -> None:
         # tasks (seed 000) may point at the session: keep them, without the dangling reference
@@ -181,7 +186,7 @@ class MessageRepository:
                 to_iso(m.sent_at), to_iso(m.stored_at), _dumps(m.attachments), m.embedding_model,
                 m.embedding_content_hash, m.embedding_dimensions, to_iso(m.embedding_updated_at), _dumps(m.metadata),
                 m.tier, m.access_count, to_iso(m.last_access_at), m.importance, to_iso(m.archived_at), int(m.pinned),
-                m.summary_ref_id, m.token_count,
+                m.summary_ref_id, m.token_count, int(m.active),
             ),
         )
         return int(cursor.lastrowid)
@@ -215,9 +220,13 @@ class MessageRepository:
     def session_messages(
         self, session_id: str, *, after_seq: int | None = None, through_seq: int | None = None,
         limit: int | None = None, last: int | None = None, include_compressed: bool = True,
+        active: bool | None = None, offset: int = 0,
     ) -> list[Message]:
         clauses = ["m.session_id = ?"]
         params: list[Any] = [session_id]
+        if active is not None:
+            clauses.append("m.active = ?")
+            params.append(int(active))
         if after_seq is not None:
             clauses.append("m.seq > ?")
             params.append(after_seq)
@@ -233,24 +242,38 @@ class MessageRepository:
             )
             rows.reverse()
         else:
-            tail = " LIMIT ?" if limit is not None else ""
+            tail = " LIMIT ? OFFSET ?" if limit is not None or offset else ""
+            extra = [-1 if limit is None else limit, offset] if tail else []
             rows = self.db.query(
-                f"SELECT {_MSG_SELECT} FROM raw_messages m WHERE {where} ORDER BY m.seq{tail}",
-                (*params, *([limit] if limit is not None else [])),
+                f"SELECT {_MSG_SELECT} FROM raw_messages m WHERE {where} ORDER BY m.seq{tail}", (*params, *extra),
             )
         return [message_from_row(r) for r in rows]
 
-    def message_at(self, session_id: str, index: int) -> Message | None:
-        """The message at a list position (negative counts from the end), or None."""
+    def message_at(self, session_id: str, index: int, *, active: bool | None = None) -> Message | None:
+        """The message at a list position (negative counts from the end), or None.
+
+        ``active``: the position among active (True) or inactive (False) messages only.
+        """
         if index >= 0:
             sql, param = "ORDER BY m.seq ASC LIMIT 1 OFFSET ?", index
         else:
             sql, param = "ORDER BY m.seq DESC LIMIT 1 OFFSET ?", -index - 1
-        rows = self.db.query(f"SELECT {_MSG_SELECT} FROM raw_messages m WHERE m.session_id = ? {sql}", (session_id, param))
+        state, params = ("", ()) if active is None else (" AND m.active = ?", (int(active),))
+        rows = self.db.query(f"SELECT {_MSG_SELECT} FROM raw_messages m WHERE m.session_id = ?{state} {sql}",
+                             (session_id, *params, param))
         return message_from_row(rows[0]) if rows else None
 
-    def count(self, session_id: str) -> int:
-        return int(self.db.scalar("SELECT count(*) FROM raw_messages WHERE session_id = ?", (session_id,)) or 0)
+    def count(self, session_id: str, *, active: bool | None = None) -> int:
+        if active is None:
+            return int(self.db.scalar("SELECT count(*) FROM raw_messages WHERE session_id = ?", (session_id,)) or 0)
+        return int(self.db.scalar("SELECT count(*) FROM raw_messages WHERE session_id = ? AND active = ?",
+                                  (session_id, int(active))) or 0)
+
+    def set_active(self, rowids: Sequence[int], active: bool) -> None:
+        for start in range(0, len(rowids), _BATCH):
+            part = list(rowids[start : start + _BATCH])
+            self.db.execute(f"UPDATE raw_messages SET active = ? WHERE id IN ({', '.join('?' for _ in part)})",
+                            (int(active), *part))
 
     def count_after(self, session_id: str, seq: int) -> int:
         return int(self.db.scalar(

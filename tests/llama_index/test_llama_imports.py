@@ -8,6 +8,10 @@ EXPECTED = [
     "OpenKoiDocumentStore",
     "OpenKoiIndexStore",
     "OpenKoiRetriever",
+    "OpenKoiChatStore",
+    "OpenKoiDBChatStore",
+    "OpenKoiMemoryBlock",
+    "OpenKoiReader",
     "openkoi_storage_context",
     "to_openkoi_filter",
 ]

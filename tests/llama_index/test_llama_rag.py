@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 from llama_helpers import HashEmbedding
-from llama_index.core import Document, VectorStoreIndex
+from llama_index.core import Document, VectorStoreIndex, load_index_from_storage
 from llama_index.core.embeddings import MockEmbedding
+from llama_index.core.ingestion import DocstoreStrategy, IngestionPipeline
 from llama_index.core.llms import MockLLM
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
 
-from llama_index_openkoi import OpenKoiVectorStore, openkoi_storage_context
+from llama_index_openkoi import OpenKoiReader, OpenKoiVectorStore, openkoi_storage_context
+from shared_core import MemoryStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
+from docfiles import make_docx, make_pdf  # noqa: E402
 
 DOCS = [
     Document(text="The lighthouse on Skerry Point was automated in 1987. Before that a keeper lived there "
@@ -102,3 +110,76 @@ def test_from_vector_store_reopens_an_existing_index(tmp_path):
     nodes = index.as_retriever(similarity_top_k=1).retrieve("sourdough starter")
     assert nodes[0].node.ref_doc_id == "sourdough"
     reopened.close()
+
+
+@pytest.fixture
+def handbook(tmp_path):
+    """A folder of real files: a PDF, a Word file, Markdown and text."""
+    root = tmp_path / "handbook"
+    root.mkdir()
+    make_pdf(root / "ferry.pdf", ["Island ferry timetable", "The ferry leaves at 08:15 and 17:40 on weekdays."],
+             title="Ferry timetable")
+    make_docx(root / "team.docx")
+    (root / "baking.md").write_text("# Sourdough\n\nFeed the sourdough starter twice a day and keep it warm.\n")
+    (root / "history.txt").write_text("The lighthouse on Skerry Point was automated in 1987.")
+    return root
+
+
+def test_rag_from_files_on_disk(handbook, tmp_path):
+    reader = OpenKoiReader()
+    documents = reader.load_data(handbook)
+    assert len(documents) == 4 and reader.failed == []
+    storage = openkoi_storage_context(path=tmp_path / "rag.db")
+    index = VectorStoreIndex.from_documents(documents, storage_context=storage, embed_model=HashEmbedding(),
+                                            transformations=[SentenceSplitter(chunk_size=64, chunk_overlap=0)])
+    index.set_index_id("handbook")
+    response = index.as_query_engine(llm=MockLLM(), similarity_top_k=1).query("When does the ferry leave?")
+    (top,) = response.source_nodes
+    assert top.node.ref_doc_id == str(handbook / "ferry.pdf")
+    assert top.node.metadata["title"] == "Ferry timetable" and top.node.metadata["format"] == "pdf"
+    assert "08:15" in top.node.get_content() and "08:15" in str(response)  # MockLLM echoes its prompt
+    hybrid = index.as_query_engine(llm=MockLLM(), similarity_top_k=1, vector_store_query_mode="hybrid", alpha=0.3)
+    assert hybrid.query("sourdough starter").source_nodes[0].node.metadata["file_name"] == "baking.md"
+    storage.vector_store.close()
+
+    again = openkoi_storage_context(path=tmp_path / "rag.db")  # another process, later
+    loaded = load_index_from_storage(again, index_id="handbook", embed_model=HashEmbedding())
+    hits = loaded.as_retriever(vector_store_query_mode="text_search").retrieve("lighthouse automated")
+    assert hits[0].node.metadata["file_name"] == "history.txt"
+    again.vector_store.close()
+
+
+def test_rag_from_files_with_llama_index_mocks(handbook, tmp_path):
+    documents = OpenKoiReader(split_sections=True).load_data(handbook)
+    vector_store = OpenKoiVectorStore.from_path(tmp_path / "mock.db")
+    index = VectorStoreIndex.from_documents(documents, storage_context=openkoi_storage_context(vector_store.client),
+                                            embed_model=MockEmbedding(embed_dim=8))
+    response = index.as_query_engine(llm=MockLLM(), similarity_top_k=2).query("anything")
+    assert len(response.source_nodes) == 2
+    assert {n.node.ref_doc_id for n in response.source_nodes} <= {d.id_ for d in documents}
+    assert any(d.metadata.get("page") == 2 for d in documents)  # one document per PDF page
+    vector_store.close()
+
+
+def test_reader_ids_let_a_pipeline_skip_unchanged_files(handbook, tmp_path):
+    storage = openkoi_storage_context(path=tmp_path / "pipeline.db")
+
+    def run():
+        pipeline = IngestionPipeline(
+            transformations=[SentenceSplitter(chunk_size=64, chunk_overlap=0), HashEmbedding()],
+            docstore=storage.docstore, vector_store=storage.vector_store,
+            docstore_strategy=DocstoreStrategy.UPSERTS,
+        )
+        return pipeline.run(documents=OpenKoiReader().load_data(handbook))
+
+    assert len(run()) >= 4
+    assert run() == []  # the same files: nothing re-read into nodes, nothing re-embedded
+    (handbook / "history.txt").write_text("The lighthouse on Skerry Point was automated in 1991.")
+    changed = run()
+    assert {n.ref_doc_id for n in changed} == {str(handbook / "history.txt")}
+    nodes = storage.vector_store.get_nodes()
+    assert [n.get_content() for n in nodes if n.ref_doc_id == str(handbook / "history.txt")] == [
+        "The lighthouse on Skerry Point was automated in 1991."]
+    storage.vector_store.close()
+    with MemoryStore.open(tmp_path / "pipeline.db") as raw:  # nodes and dedup hashes in one file
+        assert raw.count(kind="node") == len(nodes)
