@@ -13,6 +13,8 @@ import contextlib
 import functools
 import logging
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -133,6 +135,7 @@ class MemoryStore:
         self._erasers: list[Callable[[str], None]] = []
         self._embedding_texts: dict[str, Callable[[Memory], str]] = {}
         self._closers: list[Callable[[], None]] = []
+        self._data_dir: Path | None = None
         # domains whose hooks must exist before first use (erase_namespace and reembed need them
         # even in a process that never touches the domain), and the transcript check on open
         self.conversations, self.forgetting  # noqa: B018
@@ -265,10 +268,22 @@ class MemoryStore:
 
     @property
     def data_dir(self) -> Path:
-        """Where files written beside the database go (transcripts, workspace, skills)."""
-        if self.path == ":memory:":
-            return Path(self.config.data_dir)
-        return Path(self.path).parent
+        """Where the files that belong to this database go (transcripts, skills, workspace).
+
+        ``openkoi.db`` keeps seed 000's layout: its folder (``sessions/``, ``skills/`` beside it).
+        Any other file gets a folder of its own, ``<file>.files/``, so two memory files in one
+        folder never share transcripts. A ``":memory:"`` store gets a private temporary folder,
+        removed on close: nothing of it lands in the user's data directory.
+        """
+        if self._data_dir is None:
+            if self.path == ":memory:":
+                self._data_dir = Path(tempfile.mkdtemp(prefix="openkoi-memory-"))
+                self.register_closer(functools.partial(shutil.rmtree, self._data_dir, ignore_errors=True))
+            elif Path(self.path).name == "openkoi.db":
+                self._data_dir = Path(self.path).parent
+            else:
+                self._data_dir = Path(self.path).parent / f"{Path(self.path).name}.files"
+        return self._data_dir
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:

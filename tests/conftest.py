@@ -48,7 +48,7 @@ def store(clock):
 
 @pytest.fixture
 def file_store(tmp_path, clock):
-    with MemoryStore.open(tmp_path / "mem.db", clock=clock, config={}) as s:
+    with MemoryStore.open(tmp_path / "openkoi.db", clock=clock, config={}) as s:  # seed 000 layout
         yield s
 
 

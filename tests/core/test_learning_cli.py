@@ -22,7 +22,7 @@ def _seed(path):
 
 
 def test_recall_command(tmp_path):
-    db = tmp_path / "m.db"
+    db = tmp_path / "openkoi.db"
     _seed(db)
     runner = CliRunner()
     result = runner.invoke(main, ["--db", str(db), "recall", "deploy payments", "-c", "deploy"])
@@ -39,7 +39,7 @@ def test_recall_command(tmp_path):
 
 
 def test_learnings_skills_and_history_commands(tmp_path):
-    db = tmp_path / "m.db"
+    db = tmp_path / "openkoi.db"
     old, new = _seed(db)
     runner = CliRunner()
     listed = runner.invoke(main, ["--db", str(db), "learnings", "--decay"])

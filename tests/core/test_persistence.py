@@ -318,3 +318,13 @@ def test_a_cold_mirror_inside_a_dirty_transaction_asks_sqlite(store):
         found = store.search("second fact about tides", fusion="vector").ids  # exact path, sees own write
         assert second in found
     assert store.search("second fact about tides", fusion="vector").ids[0] == second
+
+
+def test_each_memory_file_has_its_own_data_folder(tmp_path):
+    with MemoryStore.open(tmp_path / "openkoi.db") as default, MemoryStore.open(tmp_path / "agent.db") as other:
+        assert default.data_dir == tmp_path  # seed 000: sessions/ and skills/ beside openkoi.db
+        assert other.data_dir == tmp_path / "agent.db.files"
+    with MemoryStore.open(":memory:") as scratch:
+        folder = scratch.data_dir
+        assert folder.exists() and folder != Path(scratch.config.data_dir)
+    assert not folder.exists()  # a :memory: store leaves nothing behind

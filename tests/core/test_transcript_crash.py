@@ -148,7 +148,7 @@ def _check(db: Path, before: list[str], lines: list[str]) -> list[str]:
 
 
 def test_sigkill_at_random_points_and_in_every_window(tmp_path):
-    db = tmp_path / "crash.db"
+    db = tmp_path / "openkoi.db"
     with MemoryStore.open(db) as store:
         for i in range(3):
             store.conversations.append(SESSION, "user", f"seed message {i}")

@@ -15,7 +15,7 @@ def _open(path, clock, **config):
 
 
 def test_transcript_lines_beside_the_database(tmp_path, clock):
-    with _open(tmp_path / "mem.db", clock) as store:
+    with _open(tmp_path / "openkoi.db", clock) as store:
         convs = store.conversations
         convs.append("chat-1", "user", "hello", platform="cli", metadata={"k": 1})
         convs.append("chat-1", "assistant", "", tool_calls=[{"name": "t", "args": {}}], additional_kwargs={"x": [1]})
@@ -34,7 +34,7 @@ def test_transcript_lines_beside_the_database(tmp_path, clock):
 
 
 def test_deletes_and_inserts_keep_the_file_in_step(tmp_path, clock):
-    with _open(tmp_path / "mem.db", clock) as store:
+    with _open(tmp_path / "openkoi.db", clock) as store:
         convs = store.conversations
         ids = [convs.append("s", "user", f"line {i}").message_id for i in range(6)]
         convs.delete_last("s")
@@ -51,31 +51,31 @@ def test_deletes_and_inserts_keep_the_file_in_step(tmp_path, clock):
 
 
 def test_truncated_last_line_is_repaired_on_reopen(tmp_path, clock):
-    with _open(tmp_path / "mem.db", clock) as store:
+    with _open(tmp_path / "openkoi.db", clock) as store:
         for i in range(4):
             store.conversations.append("s", "user", f"message {i}")
         path = store.conversations.transcript_path("s")
     whole = path.read_bytes()
     path.write_bytes(whole[:-17])  # cut into the last line
-    with _open(tmp_path / "mem.db", clock) as store:
+    with _open(tmp_path / "openkoi.db", clock) as store:
         assert path.read_bytes() == whole  # rebuilt from the database on open
         assert store.conversations.reconcile(full=True).clean
 
 
 def test_a_line_from_a_transaction_that_never_committed_is_dropped(tmp_path, clock):
-    with _open(tmp_path / "mem.db", clock) as store:
+    with _open(tmp_path / "openkoi.db", clock) as store:
         store.conversations.append("s", "user", "committed")
         path = store.conversations.transcript_path("s")
     whole = path.read_bytes()
     with open(path, "ab") as handle:  # what a process killed between append and commit leaves behind
         handle.write(b'{"v":1,"message_id":"ghost","seq":2,"role":"user","content":"never comm')
-    with _open(tmp_path / "mem.db", clock) as store:
+    with _open(tmp_path / "openkoi.db", clock) as store:
         assert path.read_bytes() == whole
         assert store.conversations.count("s") == 1
 
 
 def test_the_next_append_repairs_before_writing(tmp_path, clock):
-    with _open(tmp_path / "mem.db", clock) as store:
+    with _open(tmp_path / "openkoi.db", clock) as store:
         convs = store.conversations
         convs.append("s", "user", "one")
         path = convs.transcript_path("s")
@@ -89,7 +89,7 @@ def test_the_next_append_repairs_before_writing(tmp_path, clock):
 
 
 def test_rolled_back_transaction_leaves_no_line(tmp_path, clock):
-    with _open(tmp_path / "mem.db", clock) as store:
+    with _open(tmp_path / "openkoi.db", clock) as store:
         convs = store.conversations
         convs.append("s", "user", "kept")
         before = convs.transcript_path("s").read_bytes()
@@ -101,7 +101,7 @@ def test_rolled_back_transaction_leaves_no_line(tmp_path, clock):
 
 
 def test_full_reconcile_catches_edits_of_the_same_size(tmp_path, clock):
-    with _open(tmp_path / "mem.db", clock) as store:
+    with _open(tmp_path / "openkoi.db", clock) as store:
         convs = store.conversations
         convs.append("s", "user", "original text")
         path = convs.transcript_path("s")
@@ -113,12 +113,12 @@ def test_full_reconcile_catches_edits_of_the_same_size(tmp_path, clock):
 
 
 def test_stray_files_are_removed(tmp_path, clock):
-    with _open(tmp_path / "mem.db", clock) as store:
+    with _open(tmp_path / "openkoi.db", clock) as store:
         store.conversations.append("s", "user", "x")
     (tmp_path / "sessions" / "orphan.jsonl").write_text("{}\n")
     (tmp_path / "sessions" / "s.jsonl.tmp-abcd").write_text("half")
     (tmp_path / "sessions" / "notes.txt").write_text("not ours to touch")
-    with _open(tmp_path / "mem.db", clock) as store:
+    with _open(tmp_path / "openkoi.db", clock) as store:
         report = store.conversations.reconcile()
         assert report.clean  # already cleaned on open
     assert sorted(p.name for p in (tmp_path / "sessions").iterdir()) == [".openkoi-store", "notes.txt", "s.jsonl"]
@@ -145,7 +145,7 @@ def test_memory_stores_keep_no_transcript_unless_given_a_directory(tmp_path, clo
 
 
 def test_transcripts_off_and_back_on(tmp_path, clock):
-    path = tmp_path / "mem.db"
+    path = tmp_path / "openkoi.db"
     with _open(path, clock, transcripts="off") as store:
         store.conversations.append("s", "user", "written while off")
         assert not (tmp_path / "sessions").exists()
@@ -178,7 +178,7 @@ def test_other_ids_become_distinct_safe_names(tmp_path, clock):
     assert len(set(names)) == len(odd)
     for name in names:
         assert "/" not in name and not name.startswith(".") and name.endswith(".jsonl") and len(name) < 100
-    with _open(tmp_path / "mem.db", clock) as store:
+    with _open(tmp_path / "openkoi.db", clock) as store:
         for session_id in odd:
             store.conversations.append(session_id, "user", "hi")
         assert sorted(p.name for p in (tmp_path / "sessions").glob("*.jsonl")) == sorted(names)
@@ -186,9 +186,9 @@ def test_other_ids_become_distinct_safe_names(tmp_path, clock):
 
 
 def test_session_rows_made_elsewhere_get_no_empty_file(tmp_path, clock):
-    with _open(tmp_path / "mem.db", clock) as store:
+    with _open(tmp_path / "openkoi.db", clock) as store:
         store.db.execute("INSERT INTO sessions (id, created_at, updated_at) VALUES ('task-session', '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z')")
-    with _open(tmp_path / "mem.db", clock) as store:
+    with _open(tmp_path / "openkoi.db", clock) as store:
         assert store.conversations.reconcile().clean
         assert not store.conversations.transcript_path("task-session").exists()
         store.conversations.append("task-session", "user", "now it has a message")

@@ -43,7 +43,7 @@ def test_formulas():
 
 
 def _store(tmp_path, clock):
-    return MemoryStore.open(tmp_path / "usage.db", clock=clock)
+    return MemoryStore.open(tmp_path / "openkoi.db", clock=clock)
 
 
 def test_a_daily_habit_is_detected_and_proposed_as_a_skill(tmp_path):
