@@ -72,23 +72,27 @@ def vectors_for(kind: str, texts: list[str], dims: int = 384, seed: int = 1) -> 
 
 
 def _minilm(texts: list[str]) -> np.ndarray:
+    """all-MiniLM-L6-v2 vectors, cached in 4,096-text chunks (a smaller corpus is a prefix of a larger one)."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    key = hashlib.sha1("\n".join(texts).encode()).hexdigest()[:16]
-    path = CACHE / f"minilm-{len(texts)}-{key}.npy"
-    if path.exists():
-        return np.load(path)
-    from shared_core.embed import SentenceTransformerEmbedder
-
-    embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2", batch_size=128)
-    started = time.perf_counter()
+    embedder = None
     parts = []
+    started = time.perf_counter()
     for start in range(0, len(texts), 4096):
-        parts.append(embedder.embed(texts[start : start + 4096]))
-        done = start + len(parts[-1])
+        chunk = texts[start : start + 4096]
+        path = CACHE / f"minilm-chunk-{hashlib.sha1(chr(0).join(chunk).encode()).hexdigest()[:20]}.npy"
+        if path.exists():
+            parts.append(np.load(path))
+            continue
+        if embedder is None:
+            from shared_core.embed import SentenceTransformerEmbedder
+
+            embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2", batch_size=128)
+        vectors = embedder.embed(chunk).astype(np.float32)
+        np.save(path, vectors)
+        parts.append(vectors)
+        done = start + len(chunk)
         print(f"  minilm: {done}/{len(texts)} ({done / (time.perf_counter() - started):.0f}/s)", file=sys.stderr)
-    matrix = np.concatenate(parts).astype(np.float32)
-    np.save(path, matrix)
-    return matrix
+    return np.concatenate(parts) if parts else np.zeros((0, 384), dtype=np.float32)
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
