@@ -96,7 +96,8 @@ CATEGORY_KEYWORDS: dict[str, tuple[str, ...]] = {
         "anniversary", "o'clock", "routine",
     ),
     "hobbies": (
-        "hobby", "hobbies", "music", "guitar", "piano", "violin", "singing", "band", "football", "soccer",
+        "hobby", "hobbies", "music", "instrument", "play", "guitar", "piano", "violin", "cello", "drums",
+        "saxophone", "flute", "trumpet", "choir", "singing", "band", "football", "soccer",
         "basketball", "tennis", "golf", "chess", "reading", "book", "novel", "movie", "film", "hiking", "running",
         "marathon", "gym", "yoga", "swimming", "cycling", "bike", "gaming", "video game", "sport", "painting",
         "photography", "gardening", "knitting", "climbing", "skiing",

@@ -6,7 +6,8 @@ The one implementation, used by the prompt addendum (``store.memory_manager.buil
 1. **categories**: the ones the caller names; else the categories the query is about
    (:meth:`shared_core.categories.Categorizer.for_query`: keyword rules, or the text model),
    kept only if facts of that category exist in the scope; else, when the query names no known
-   category, the categories of the best hits of a flat probe search (best first);
+   category, the categories of the best hits of a flat probe search (best first), unless the
+   very best hit has no category (then scoping would hide it, and the search is flat);
    at most ``max_categories``;
 2. **scoped facts**: the store's search restricted to those categories;
 3. **flat fallback**: when fewer than ``min_results`` come back, a flat search fills up to
@@ -110,7 +111,8 @@ def search_by_category(
         chosen, chosen_by = _query_categories(store, query, namespace, kind, max_categories, categorizer)
         if not chosen:
             seen = store.search(query, where=where, limit=probe, **{**common, "track_access": False})
-            chosen = tuple(dict.fromkeys(h.memory.category for h in seen if h.memory.category))[:max_categories]
+            if seen and seen[0].memory.category:  # the best match is uncategorised: scoping would hide it
+                chosen = tuple(dict.fromkeys(h.memory.category for h in seen if h.memory.category))[:max_categories]
             chosen_by = "probe" if chosen else "none"
     else:
         chosen = (categories,) if isinstance(categories, str) else tuple(categories)

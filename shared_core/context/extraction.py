@@ -145,7 +145,7 @@ _NAME = re.compile(r"^(?:my name is|my name's|i am called|i'm called|call me|peo
 _POSSESSION = re.compile(
     r"^(?P<det>my|our)\s+(?P<thing>[^\W\d_][\w'\u2019-]*(?:\s+[\w'\u2019-]+){0,4}?)\s+"
     r"(?P<verb>is|are|was born|runs|run|uses|use|lives|live|works|work|starts|start|ends|end|falls|costs|cost|"
-    r"comes|come)\s+(?P<value>.+)$",
+    r"comes|come|expires|expire|renews|opens|closes|weighs|means)\s+(?P<value>.+)$",
     re.I,
 )
 _IDENTITY = re.compile(
@@ -338,12 +338,44 @@ def extract_facts(turns: Sequence[Turn], *, max_facts: int = 20, max_chars: int 
 # -- summaries ----------------------------------------------------------------------------------
 
 
+FACTS_HEADER = "Facts:"
+NARRATIVE_HEADER = "Conversation:"
+
+
+def _split_previous(previous: str | None) -> tuple[list[str], str | None]:
+    """(fact lines, narrative) of an earlier extractive summary; a model's summary is all narrative."""
+    if not previous or not previous.startswith(FACTS_HEADER + "\n"):
+        return [], previous
+    head, _, narrative = previous[len(FACTS_HEADER) + 1:].partition(f"\n{NARRATIVE_HEADER}\n")
+    facts = [line.removeprefix("- ").strip() for line in head.splitlines() if line.strip()]
+    return facts, narrative.strip() or None
+
+
 def summarize_turns(turns: Sequence[Turn], *, budget: int, previous: str | None = None) -> str:
-    """The extractive summary of ``turns`` (after ``previous``) within ``budget`` tokens (no model)."""
+    """The extractive summary of ``turns`` (after ``previous``) within ``budget`` tokens (no model).
+
+    The rule-based facts of the turns (read again here, not stored) come first, under
+    ``Facts:``, after those of the earlier summary, in at most half the budget; then, under
+    ``Conversation:``, the working-memory summariser's best sentences in the rest. Without
+    facts it is the summariser's text alone.
+    """
     from ..conversations.working import summarize_messages
 
-    text, _ = summarize_messages(previous, list(turns), budget=budget, model=None)  # type: ignore[arg-type]
-    return text
+    old_facts, narrative = _split_previous(previous)
+    facts = list(dict.fromkeys([*old_facts, *(f.text for f in extract_facts(turns, max_facts=50))]))
+    lines: list[str] = []
+    used = count_tokens(f"{FACTS_HEADER}\n{NARRATIVE_HEADER}\n")
+    for fact in facts:
+        cost = count_tokens(f"- {fact}\n")
+        if used + cost > budget // 2:
+            break
+        lines.append(f"- {fact}")
+        used += cost
+    rest, _ = summarize_messages(narrative, list(turns), budget=max(1, budget - used) if lines else budget,  # type: ignore[arg-type]
+                                 model=None)
+    if not lines:
+        return rest
+    return f"{FACTS_HEADER}\n" + "\n".join(lines) + f"\n{NARRATIVE_HEADER}\n{rest}"
 
 
 # -- with a model -------------------------------------------------------------------------------

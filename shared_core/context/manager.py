@@ -203,7 +203,7 @@ class ContextManager:
         cfg = self.store.config.context
         result = FlushResult(scanned=len(unread))
         for batch in batches(unread, cfg.extract_batch_tokens):
-            found = extract(batch, model=self.store.text_model, want_summary=False, budget=self.policy.summary_tokens,
+            found = extract(batch, model=self.store.text_model, want_summary=False, budget=self.policy.summary_budget,
                             max_facts=cfg.max_facts, max_chars=cfg.fact_max_chars)
             result.facts += self._store_facts(found, self._sid(session_id), key, batch)
             result.method = found.method if found.method != "rules" else result.method
@@ -224,7 +224,7 @@ class ContextManager:
         previous = "\n".join(t.text[len(COMPACTED_HEADER):].strip() for t in summaries) or None
         cfg = self.store.config.context
         found = extract(body, already={t.index for t in body}, previous=previous, model=self.store.text_model,
-                        want_summary=True, budget=self.policy.summary_tokens, max_facts=cfg.max_facts,
+                        want_summary=True, budget=self.policy.summary_budget, max_facts=cfg.max_facts,
                         max_chars=cfg.fact_max_chars)
         result.summary = found.summary
         result.summary_id = self.manager.store_summary(
@@ -259,7 +259,7 @@ class ContextManager:
         read = {t.index for t in candidates} - {t.index for t in self._unread(key, candidates)}
         cfg = self.store.config.context
         found = extract(old, already=read, previous=previous, model=self.store.text_model, want_summary=True,
-                        budget=self.policy.summary_tokens, max_facts=cfg.max_facts, max_chars=cfg.fact_max_chars)
+                        budget=self.policy.summary_budget, max_facts=cfg.max_facts, max_chars=cfg.fact_max_chars)
         # write first: facts, then the summary and the log; only then is anything left out
         facts = self._store_facts(found, sid, key, [t for t in candidates if t.index not in read])
         summary = found.summary

@@ -114,6 +114,12 @@ class ContextPolicy:
         """A flush is due when the messages hold at least this many tokens (None: no proactive flush)."""
         return None if self.flush_at is None else math.floor(self.flush_at * self.window_tokens)
 
+    @property
+    def summary_budget(self) -> int:
+        """The summary's token budget: ``summary_tokens`` (seed 000: ~500), but at most a quarter of the
+        compaction threshold, so that a small window is not filled by its own summary."""
+        return max(1, min(self.summary_tokens, self.compact_threshold // 4))
+
     def split(self, count: int) -> int:
         """How many of ``count`` compactable messages go into the summary (before tool-call adjustment)."""
         if self.keep_last is not None:

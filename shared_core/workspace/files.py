@@ -246,15 +246,20 @@ class Workspace:
 
     def append_memory(self, facts: Iterable[str], *, heading: str) -> int:
         """Append facts to MEMORY.md under ``## heading``, each at most once in the file; return how many."""
-        existing = {line.removeprefix("- ").strip() for line in self.read("MEMORY.md").splitlines()
-                    if line.startswith("- ")}
+        current = self.read("MEMORY.md")
+        existing = {line.removeprefix("- ").strip() for line in current.splitlines() if line.startswith("- ")}
+        headings = [line[3:].strip() for line in current.splitlines() if line.startswith("## ")]
         new = []
         for fact in facts:
             text = " ".join(_one_line(fact).split())
             if text and text not in existing and text not in new:
                 new.append(text)
         if new:
-            self.append("MEMORY.md", f"\n## {_one_line(heading)}\n\n" + "".join(f"- {f}\n" for f in new),
+            title = _one_line(heading)
+            lines = "".join(f"- {f}\n" for f in new)
+            same_section = bool(headings) and headings[-1] == title and current.rstrip().endswith(
+                tuple(f"- {line}" for line in existing) or ("\0",))
+            self.append("MEMORY.md", lines if same_section else f"\n## {title}\n\n{lines}",
                         header=TEMPLATES["MEMORY.md"])
         return len(new)
 
