@@ -307,18 +307,19 @@ class MemoryManager:
         """
         store = self.store
         space = self.workspace(namespace)
-        name: str | None = None
-        before = 0
+        now = store.clock.now()
+        name = space.daily_log(now) if space is not None else None
+        before = space.size(name) if space is not None and name is not None else None
         try:
             with store.transaction():
                 result = store.add(content, namespace=namespace, category=category, tags=tags, source="memory_save",
                                    session_id=session_id)
                 memory = store.get(result.id)
                 if space is not None:
-                    name, before = space.log(memory.text, tag="memory_save")
+                    space.log(memory.text, tag="memory_save", when=now)
         except BaseException:
             if space is not None and name is not None:
-                space.truncate(name, before)
+                space.restore_size(name, before)  # the line goes with the row: both or neither
             raise
         if space is not None and store.config.workspace.auto_sync and name is not None:
             self._index_file(space, name)

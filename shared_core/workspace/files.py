@@ -225,14 +225,23 @@ class Workspace:
             handle.flush()
         return path, before
 
-    def truncate(self, name: str, size: int) -> None:
-        """Cut a file back to ``size`` bytes (undoing an append); a file that was new is removed."""
+    def size(self, name: str) -> int | None:
+        """A file's size in bytes, or None when it does not exist."""
+        try:
+            return self.file(name).stat().st_size
+        except FileNotFoundError:
+            return None
+
+    def restore_size(self, name: str, size: int | None) -> None:
+        """Undo appends: cut a file back to ``size`` bytes, or remove it when it did not exist (``None``)."""
         path = self.file(name)
-        if size == 0:
+        if size is None:
             path.unlink(missing_ok=True)
             return
-        with open(path, "r+b") as handle:
-            handle.truncate(size)
+        current = self.size(name)
+        if current is not None and current > size:
+            with open(path, "r+b") as handle:
+                handle.truncate(size)
 
     def log(self, text: str, *, tag: str = "note", when: datetime | None = None) -> tuple[str, int]:
         """Append ``- HH:MM [tag] text`` to the day's log; return (relative name, size before)."""

@@ -5,7 +5,7 @@ FNV-64a content hash): a new or edited file has its old chunks deleted and its n
 one transaction (never duplicated); an unchanged file is skipped; a file that is gone leaves the
 index. Chunks follow the Markdown: a heading starts a new chunk, paragraphs are packed up to
 ``workspace.chunk_chars`` (1000) characters, a longer paragraph is cut at line or word
-boundaries. A chunk is a memory of kind ``workspace`` with ``owner_id`` = the file's relative
+boundaries; headings in a row (``# Memory`` then ``## Pets``) open one chunk together. A chunk is a memory of kind ``workspace`` with ``owner_id`` = the file's relative
 name and metadata ``{"path", "heading", "chunk"}``, id ``ws_<namespace hash>_<path hash>_<n>``.
 HTML comments are not indexed.
 """
@@ -60,12 +60,15 @@ def chunk_markdown(text: str, size: int = 1000) -> list[tuple[str, str | None]]:
     chunks: list[tuple[str, str | None]] = []
     heading: str | None = None
     current: list[str] = []
+    has_body = False
 
     def flush() -> None:
+        nonlocal has_body
         body = "\n\n".join(p for p in current if p.strip()).strip()
         if body:
             chunks.append((body, heading))
         current.clear()
+        has_body = False
 
     for block in re.split(r"\n\s*\n", strip_comments(text)):
         block = block.strip()
@@ -74,9 +77,11 @@ def chunk_markdown(text: str, size: int = 1000) -> list[tuple[str, str | None]]:
         lines = block.splitlines()
         match = _HEADING.match(lines[0])
         if match:
-            flush()
+            if has_body:  # a heading starts a chunk; headings in a row stay together
+                flush()
             heading = match.group(1) or heading
-            block = "\n".join([lines[0], *lines[1:]]).strip()
+        if not match or len(lines) > 1:
+            has_body = True
         for piece in _pieces(block, size):
             if current and len("\n\n".join(current)) + 2 + len(piece) > size:
                 flush()
