@@ -7,8 +7,18 @@
 True
 """
 
+from .categories import Categorizer
 from .clock import Clock, ManualClock, SystemClock
 from .config import Config
+from .context import (
+    ContextAddendum,
+    ContextManager,
+    ContextPolicy,
+    ContextResult,
+    ContextStatus,
+    MemoryManager,
+    StoredFact,
+)
 from .documents import DocumentError, IngestReport, KnowledgeBase, KnowledgeHit, load_document
 from .conversations import (
     Conversations,
@@ -47,6 +57,7 @@ from .learnings import DecayReport, Learning, LearningType
 from .procedures import Procedure
 from .recall import Recall
 from .tasks import TaskOutcome, TaskRecord
+from .workspace import Workspace
 
 __version__ = "0.1.0"
 
@@ -115,5 +126,14 @@ __all__ = [
     "MemorySummary",
     "ForgettingEngine",
     "ForgettingReport",
+    "MemoryManager",
+    "ContextManager",
+    "ContextPolicy",
+    "ContextStatus",
+    "ContextResult",
+    "ContextAddendum",
+    "StoredFact",
+    "Categorizer",
+    "Workspace",
     "__version__",
 ]

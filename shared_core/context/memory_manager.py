@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..categories import Categorizer
 from ..category_search import CategorySearch, search_by_category
+from ..clock import days_between
 from ..embed import fnv1a_64
 from ..errors import ConfigError
 from ..memories import DEFAULT_NAMESPACE, Memory, check_namespace
 from ..ranking import is_salient, salience
-from ..clock import days_between
 from .extraction import ExtractedFact, Extraction, extract
 from .messages import as_turns, batches
 from .policy import ContextPolicy

@@ -3,7 +3,14 @@
 Reached as ``store.memory_manager.workspace(namespace)``; see docs/context.md.
 """
 
-from .files import TEMPLATES, WORKSPACE_FILES, LearningsEntry, Workspace, WorkspaceFile, strip_comments
+from .files import (
+    TEMPLATES,
+    WORKSPACE_FILES,
+    LearningsEntry,
+    Workspace,
+    WorkspaceFile,
+    strip_comments,
+)
 from .index import SyncReport, chunk_markdown
 
 __all__ = [

@@ -238,7 +238,7 @@ def erase_namespace(store: Any, namespace: str) -> None:
         root = Path(folder)
         if not root.is_dir():
             return
-        for current, dirs, files in os.walk(root, topdown=False):
+        for current, _dirs, files in os.walk(root, topdown=False):
             for name in files:
                 if name.endswith(".md"):
                     Path(current, name).unlink(missing_ok=True)

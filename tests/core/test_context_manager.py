@@ -147,7 +147,7 @@ def test_openkoi_splits_at_two_thirds_and_keeps_system_prompt_first(store):
     assert result.messages[0] is chat[0]
     assert result.messages[1]["role"] == "system"
     assert result.messages[1]["content"].startswith(COMPACTED_HEADER + "\n")
-    assert result.messages[2:] == chat[7:] and all(a is b for a, b in zip(result.messages[2:], chat[7:]))
+    assert result.messages[2:] == chat[7:] and all(a is b for a, b in zip(result.messages[2:], chat[7:], strict=True))
     assert result.kept == [0, 7, 8, 9] and result.summary_position == 1
     assert result.summary_message == result.messages[1]
     assert result.tokens_after == count_message_tokens(result.messages) < result.tokens_before
@@ -273,7 +273,7 @@ def test_any_message_form_is_read_and_returned_as_given(store):
     assert [t.role for t in turns[:4]] == ["system", "user", "user", "user"]
     manager = store.memory_manager.context_manager("fleet", window_tokens=10_000, keep_last=3)
     result = manager.compact(chat, session_id="forms", force=True)
-    assert result.messages[0] is chat[0] and all(a is b for a, b in zip(result.messages[2:], chat[-3:]))
+    assert result.messages[0] is chat[0] and all(a is b for a, b in zip(result.messages[2:], chat[-3:], strict=True))
     assert sorted(f.text for f in result.facts) == ["The user lives in Lisbon.", "The user speaks Dutch.",
                                                     "The user's dog is called Biscuit."]
     with pytest.raises(TypeError, match="cannot read a message"):
@@ -297,7 +297,7 @@ def test_many_planted_facts_survive_repeated_compaction_and_are_recalled_from_a_
         facts = fresh.list(kind="fact", namespace="user:priya")
         assert len(facts) == len(PLANTED)  # precision: no filler sentence became a fact
         assert {f.source for f in facts} == {"extraction"} and {f.session_id for f in facts} == {"long-chat"}
-        for statement, question, answer in PLANTED:
+        for _statement, question, answer in PLANTED:
             found = fresh.memory_manager.recall_facts(question, namespace="user:priya", limit=3)
             assert any(answer in hit.text for hit in found.hits), (question, [h.text for h in found.hits])
         memory_md = fresh.memory_manager.workspace("user:priya").read("MEMORY.md")
