@@ -1,7 +1,8 @@
 """Workspace files in the search index: kind ``workspace``, re-indexed by content hash.
 
-``sync()`` compares every ``*.md`` file of the folder with ``workspace_files`` (its versioned
-FNV-64a content hash): a new or edited file has its old chunks deleted and its new ones added in
+``sync()`` compares every ``*.md`` file of the folder with ``workspace_files``: a file whose size
+and modification time are unchanged is skipped without reading; otherwise its versioned FNV-64a
+content hash decides. A new or edited file has its old chunks deleted and its new ones added in
 one transaction (never duplicated); an unchanged file is skipped; a file that is gone leaves the
 index. Chunks follow the Markdown: a heading starts a new chunk, paragraphs are packed up to
 ``workspace.chunk_chars`` (1000) characters, a longer paragraph is cut at line or word
@@ -113,11 +114,21 @@ def _chunk_id(namespace: str, name: str, index: int) -> str:
     return f"ws_{fnv1a_64(namespace):016x}_{fnv1a_64(name):016x}_{index}"
 
 
-def _known(workspace: Workspace) -> dict[str, str]:
+def _known(workspace: Workspace) -> dict[str, tuple[str, int, int | None]]:
+    """Indexed files: relative name -> (content hash, size, mtime_ns)."""
     db = workspace.store.db
     with db.lock:
-        rows = db.query("SELECT path, content_hash FROM workspace_files WHERE namespace = ?", (workspace.namespace,))
-    return {r[0]: r[1] for r in rows}
+        rows = db.query("SELECT path, content_hash, size, mtime_ns FROM workspace_files WHERE namespace = ?",
+                        (workspace.namespace,))
+    return {r[0]: (r[1], int(r[2]), r[3]) for r in rows}
+
+
+def _stat(workspace: Workspace, name: str) -> tuple[int, int] | None:
+    try:
+        info = workspace.file(name).stat()
+    except OSError:
+        return None
+    return info.st_size, info.st_mtime_ns
 
 
 def sync(workspace: Workspace) -> SyncReport:
@@ -129,13 +140,19 @@ def sync(workspace: Workspace) -> SyncReport:
     known = _known(workspace)
     present = workspace.markdown_files()
     for name in present:
+        recorded = known.get(name)
+        stat = _stat(workspace, name)
+        if recorded is not None and stat is not None and (recorded[1], recorded[2]) == stat:
+            report.unchanged.append(name)  # same size and modification time: not even read
+            continue
         try:
             text = workspace.read(name)
         except (OSError, ValueError) as exc:
             report.errors.append((name, str(exc)))
             continue
         digest = content_hash(text)
-        if known.get(name) == digest:
+        if recorded is not None and recorded[0] == digest:
+            _touch(workspace, name, stat)  # touched, not changed: remember the new time
             report.unchanged.append(name)
             continue
         report.chunks += reindex(workspace, name, text, digest)
@@ -157,18 +174,31 @@ def reindex(workspace: Workspace, name: str, text: str, digest: str | None = Non
         text=chunk, id=_chunk_id(workspace.namespace, name, i), kind=KIND, namespace=workspace.namespace,
         owner_id=name, source="workspace", metadata={"path": name, "heading": heading, "chunk": i},
     ) for i, (chunk, heading) in enumerate(pieces)]
+    stat = _stat(workspace, name)
+    size = len(text.encode("utf-8"))
+    mtime = stat[1] if stat is not None and stat[0] == size else None  # the stat must be of this text
     with store.db.lock, store.transaction():
         store.delete_where(namespace=workspace.namespace, kind=KIND, where={"@owner_id": name})
         if items:
             store.add_many(items)
         store.db.execute(
-            "INSERT INTO workspace_files (namespace, path, content_hash, size, chunks, indexed_at) "
-            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(namespace, path) DO UPDATE SET content_hash = excluded.content_hash, "
-            "size = excluded.size, chunks = excluded.chunks, indexed_at = excluded.indexed_at",
-            (workspace.namespace, name, digest or content_hash(text), len(text.encode("utf-8")), len(items),
+            "INSERT INTO workspace_files (namespace, path, content_hash, size, mtime_ns, chunks, indexed_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(namespace, path) DO UPDATE SET "
+            "content_hash = excluded.content_hash, size = excluded.size, mtime_ns = excluded.mtime_ns, "
+            "chunks = excluded.chunks, indexed_at = excluded.indexed_at",
+            (workspace.namespace, name, digest or content_hash(text), size, mtime, len(items),
              to_iso(store.clock.now())),
         )
     return len(items)
+
+
+def _touch(workspace: Workspace, name: str, stat: tuple[int, int] | None) -> None:
+    if stat is None:
+        return
+    db = workspace.store.db
+    with db.lock, db.transaction():
+        db.execute("UPDATE workspace_files SET size = ?, mtime_ns = ? WHERE namespace = ? AND path = ?",
+                   (stat[0], stat[1], workspace.namespace, name))
 
 
 def remove(workspace: Workspace, name: str) -> None:
@@ -189,7 +219,7 @@ def file_states(workspace: Workspace) -> list[dict[str, Any]]:
         current = False
         if exists and name in known:
             try:
-                current = content_hash(workspace.read(name)) == known[name]
+                current = content_hash(workspace.read(name)) == known[name][0]
             except (OSError, ValueError):
                 current = False
         out.append({"file": name, "exists": exists, "bytes": path.stat().st_size if exists else 0,

@@ -203,3 +203,21 @@ def test_the_one_time_import_is_separate_from_live_workspace_files(file_store, s
     fact = file_store.list(kind="fact")[0]
     assert fact.text == "The cat is called Miso" and fact.source == "migration" and fact.category == "Pets"
     assert len([m for m in _chunks(file_store) if m.owner_id == "MEMORY.md"]) == 1  # still one live file chunk
+
+
+def test_a_same_size_edit_is_seen_and_a_touch_is_not_a_change(file_store, space):
+    import os
+
+    path = space.file("USER.md")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("# User\n\nLikes tea.\n", encoding="utf-8")
+    assert space.sync().indexed == ["USER.md"]
+    stamp = path.stat().st_mtime_ns
+    path.write_text("# User\n\nLikes rum.\n", encoding="utf-8")  # same size
+    os.utime(path, ns=(stamp + 10**9, stamp + 10**9))
+    assert space.sync().indexed == ["USER.md"]
+    assert "rum" in space.search("rum", sync_first=False)[0].text
+    os.utime(path, ns=(stamp + 5 * 10**9, stamp + 5 * 10**9))  # touched only
+    touched = space.sync()
+    assert touched.indexed == [] and "USER.md" in touched.unchanged
+    assert space.sync().unchanged == ["USER.md"]

@@ -13,6 +13,7 @@ CREATE TABLE workspace_files (
     path TEXT NOT NULL,                          -- relative to the folder, '/'-separated
     content_hash TEXT NOT NULL,                  -- versioned FNV-64a of the text
     size INTEGER NOT NULL,
+    mtime_ns INTEGER,                            -- size and mtime unchanged: the file is not re-read
     chunks INTEGER NOT NULL,
     indexed_at TEXT NOT NULL,
     PRIMARY KEY (namespace, path)
