@@ -18,7 +18,7 @@ from .manager import ContextManager, ContextResult, ContextStatus, FlushResult
 from .memory_manager import MemoryManager, SalientFact, SavedMemory, SessionEnd, StoredFact
 from .messages import COMPACTED_HEADER, count_message_tokens, summary_message
 from .policy import PRESETS, ContextPolicy
-from .state import CompactionRecord
+from .state import ContextEvent
 
 __all__ = [
     "MemoryManager",
@@ -28,7 +28,7 @@ __all__ = [
     "ContextStatus",
     "ContextResult",
     "FlushResult",
-    "CompactionRecord",
+    "ContextEvent",
     "ContextAddendum",
     "AddendumItem",
     "ExtractedFact",

@@ -327,7 +327,7 @@ def _working_summary(manager: MemoryManager, session: Any, conversation_id: str 
         return None
     found: list[tuple[datetime, str, str | None]] = []
     with manager.store.db.lock:
-        compactions = manager.state.compactions(session_key(conversation_id, namespace), limit=1)
+        compactions = manager.state.events(session_key(conversation_id, namespace), action="compact", limit=1)
     if compactions and compactions[0].summary.strip():
         found.append((compactions[0].created_at, compactions[0].summary, compactions[0].summary_id))
     if session is not None:

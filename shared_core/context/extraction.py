@@ -195,6 +195,8 @@ _THIRD_PERSON = (
     (re.compile(r"\bI'm\b"), "the user is"), (re.compile(r"\bI\b"), "the user"),
     (re.compile(r"\bour\b", re.I), "the user's"),
 )
+_CLAUSES = re.compile(r"\s*[,;]?\s+(?:and|but|so|while)\s+(?=(?:i|i'm|i've|my|we|we're|our)\b)|\s*;\s+",
+                      re.IGNORECASE)  # "I live in Lisbon and I prefer window seats": two statements
 _IDIOMS = re.compile(r"^(?:in fear|in hope|in denial|in the moment|for the moment|for now|on it|at it)\b", re.I)
 
 
@@ -314,25 +316,35 @@ def extract_facts(turns: Sequence[Turn], *, max_facts: int = 20, max_chars: int 
     for turn in turns:
         if turn.role != "user" or not turn.text.strip():
             continue
-        for sentence in split_sentences(turn.text):
-            if sentence.rstrip().endswith("?"):
-                continue
-            text, correction = _clean(sentence)
-            if not 3 <= len(_words(text)) <= 30 or _REFUSE.search(text) or _SECRETS.search(text):
-                continue
-            found = _sentence_fact(text)
-            if found is None:
-                continue
-            rule, fact = found
-            fact = _finish(fact)
-            key = fact.casefold()
-            if len(fact) > max_chars or key in seen:
-                continue
-            seen.add(key)
-            out.append(ExtractedFact(fact, rule, sentence.strip(), turn.index, correction))
-            if len(out) >= max_facts:
-                return out
+        for whole in split_sentences(turn.text):
+            opening = _clean(whole)[0]
+            if whole.rstrip().endswith("?") or _REFUSE.search(opening) or _SECRETS.search(opening):
+                continue  # a hedge or a secret anywhere in the sentence taints all of its clauses
+            for sentence in _CLAUSES.split(whole):
+                found = _clause_fact(sentence)
+                if found is None:
+                    continue
+                rule, fact, correction = found
+                fact = _finish(fact)
+                key = fact.casefold()
+                if len(fact) > max_chars or key in seen:
+                    continue
+                seen.add(key)
+                out.append(ExtractedFact(fact, rule, whole.strip(), turn.index, correction))
+                if len(out) >= max_facts:
+                    return out
     return out
+
+
+def _clause_fact(sentence: str) -> tuple[str, str, bool] | None:
+    """(rule, fact, is a correction) of one clause, or None."""
+    text, correction = _clean(sentence)
+    if not 3 <= len(_words(text)) <= 30:
+        return None
+    found = _sentence_fact(text)
+    if found is None or re.search(r"\b(?:I|we)\b", found[1]):  # a first person left over: not one fact
+        return None
+    return found[0], found[1], correction
 
 
 # -- summaries ----------------------------------------------------------------------------------

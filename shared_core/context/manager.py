@@ -33,7 +33,7 @@ from ..embed import fnv1a_64
 from .extraction import Extraction, extract
 from .messages import COMPACTED_HEADER, Turn, as_turns, batches, summary_message
 from .policy import ContextPolicy
-from .state import CompactionRecord, session_key
+from .state import ContextEvent, session_key
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
@@ -167,13 +167,18 @@ class ContextManager:
         turns = self._turns(messages)
         _, _, body = self._parts(turns)
         tokens = sum(t.tokens for t in turns)
-        unread = len(self._unread(self._key(session_id), [t for t in body if t.role != "system"]))
+        key = self._key(session_id)
+        unread = len(self._unread(key, [t for t in body if t.role != "system"]))
         flush = self.policy.flush_threshold
+        if flush is not None and tokens >= flush and unread:
+            with self.store.db.lock:
+                if self.manager.state.flushed_since_compaction(key):
+                    flush = None  # one proactive flush per fill of the window; compaction reads the rest
         over_count = self.policy.max_messages is not None and len(body) > self.policy.max_messages
         compact = (tokens > self.policy.compact_threshold or over_count) and self.policy.split(len(body)) > 0
         return ContextStatus(
             tokens=tokens, messages=len(turns), window_tokens=self.policy.window_tokens,
-            compact_threshold=self.policy.compact_threshold, flush_threshold=flush, unread=unread,
+            compact_threshold=self.policy.compact_threshold, flush_threshold=self.policy.flush_threshold, unread=unread,
             flush_due=flush is not None and tokens >= flush and unread > 0, compact_due=compact,
         )
 
@@ -196,10 +201,9 @@ class ContextManager:
     def flush(self, messages: Sequence[Any], *, session_id: str | None = None) -> FlushResult:
         """Extract and store the facts of the messages not read before (seed 004's proactive flush)."""
         key = self._key(session_id)
-        _, _, body = self._parts(self._turns(messages))
+        turns = self._turns(messages)
+        _, _, body = self._parts(turns)
         unread = self._unread(key, [t for t in body if t.role != "system"])
-        if not unread:
-            return FlushResult()
         cfg = self.store.config.context
         result = FlushResult(scanned=len(unread))
         for batch in batches(unread, cfg.extract_batch_tokens):
@@ -207,6 +211,15 @@ class ContextManager:
                             max_facts=cfg.max_facts, max_chars=cfg.fact_max_chars)
             result.facts += self._store_facts(found, self._sid(session_id), key, batch)
             result.method = found.method if found.method != "rules" else result.method
+        tokens = sum(t.tokens for t in turns)
+        now = self.store.clock.now()
+        event = ContextEvent(
+            id=f"flush_{fnv1a_64(key):016x}_{fnv1a_64(chr(31).join(t.fingerprint for t in unread)):016x}_{now.timestamp():.6f}",
+            action="flush", session_key=key, namespace=self.namespace, policy=self.policy.name, created_at=now,
+            messages_before=len(turns), messages_after=len(turns), compacted=0, tokens_before=tokens,
+            tokens_after=tokens, fact_ids=[f.id for f in result.facts], method=result.method)
+        with self.store.db.lock, self.store.db.transaction():
+            self.manager.state.log(event)
         return result
 
     def end(self, messages: Sequence[Any], *, session_id: str | None = None) -> FlushResult:
@@ -272,13 +285,13 @@ class ContextManager:
         out = [t.original for t in prefix] + [message] + [t.original for t in recent]
         kept = [t.index for t in prefix] + [t.index for t in recent]
         tokens_after = sum(t.tokens for t in self._turns(out))
-        record = CompactionRecord(
-            id=f"cmp_{key_hash}_{fingerprint}", session_key=key, namespace=self.namespace, policy=self.policy.name,
+        record = ContextEvent(
+            id=f"cmp_{key_hash}_{fingerprint}", action="compact", session_key=key, namespace=self.namespace, policy=self.policy.name,
             created_at=self.store.clock.now(), messages_before=len(turns), messages_after=len(out),
             compacted=len(old) + len(summaries), tokens_before=tokens_before, tokens_after=tokens_after,
             fact_ids=[f.id for f in facts], summary_id=summary_id, summary=summary, method=found.method)
         with self.store.db.lock, self.store.db.transaction():
-            self.manager.state.log_compaction(record)
+            self.manager.state.log(record)
         logger.info("compacted %s: %d messages into a summary, %d -> %d tokens, %d facts stored first", key,
                     len(old), tokens_before, tokens_after, len(facts))
         return ContextResult(

@@ -32,7 +32,7 @@ from ..ranking import is_salient, salience
 from .extraction import ExtractedFact, Extraction, extract
 from .messages import as_turns, batches
 from .policy import ContextPolicy
-from .state import CompactionRecord, ContextState, session_key
+from .state import ContextEvent, ContextState, session_key
 
 if TYPE_CHECKING:
     from ..search import SearchResults
@@ -192,10 +192,16 @@ class MemoryManager:
         return ContextManager(self, chosen, namespace=namespace, session_id=session_id, workspace=space)
 
     def compactions(self, session_id: str | None, *, namespace: str = DEFAULT_NAMESPACE,
-                    limit: int | None = None) -> list[CompactionRecord]:
+                    limit: int | None = None) -> list[ContextEvent]:
         """The compactions of a conversation, newest first."""
         with self.store.db.lock:
-            return self.state.compactions(session_key(session_id, namespace), limit)
+            return self.state.events(session_key(session_id, namespace), action="compact", limit=limit)
+
+    def context_events(self, session_id: str | None, *, namespace: str = DEFAULT_NAMESPACE,
+                       limit: int | None = None) -> list[ContextEvent]:
+        """The flushes and compactions of a conversation, newest first."""
+        with self.store.db.lock:
+            return self.state.events(session_key(session_id, namespace), limit=limit)
 
     # -- facts and summaries (part 5) -------------------------------------------------------------
 

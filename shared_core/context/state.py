@@ -1,4 +1,4 @@
-"""SQL of the context manager: which messages were read for facts, and the compaction log."""
+"""SQL of the context manager: which messages were read for facts, and the log of flushes and compactions."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from ..clock import from_iso, to_iso
 from ..db import Database
 
-__all__ = ["ContextState", "CompactionRecord", "session_key"]
+__all__ = ["ContextState", "ContextEvent", "session_key"]
 
 
 def session_key(session_id: str | None, namespace: str) -> str:
@@ -20,10 +20,11 @@ def session_key(session_id: str | None, namespace: str) -> str:
 
 
 @dataclass(frozen=True)
-class CompactionRecord:
-    """One compaction, as logged."""
+class ContextEvent:
+    """One flush or compaction, as logged (a flush has no summary and compacts nothing)."""
 
     id: str
+    action: str  # flush | compact
     session_key: str
     namespace: str
     policy: str
@@ -39,7 +40,7 @@ class CompactionRecord:
     method: str = "rules"
 
 
-_COLUMNS = ("id, session_key, namespace, policy, created_at, messages_before, messages_after, compacted, "
+_COLUMNS = ("id, action, session_key, namespace, policy, created_at, messages_before, messages_after, compacted, "
             "tokens_before, tokens_after, fact_ids, summary_id, summary, method")
 
 
@@ -66,29 +67,40 @@ class ContextState:
             "INSERT OR IGNORE INTO context_extracted (session_key, fingerprint, namespace, extracted_at) "
             "VALUES (?, ?, ?, ?)", [(key, f, namespace, to_iso(now)) for f in dict.fromkeys(fingerprints)])
 
-    def log_compaction(self, record: CompactionRecord) -> None:
+    def log(self, event: ContextEvent) -> None:
         self.db.execute(
-            f"INSERT OR REPLACE INTO context_compactions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (record.id, record.session_key, record.namespace, record.policy, to_iso(record.created_at),
-             record.messages_before, record.messages_after, record.compacted, record.tokens_before,
-             record.tokens_after, json.dumps(record.fact_ids), record.summary_id, record.summary, record.method))
+            f"INSERT OR REPLACE INTO context_events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (event.id, event.action, event.session_key, event.namespace, event.policy, to_iso(event.created_at),
+             event.messages_before, event.messages_after, event.compacted, event.tokens_before,
+             event.tokens_after, json.dumps(event.fact_ids), event.summary_id, event.summary, event.method))
 
-    def compactions(self, key: str, limit: int | None = None) -> list[CompactionRecord]:
-        """Compactions of a conversation, newest first."""
+    def events(self, key: str, *, action: str | None = None, limit: int | None = None) -> list[ContextEvent]:
+        """Flushes and compactions of a conversation (or only one ``action``), newest first."""
+        where, params = "session_key = ?", [key]
+        if action is not None:
+            where += " AND action = ?"
+            params.append(action)
         tail = f" LIMIT {int(limit)}" if limit is not None else ""
-        rows = self.db.query(f"SELECT {_COLUMNS} FROM context_compactions WHERE session_key = ? "
-                             f"ORDER BY created_at DESC, rowid DESC{tail}", (key,))
-        return [_record(r) for r in rows]
+        rows = self.db.query(f"SELECT {_COLUMNS} FROM context_events WHERE {where} "
+                             f"ORDER BY created_at DESC, rowid DESC{tail}", params)
+        return [_event(r) for r in rows]
+
+    def flushed_since_compaction(self, key: str) -> bool:
+        """True when the conversation was flushed after its last compaction (one flush per fill cycle)."""
+        latest = self.db.query("SELECT action FROM context_events WHERE session_key = ? "
+                               "ORDER BY created_at DESC, rowid DESC LIMIT 1", (key,))
+        return bool(latest) and latest[0][0] == "flush"
 
     def erase(self, namespace: str) -> None:
         self.db.execute("DELETE FROM context_extracted WHERE namespace = ?", (namespace,))
-        self.db.execute("DELETE FROM context_compactions WHERE namespace = ?", (namespace,))
+        self.db.execute("DELETE FROM context_events WHERE namespace = ?", (namespace,))
 
 
-def _record(row: Sequence[Any]) -> CompactionRecord:
-    return CompactionRecord(
-        id=row[0], session_key=row[1], namespace=row[2], policy=row[3], created_at=from_iso(row[4]),  # type: ignore[arg-type]
-        messages_before=int(row[5]), messages_after=int(row[6]), compacted=int(row[7]), tokens_before=int(row[8]),
-        tokens_after=int(row[9]), fact_ids=json.loads(row[10] or "[]"), summary_id=row[11], summary=row[12],
-        method=row[13],
+def _event(row: Sequence[Any]) -> ContextEvent:
+    return ContextEvent(
+        id=row[0], action=row[1], session_key=row[2], namespace=row[3], policy=row[4],
+        created_at=from_iso(row[5]),  # type: ignore[arg-type]
+        messages_before=int(row[6]), messages_after=int(row[7]), compacted=int(row[8]), tokens_before=int(row[9]),
+        tokens_after=int(row[10]), fact_ids=json.loads(row[11] or "[]"), summary_id=row[12], summary=row[13],
+        method=row[14],
     )

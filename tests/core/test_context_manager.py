@@ -170,6 +170,11 @@ def test_fleet_flushes_at_sixty_percent_then_compacts_at_seventy_keeping_four(st
         chat = result.messages
     assert "flush" in actions and "compact" in actions
     assert actions.index("flush") < actions.index("compact")
+    cycles = "".join(a[0] for a in actions if a != "none").split("c")
+    assert all(c.count("f") <= 1 for c in cycles)  # one proactive flush per fill of the window
+    events = store.memory_manager.context_events("f")
+    assert {e.action for e in events} == {"flush", "compact"}
+    assert len(store.memory_manager.compactions("f")) == actions.count("compact")
     facts = store.list(kind="fact")
     assert [f.text for f in facts] == ["The user's cat's name is Whiskerino."]
     assert facts[0].source == "extraction" and facts[0].session_id == "f" and facts[0].score == 0
