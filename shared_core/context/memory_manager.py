@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
 
 from ..categories import Categorizer
 from ..category_search import CategorySearch, search_by_category
@@ -29,7 +30,12 @@ from ..embed import fnv1a_64
 from ..errors import ConfigError
 from ..memories import DEFAULT_NAMESPACE, Memory, check_namespace
 from ..ranking import is_salient, salience
+from ..workspace import Workspace
+from ..workspace.index import erase_namespace as erase_workspace
+from ..workspace.index import register, reindex
+from .addendum import ContextAddendum, build_addendum
 from .extraction import ExtractedFact, Extraction, extract
+from .manager import ContextManager
 from .messages import as_turns, batches
 from .policy import ContextPolicy
 from .state import ContextEvent, ContextState, session_key
@@ -37,9 +43,6 @@ from .state import ContextEvent, ContextState, session_key
 if TYPE_CHECKING:
     from ..search import SearchResults
     from ..store import MemoryStore
-    from ..workspace import Workspace
-    from .addendum import ContextAddendum
-    from .manager import ContextManager
 
 __all__ = ["MemoryManager", "StoredFact", "SavedMemory", "SessionEnd", "SalientFact", "SEARCH_KINDS"]
 
@@ -126,9 +129,6 @@ class MemoryManager:
         ``<data dir>/workspaces`` for file stores. ``:memory:`` stores have none unless
         ``workspace.root`` or ``path`` is given (their ``data_dir`` is the user's real one).
         """
-        from ..workspace import Workspace
-        from ..workspace.index import register
-
         check_namespace(namespace)
         cfg = self.store.config.workspace
         if path is not None:
@@ -171,8 +171,6 @@ class MemoryManager:
         numbers (``window_tokens=8000``). ``workspace``: ``True`` (the namespace's workspace, if
         any, also gets the facts in ``MEMORY.md``), ``False``/``None`` (database only), or one.
         """
-        from .manager import ContextManager
-
         check_namespace(namespace)
         if policy is None or isinstance(policy, str):
             chosen = ContextPolicy.preset(policy or self.store.config.context.preset, self.store.config.context,
@@ -417,23 +415,17 @@ class MemoryManager:
     def build_context(self, conversation_id: str | None, query: str | None = None, token_budget: int | None = None,
                       *, namespace: str | None = None) -> ContextAddendum:
         """The prompt addendum for a conversation, within ``token_budget`` (see :mod:`.addendum`)."""
-        from .addendum import build_addendum
-
         return build_addendum(self, conversation_id, query, token_budget, namespace=namespace)
 
     # -- internals --------------------------------------------------------------------------------
 
     def _index_file(self, space: Workspace, name: str) -> None:
-        from ..workspace.index import reindex
-
         reindex(space, name, space.read(name))
 
     def erase(self, namespace: str) -> None:
         """``erase_namespace`` hook: bookkeeping rows, workspace rows and (after commit) workspace files."""
-        from ..workspace.index import erase_namespace
-
         self.state.erase(namespace)
-        erase_namespace(self.store, namespace)
+        erase_workspace(self.store, namespace)
         self._workspaces = {k: v for k, v in self._workspaces.items() if k[0] != namespace}
 
 
@@ -447,6 +439,4 @@ def _folder_name(namespace: str) -> str:
 
 def _stamp(store: Any) -> str:
     tz = store.config.workspace.timezone
-    from zoneinfo import ZoneInfo
-
     return f"{store.clock.now().astimezone(ZoneInfo(tz)):%Y-%m-%d %H:%M} {tz}"

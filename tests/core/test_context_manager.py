@@ -372,3 +372,18 @@ def test_end_of_a_list_conversation_stores_facts_and_a_session_summary(store):
     assert summary.kind == "summary" and summary.metadata["summary_type"] == "session_end"
     assert summary.session_id == "thread-7" and "cello" in summary.text
     assert manager.end(chat, session_id="thread-7").facts == []  # already read: nothing twice
+
+
+def test_erasing_a_namespace_removes_the_bookkeeping(store):
+    manager = store.memory_manager.context_manager("fleet", namespace="gone", window_tokens=300, summary_tokens=60)
+    chat = [{"role": "user", "content": "I live in Lisbon."}]
+    chat += [{"role": "assistant", "content": f"Reply {i} with several words in it."} for i in range(12)]
+    manager.flush(chat, session_id="e")
+    manager.compact(chat, session_id="e", force=True)
+    keep = store.memory_manager.context_manager("fleet", namespace="kept")
+    keep.flush(chat, session_id="k")
+    store.erase_namespace("gone")
+    for table in ("context_extracted", "context_events"):
+        assert store.db.scalar(f"SELECT count(*) FROM {table} WHERE namespace = 'gone'") == 0
+        assert store.db.scalar(f"SELECT count(*) FROM {table} WHERE namespace = 'kept'") > 0
+    assert store.count(namespace="gone") == 0 and store.memory_manager.compactions("e", namespace="gone") == []
