@@ -383,8 +383,8 @@ def summarize_turns(turns: Sequence[Turn], *, budget: int, previous: str | None 
             break
         lines.append(f"- {fact}")
         used += cost
-    rest, _ = summarize_messages(narrative, list(turns), budget=max(1, budget - used) if lines else budget,  # type: ignore[arg-type]
-                                 model=None)
+    room = max(1, budget - used) if lines else budget
+    rest, _ = summarize_messages(narrative, list(turns), budget=room, model=None)  # type: ignore[arg-type]
     if not lines:
         return rest
     return f"{FACTS_HEADER}\n" + "\n".join(lines) + f"\n{NARRATIVE_HEADER}\n{rest}"

@@ -178,8 +178,8 @@ class ContextManager:
         compact = (tokens > self.policy.compact_threshold or over_count) and self.policy.split(len(body)) > 0
         return ContextStatus(
             tokens=tokens, messages=len(turns), window_tokens=self.policy.window_tokens,
-            compact_threshold=self.policy.compact_threshold, flush_threshold=self.policy.flush_threshold, unread=unread,
-            flush_due=flush is not None and tokens >= flush and unread > 0, compact_due=compact,
+            compact_threshold=self.policy.compact_threshold, flush_threshold=self.policy.flush_threshold,
+            unread=unread, flush_due=flush is not None and tokens >= flush and unread > 0, compact_due=compact,
         )
 
     # -- acting --------------------------------------------------------------------------------
@@ -188,7 +188,7 @@ class ContextManager:
         """Compact when due, else flush when due, else nothing; return what to send."""
         state = self.status(messages, session_id=session_id)
         if state.compact_due:
-            compacted = self.compact(messages, session_id=session_id)
+            compacted = self.compact(messages, session_id=session_id, force=True)
             if compacted.action == "compact" or not state.flush_due:
                 return compacted
         result = ContextResult(list(messages), tokens_before=state.tokens, tokens_after=state.tokens,
@@ -213,9 +213,10 @@ class ContextManager:
             result.method = found.method if found.method != "rules" else result.method
         tokens = sum(t.tokens for t in turns)
         now = self.store.clock.now()
+        read = f"{fnv1a_64(chr(31).join(t.fingerprint for t in unread)):016x}"
         event = ContextEvent(
-            id=f"flush_{fnv1a_64(key):016x}_{fnv1a_64(chr(31).join(t.fingerprint for t in unread)):016x}_{now.timestamp():.6f}",
-            action="flush", session_key=key, namespace=self.namespace, policy=self.policy.name, created_at=now,
+            id=f"flush_{fnv1a_64(key):016x}_{read}_{now.timestamp():.6f}", action="flush", session_key=key,
+            namespace=self.namespace, policy=self.policy.name, created_at=now,
             messages_before=len(turns), messages_after=len(turns), compacted=0, tokens_before=tokens,
             tokens_after=tokens, fact_ids=[f.id for f in result.facts], method=result.method)
         with self.store.db.lock, self.store.db.transaction():
@@ -286,8 +287,8 @@ class ContextManager:
         kept = [t.index for t in prefix] + [t.index for t in recent]
         tokens_after = sum(t.tokens for t in self._turns(out))
         record = ContextEvent(
-            id=f"cmp_{key_hash}_{fingerprint}", action="compact", session_key=key, namespace=self.namespace, policy=self.policy.name,
-            created_at=self.store.clock.now(), messages_before=len(turns), messages_after=len(out),
+            id=f"cmp_{key_hash}_{fingerprint}", action="compact", session_key=key, namespace=self.namespace,
+            policy=self.policy.name, created_at=self.store.clock.now(), messages_before=len(turns), messages_after=len(out),
             compacted=len(old) + len(summaries), tokens_before=tokens_before, tokens_after=tokens_after,
             fact_ids=[f.id for f in facts], summary_id=summary_id, summary=summary, method=found.method)
         with self.store.db.lock, self.store.db.transaction():

@@ -6,9 +6,10 @@ content hash decides. A new or edited file has its old chunks deleted and its ne
 one transaction (never duplicated); an unchanged file is skipped; a file that is gone leaves the
 index. Chunks follow the Markdown: a heading starts a new chunk, paragraphs are packed up to
 ``workspace.chunk_chars`` (1000) characters, a longer paragraph is cut at line or word
-boundaries; headings in a row (``# Memory`` then ``## Pets``) open one chunk together. A chunk is a memory of kind ``workspace`` with ``owner_id`` = the file's relative
-name and metadata ``{"path", "heading", "chunk"}``, id ``ws_<namespace hash>_<path hash>_<n>``.
-HTML comments are not indexed.
+boundaries; headings in a row (``# Memory`` then ``## Pets``) open one chunk together. A chunk
+is a memory of kind ``workspace`` with ``owner_id`` = the file's relative name and metadata
+``{"path", "heading", "chunk"}``, id ``ws_<namespace hash>_<path hash>_<n>``. HTML comments are
+not indexed.
 """
 
 from __future__ import annotations
