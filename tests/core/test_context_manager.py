@@ -387,3 +387,13 @@ def test_erasing_a_namespace_removes_the_bookkeeping(store):
         assert store.db.scalar(f"SELECT count(*) FROM {table} WHERE namespace = 'gone'") == 0
         assert store.db.scalar(f"SELECT count(*) FROM {table} WHERE namespace = 'kept'") > 0
     assert store.count(namespace="gone") == 0 and store.memory_manager.compactions("e", namespace="gone") == []
+
+
+def test_the_module_examples_run():
+    import doctest
+
+    import shared_core.category_search
+    import shared_core.context
+
+    assert doctest.testmod(shared_core.context).failed == 0
+    assert doctest.testmod(shared_core.category_search).failed == 0
