@@ -7,8 +7,18 @@
 True
 """
 
+from .categories import Categorizer
 from .clock import Clock, ManualClock, SystemClock
 from .config import Config
+from .context import (
+    ContextAddendum,
+    ContextManager,
+    ContextPolicy,
+    ContextResult,
+    ContextStatus,
+    MemoryManager,
+    StoredFact,
+)
 from .conversations import (
     Conversations,
     MemorySummary,
@@ -53,6 +63,7 @@ from .recall import Recall
 from .search import Hit, ScoreParts, SearchResults
 from .store import MemoryStore, StoreStats
 from .tasks import TaskOutcome, TaskRecord
+from .workspace import Workspace
 
 __version__ = "0.1.0"
 
@@ -121,5 +132,14 @@ __all__ = [
     "MemorySummary",
     "ForgettingEngine",
     "ForgettingReport",
+    "MemoryManager",
+    "ContextManager",
+    "ContextPolicy",
+    "ContextStatus",
+    "ContextResult",
+    "ContextAddendum",
+    "StoredFact",
+    "Categorizer",
+    "Workspace",
     "__version__",
 ]

@@ -45,6 +45,7 @@ __all__ = [
     "LearningConfig",
     "UsageConfig",
     "ConversationsConfig",
+    "WorkspaceConfig",
     "default_data_dir",
     "default_config_path",
     "parse_size",
@@ -117,9 +118,22 @@ class MemoryConfig:
     prune_kinds: tuple[str, ...] = ("fact", "note", "episode", "message", "summary", "insight")
     prune_schedule: str = "0 4 * * *"  # seed 002: 4am daily
     schedule_timezone: str = "local"  # the zone cron schedules are read in: "local", "UTC" or an IANA name
+    # seed 004's auto-categorisation: a fact added without a category gets one (docs/context.md)
+    auto_categorize: bool = True
+    categorizer: str = "rules"  # rules (the keyword map) | model (store.text_model, rules as fallback)
+    category_keywords: dict = field(default_factory=dict)  # {} = the built-in map; a table replaces it
+    # facts no rule matches: "" leaves them uncategorised (found by the flat fallback), or e.g. "general"
+    default_category: str = ""
 
     def __post_init__(self) -> None:
         self.max_size = parse_size(self.max_size)
+        if self.categorizer not in {"rules", "model"}:
+            raise ConfigError(f"memory.categorizer {self.categorizer!r} is unknown; use rules or model")
+        if not isinstance(self.category_keywords, dict) or not all(
+            isinstance(k, str) and k.strip() and isinstance(v, (list, tuple)) and all(isinstance(w, str) for w in v)
+            for k, v in self.category_keywords.items()
+        ):
+            raise ConfigError('memory.category_keywords must be a table of category = ["keyword", ...]')
         from .lifecycle.cron import CronSchedule, resolve_timezone
 
         try:
@@ -400,16 +414,45 @@ class UsageConfig:
             raise ConfigError(f"usage.timezone {self.timezone!r} is not a known time zone; use e.g. UTC or Europe/Berlin") from None
 
 
+# the prompt addendum's sections, in the order they are filled, with their default shares of the budget
+ADDENDUM_SHARES = {
+    "system_files": 0.30, "working_summary": 0.15, "salient_facts": 0.10, "relevant_facts": 0.15,
+    "learnings": 0.20, "episodes": 0.10,
+}
+
+
 @dataclass
 class ContextConfig:
-    """Working window and compaction presets (seeds 000, 001, 004)."""
+    """Working window, compaction presets and the prompt addendum (seeds 000, 001, 004); docs/context.md."""
 
     working_keep: int = 20  # seed 001
     working_summarize_after: int = 40  # seed 001
-    flush_at: float = 0.6  # seed 004
-    compact_at: float = 0.7  # seed 004
-    keep_last: int = 4  # seed 004
+    flush_at: float = 0.6  # seed 004: proactive flush at 60 % of the window
+    compact_at: float = 0.7  # seed 004: compaction at 70 % of the window
+    keep_last: int = 4  # seed 004: summary + the last 4 messages
     summary_tokens: int = 500  # seed 000
+    split_ratio: float = 2 / 3  # seed 000: the older two-thirds are compacted, the recent third kept
+    window_tokens: int = 200_000  # the model's context window (ours: seed 000's default token budget)
+    max_tokens: int = 0  # seed 000's trigger: compact past max_tokens; 0 = compact_at x window_tokens
+    preset: str = "openkoi"  # the ContextManager policy when none is named: openkoi | openmotoko | fleet
+    message_overhead_tokens: int = 4  # ours: role and separators of one chat message
+    keep_system: bool = True  # leading system messages (the agent's prompt) are never compacted
+    max_facts: int = 20  # facts kept from one extraction (a model's list is cut to this)
+    extract_batch_tokens: int = 8000  # ours: messages per model call when reading a long conversation for facts
+    fact_max_chars: int = 300  # longer "facts" are refused (a fact is one sentence)
+    # salience (seed 004): ln(1 + accesses) x exp(0.2 x score) x 0.5 ** (days since use / half-life)
+    salience_threshold: float = 1.5  # ours: e.g. 4 accesses today (1.61), or 20 a half-life ago (1.52)
+    salience_half_life_days: float = 7.0  # ours
+    salient_facts: int = 5  # high-salience facts surfaced without a query, at most
+    relevant_facts: int = 5  # query-relevant facts (three-tier retrieval), at most
+    category_min_results: int = 3  # fewer scoped facts than this: the flat fallback fills up (seed 004)
+    max_query_categories: int = 3  # categories searched for one query, at most
+    recent_episodes: int = 3  # seed 001: recent episodes (and other sessions' summaries), at most
+    learnings_entries: int = 5  # newest entries of each learnings file (seed 004: auto-injected), at most
+    # the addendum's budget (default: recall.budget_fraction x recall.task_token_budget, seed 000) is
+    # filled in this order, each section first up to its share, then what is left in the same order
+    # (a table may name only some sections; the others keep these defaults)
+    addendum_shares: dict = field(default_factory=lambda: dict(ADDENDUM_SHARES))
 
     def __post_init__(self) -> None:
         if self.working_keep < 1 or self.working_summarize_after <= self.working_keep:
@@ -419,6 +462,31 @@ class ContextConfig:
             )
         if self.summary_tokens < 1:
             raise ConfigError("context.summary_tokens must be at least 1")
+        if not 0.0 < self.flush_at <= 1.0 or not 0.0 < self.compact_at <= 1.0:
+            raise ConfigError(f"context.flush_at and context.compact_at are fractions of the window in (0, 1], "
+                              f"got {self.flush_at} and {self.compact_at} (seed 004: 0.6 and 0.7)")
+        if not 0.0 < self.split_ratio < 1.0:
+            raise ConfigError(f"context.split_ratio must be between 0 and 1 (seed 000: 2/3), got {self.split_ratio}")
+        if self.preset not in {"openkoi", "openmotoko", "fleet"}:
+            raise ConfigError(f"context.preset {self.preset!r} is unknown; use openkoi, openmotoko or fleet")
+        for name in ("keep_last", "window_tokens", "max_facts", "fact_max_chars", "extract_batch_tokens"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"context.{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("max_tokens", "message_overhead_tokens", "salient_facts", "relevant_facts", "recent_episodes",
+                     "learnings_entries", "category_min_results"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"context.{name} must not be negative, got {getattr(self, name)}")
+        if self.max_query_categories < 1:
+            raise ConfigError("context.max_query_categories must be at least 1")
+        if self.salience_threshold < 0 or self.salience_half_life_days <= 0:
+            raise ConfigError("context.salience_threshold must be >= 0 and context.salience_half_life_days > 0")
+        shares = self.addendum_shares
+        if not isinstance(shares, dict) or set(shares) - set(ADDENDUM_SHARES) or any(
+            isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 for v in shares.values()
+        ):
+            raise ConfigError(f"context.addendum_shares takes non-negative shares for {', '.join(ADDENDUM_SHARES)}, "
+                              f"got {shares!r}")
+        self.addendum_shares = {k: float(shares.get(k, v)) for k, v in ADDENDUM_SHARES.items()}
 
 
 @dataclass
@@ -440,6 +508,37 @@ class ConversationsConfig:
         if self.embedding_max_chars < 1:
             raise ConfigError("conversations.embedding_max_chars must be at least 1")
         _check_range(self, "embedding_boundary_window", 0.0, 1.0)
+
+
+@dataclass
+class WorkspaceConfig:
+    """Seed 004's workspace folder of Markdown files (docs/context.md, "Workspace files")."""
+
+    # "auto": on for file stores (under their data dir), off for ":memory:" stores unless root is set
+    enabled: str = "auto"  # auto | on | off
+    root: str = ""  # "" = <store.data_dir>/workspaces; a namespace's workspace is <root>/<namespace slug>
+    system_files: tuple[str, ...] = ("AGENTS.md", "SOUL.md", "USER.md")  # seed 004: loaded into the system prompt
+    learnings_files: tuple[str, ...] = ("learnings/errors.md", "learnings/corrections.md")  # seed 004: auto-injected
+    daily_dir: str = "memory"  # seed 004: memory/YYYY-MM-DD.md
+    timezone: str = "UTC"  # the day a daily-log entry belongs to is read in this zone
+    chunk_chars: int = 1000  # index chunk size (seed 003's 1000 characters, reused)
+    auto_sync: bool = True  # build_context() and search() re-index files edited by hand first
+
+    def __post_init__(self) -> None:
+        if self.enabled not in {"auto", "on", "off"}:
+            raise ConfigError(f"workspace.enabled {self.enabled!r} is unknown; use auto, on or off")
+        if self.chunk_chars < 100:
+            raise ConfigError(f"workspace.chunk_chars must be at least 100, got {self.chunk_chars}")
+        for name in ("system_files", "learnings_files"):
+            for item in getattr(self, name):
+                if not isinstance(item, str) or not item.endswith(".md") or item.startswith(("/", "..")):
+                    raise ConfigError(f"workspace.{name} must list relative .md paths, got {item!r}")
+        try:
+            from zoneinfo import ZoneInfo
+
+            ZoneInfo(self.timezone)
+        except Exception:
+            raise ConfigError(f"workspace.timezone {self.timezone!r} is not a known time zone; use e.g. UTC") from None
 
 
 @dataclass
@@ -519,6 +618,7 @@ _SECTIONS = {
     "learning": LearningConfig,
     "usage": UsageConfig,
     "conversations": ConversationsConfig,
+    "workspace": WorkspaceConfig,
 }
 
 
@@ -539,6 +639,7 @@ class Config:
     learning: LearningConfig = field(default_factory=LearningConfig)
     usage: UsageConfig = field(default_factory=UsageConfig)
     conversations: ConversationsConfig = field(default_factory=ConversationsConfig)
+    workspace: WorkspaceConfig = field(default_factory=WorkspaceConfig)
     data_dir: Path = field(default_factory=default_data_dir)
 
     @classmethod

@@ -106,11 +106,15 @@ class Facts:
 
     # -- writing (called by store.add with the store lock held) ---------------------------------
 
-    def write(self, item: _Prepared, *, supersedes: str | None, dedup: bool) -> AddResult:
+    def write(self, item: _Prepared, *, supersedes: str | None, dedup: bool,
+              auto_category: str | None = None) -> AddResult:
+        """``auto_category``: the category auto-categorisation chose; it is given to the fact after the
+        versioning rule ran, so a machine-chosen category never makes two facts one subject."""
         store, db = self.store, self.store.db
         memories = store.memories
         if supersedes is not None:
             old = self._current(supersedes, item)
+            item.category = item.category or auto_category
             with db.transaction():
                 result = memories.write(item, dedup=False)
                 self._close(old, result, "explicit")
@@ -124,6 +128,7 @@ class Facts:
         event, old, reason = ("ADD", None, "")
         if item.kind == "fact" and item.id is None and store.config.memory.fact_versioning:
             event, old, reason = self._detect(item)
+        item.category = item.category or auto_category
         with db.transaction():
             if old is not None:
                 fresh = memories.get_row(old.id)

@@ -60,6 +60,8 @@ __all__ = [
     "procedure_score",
     "recurrence_confidence",
     "combination_confidence",
+    "salience",
+    "is_salient",
 ]
 
 # -- seed 002 (Koshi): finalRank = bm25 x exp(score x 0.2) x 1/(1 + daysSince x 0.01) ---------
@@ -567,6 +569,34 @@ def episode_score(relevance: float, importance: float | None, weight: float = 0.
 def procedure_score(relevance: float, usage_count: int, weight: float = 0.1) -> float:
     """A procedure's rank: ``relevance x (1 + w x ln(1 + uses))``; the often-used surface first."""
     return relevance * (1.0 + weight * math.log1p(max(0, usage_count)))
+
+
+# -- seed 004 (the agent fleet): salience ----------------------------------------------------------
+#
+# The seed names the signals ("access count, decay score, last accessed timestamp"; "reinforcement
+# scoring with access-count boost + recency decay") but no formula. Ours:
+#
+#     salience = ln(1 + access_count) x exp(0.2 x score) x 0.5 ** (days since last use / half-life)
+#
+# the access-count boost (0 for a fact never retrieved, growing ever more slowly), seed 002's
+# reinforcement weight (1.0 at score 0, so without feedback it is the boost x the decay), and an
+# exponential recency decay that halves every ``half_life_days`` (7) since the fact was last
+# used (accessed or reinforced; created, if never). Facts at or above ``threshold`` (1.5)
+# surface in the initial context without a query: 4 accesses today (1.61) do, 3 (1.39) do not;
+# 20 accesses a week ago (1.52) still do, 10 (1.20) no longer.
+
+
+def salience(access_count: int, days_since_use: float, score: float = 0.0, *, half_life_days: float = 7.0,
+             score_weight: float = 0.2) -> float:
+    """Seed 004's salience: access-count boost x reinforcement weight x recency decay (see above)."""
+    boost = math.log1p(max(0, access_count))
+    decay = 0.5 ** (max(0.0, days_since_use) / half_life_days)
+    return boost * feedback_weight(score, score_weight) * decay
+
+
+def is_salient(value: float, threshold: float = 1.5) -> bool:
+    """A fact this salient surfaces in the initial context without a query."""
+    return round(value, 9) >= threshold
 
 
 # -- seed 000: usage patterns ------------------------------------------------------------------

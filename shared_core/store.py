@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import os
@@ -45,6 +46,7 @@ from .memories import (
 from .search import Searcher, SearchResults
 
 if TYPE_CHECKING:
+    from .context import MemoryManager
     from .conversations import Conversations
     from .documents import KnowledgeBase
     from .episodes import Episodes
@@ -333,13 +335,25 @@ class MemoryStore:
             task_id=task_id, owner_id=owner_id, expires_at=expires_at, ttl=ttl, created_at=created_at,
             vector=vector, embedding_text=embedding_text,
         )
+        # seed 004's auto-categorisation (memory.auto_categorize), decided before the lock: it may ask a model
+        auto_category = self._auto_category(item, rules_only=False)
         with self._db.lock:
             self._db.check_open()
             (prepared,) = self._memories.prepare([item])
             if supersedes is not None or (kind == "fact" and id is None and self.config.memory.fact_versioning):
-                return self.facts.write(prepared, supersedes=supersedes, dedup=dedup)
+                return self.facts.write(prepared, supersedes=supersedes, dedup=dedup, auto_category=auto_category)
+            prepared.category = prepared.category or auto_category
             with self._db.transaction():
                 return self._memories.write(prepared, dedup=dedup)
+
+    def _auto_category(self, item: NewMemory, *, rules_only: bool) -> str | None:
+        """The category a fact added without one gets (None: keep none); see :mod:`shared_core.categories`."""
+        if item.kind != "fact" or item.category is not None or not self.config.memory.auto_categorize:
+            return None
+        if not isinstance(item.text, str) or not item.text.strip():
+            return None  # NewMemory's validation reports the bad text
+        categorizer = self.memory_manager.categorizer
+        return categorizer.rule_category(item.text) if rules_only else categorizer.categorize(item.text)
 
     def add_many(
         self,
@@ -364,7 +378,9 @@ class MemoryStore:
         materialised = list(items)
         total = len(materialised)
         for raw in materialised:
-            batch.append(_as_new_memory(raw, namespace))
+            item = _as_new_memory(raw, namespace)
+            auto_category = self._auto_category(item, rules_only=True)  # bulk loads never call a model per item
+            batch.append(dataclasses.replace(item, category=auto_category) if auto_category else item)
             if len(batch) >= batch_size:
                 results.extend(self._write_batch(batch, dedup))
                 batch = []
@@ -1018,6 +1034,15 @@ class MemoryStore:
 
         self.register_eraser(functools.partial(usage.erase_namespace, self))
         return usage.Usage(self)
+    @_domain
+    def memory_manager(self) -> MemoryManager:
+        """Context manager presets, prompt addendum, workspace files, fact extraction and categories (docs/context.md)."""
+        from .context import MemoryManager
+
+        manager = MemoryManager(self)
+        self.register_eraser(manager.erase)
+        return manager
+
     @_domain
     def documents(self) -> KnowledgeBase:
         """The knowledge base (seed 003): ``store.documents.ingest(paths)``, ``.search_knowledge_base(query)``."""

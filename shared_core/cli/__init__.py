@@ -8,6 +8,7 @@ holds the commands of one domain; they all hang off the ``main`` group in ``supp
 from __future__ import annotations
 
 from . import memories  # noqa: F401 - registers the core commands on main
+from .context import compact_command, context_command, end_session_command, workspace
 from .conversations import forget, sessions
 from .documents import ingest, kb
 from .insights import insights
@@ -18,5 +19,5 @@ from .support import main
 __all__ = ["main"]
 
 for command in (maintain, prune, links, insights, recall_command, learnings_command, skills_command, history_command,
-                ingest, kb, sessions, forget):
+                ingest, kb, sessions, forget, context_command, compact_command, end_session_command, workspace):
     main.add_command(command)

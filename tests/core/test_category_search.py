@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from shared_core.category_search import search_by_category
+from shared_core import MemoryStore
+from shared_core.category_search import known_categories, search_by_category
+from shared_core.llm import FunctionModel
 
 
 @pytest.fixture
@@ -14,7 +16,7 @@ def facts(store):
         "vet": store.add("The cat sees the vet every March", category="pets"),
         "flap": store.add("The cat flap in the kitchen is broken", category="home"),
         "sofa": store.add("The sofa is from 2019", category="home"),
-        "loose": store.add("A cat video went viral at work"),
+        "loose": store.add("A cat video went viral at the office", category="work"),
     }
     return ids
 
@@ -25,7 +27,7 @@ def test_named_categories_come_first_then_flat_fills(store, facts):
     assert set(ids[:2]) == {facts["cat"], facts["vet"]}
     assert set(ids[2:]) == {facts["flap"], facts["loose"]}
     assert len(set(ids)) == len(ids)
-    assert found.categories == ("pets",)
+    assert found.categories == ("pets",) and found.chosen_by == "given"
     assert [found.tier_of(i) for i in ids] == ["scoped", "scoped", "flat", "flat"]
     assert found.used_fallback
 
@@ -36,8 +38,21 @@ def test_enough_scoped_hits_skip_the_fallback(store, facts):
     assert not found.used_fallback
 
 
+def test_the_query_picks_its_categories_by_the_keyword_rules(store, facts):
+    found = search_by_category(store, "what is my cat called?", limit=2, min_results=2)
+    assert found.categories == ("pets",) and found.chosen_by == "query"
+    assert set(found.hits.ids) == {facts["cat"], facts["vet"]} and not found.used_fallback
+
+
+def test_query_categories_without_facts_are_not_searched(store, facts):
+    # "dentist" is a health keyword, but no health facts exist: the probe's categories are used instead
+    found = search_by_category(store, "kitchen flap dentist", limit=2, max_categories=1)
+    assert found.categories == ("home",) and found.chosen_by == "probe"
+    assert found.hits.ids[0] == facts["flap"]
+
+
 def test_categories_inferred_from_the_best_hits(store, facts):
-    found = search_by_category(store, "kitchen cat flap", limit=2, max_categories=1)
+    found = search_by_category(store, "kitchen flap", limit=2, max_categories=1)
     assert found.categories == ("home",)
     assert found.hits.ids[0] == facts["flap"]
     assert found.tier_of(facts["flap"]) == "scoped"
@@ -65,3 +80,29 @@ def test_filters_apply_to_both_tiers_and_bad_arguments_are_refused(store, facts)
         search_by_category(store, "cat", limit=0)
     with pytest.raises(ValueError, match="categories"):
         search_by_category(store, "cat", categories=[""])
+    with pytest.raises(ValueError, match="query"):
+        search_by_category(store, "  ")
+
+
+def test_known_categories_counts_live_facts_of_the_namespace(store, facts):
+    store.add("Alice's dog is called Rex", category="pets", namespace="alice")
+    assert known_categories(store) == ["home", "pets", "work"]
+    assert known_categories(store, namespace="alice") == ["pets"]
+
+
+def test_a_text_model_can_pick_the_query_categories(clock):
+    with MemoryStore.open(":memory:", clock=clock, config={"memory": {"categorizer": "model"}}) as store:
+        store.add("My cat is called Whiskerino", category="pets")
+        store.add("Our office is in Ghent", category="work")
+        prompts = []
+
+        def answer(prompt, max_tokens):
+            prompts.append(prompt)
+            return '{"categories": ["work"]}'
+
+        store.text_model = FunctionModel(answer)
+        found = search_by_category(store, "where is the cat?", limit=1, min_results=1)
+        assert found.categories == ("work",) and "Categories: pets, work" in prompts[-1]
+        store.text_model = FunctionModel(lambda p, n: '{"categories": ["martians"]}')
+        found = search_by_category(store, "where is the cat?", limit=1, min_results=1)
+        assert found.categories == ("pets",)  # an unknown answer: the keyword rules decide

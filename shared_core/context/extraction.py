@@ -1,0 +1,515 @@
+"""Durable facts and summaries from conversation turns: rules without a model, a prompt with one.
+
+**Rule-based fact extraction** (0 tokens). A bad fact is worse than a missed one, so the rules
+accept only a few sentence shapes and refuse anything uncertain. Only the **user's** messages are
+read (the assistant's first-person sentences are about the assistant; tool output is not a
+statement). Each message is split into sentences, and a sentence is **refused** when:
+
+* it is a question (ends with ``?``) or shorter than 3 / longer than 30 words;
+* it speaks to or about the assistant (``you``, ``your``), reports someone else (``said``,
+  ``told me``, ``asked``), or hedges (``maybe``, ``perhaps``, ``probably``, ``might``, ``if``,
+  ``would``, ``could``, ``should``, ``I think``, ``I guess``, ``not sure``, ``hope``, ``wish``...);
+* it mentions a secret (``password``, ``PIN``, ``API key``, ``token``, card numbers...): never a fact;
+* it is tied to the moment (``today``, ``tomorrow``, ``yesterday``, ``tonight``, ``right now``,
+  ``at the moment``, ``currently``, ``this/next/last week``, ``soon``...): stored for good, a
+  relative date turns false.
+
+Leading discourse words are dropped first ("oh,", "by the way,", "just so you know,",
+"remember that", "for the record,"); "actually,", "no,", "correction:" and "I meant" mark the
+fact as a **correction**. What is left must match one of these shapes (case-insensitive), and
+becomes a third-person fact ("my" -> "the user's", "I" -> "the user", "me" -> "the user"):
+
+========== =============================================== ====================================
+rule       shape                                           example -> fact
+========== =============================================== ====================================
+name       my name is / call me / I'm called <name>        My name is Priya -> The user's name is Priya.
+possession my|our <thing> is|are|runs|uses|... <value>     My cat's name is Miso -> The user's cat's name is Miso.
+identity   I am|I'm a|an <role>; I'm allergic to / from /  I'm a nurse -> The user is a nurse.
+           based in / vegan / N years old ...
+place      I live|work|moved|grew up|was born|study        I live in Lisbon -> The user lives in Lisbon.
+           in|at|for|to|as|on|near|from <place>
+preference I prefer|like|love|enjoy|hate|dislike|don't     I prefer window seats -> The user prefers window seats.
+           like|avoid|always use|never use <thing>
+usage      I speak|own|drive|use|play <thing>              I speak Dutch -> The user speaks Dutch.
+have       I have|I've got a|an|<number> <thing>           I have two kids -> The user has two kids.
+decision   we|I decided|agreed|chose|settled on ...;       We decided to use Postgres -> Decision: use Postgres.
+           let's go with|use|stick with ...; decision: ...
+dated      the|our <deadline|meeting|launch|release|...>   The deadline for Atlas is 14 March -> (kept as said)
+           is|falls|starts|ends <a date>
+========== =============================================== ====================================
+
+and the value must be a value: not a bare pronoun ("I like it"), not a passing state or verdict
+("my code is broken", "my wife is busy": a list of such words), not about a transient thing
+("my question is", "I have a problem": a list of such nouns), at most 15 words.
+
+**Extractive summary**: the working-memory summariser of :mod:`shared_core.conversations.working`
+(the previous summary's lines kept first, then the best-scored sentences within the budget).
+
+**With a text model**: one prompt asks for the facts and the summary as JSON
+(``{"facts": [...], "summary": "..."}``). An unusable answer falls back to the rules: an answer
+that is not a JSON object (or the call fails) -> rules for both; a bad ``facts`` list -> rule
+facts; a missing, empty or over-long (more than twice the budget) ``summary`` -> the extractive
+one. ``Extraction.method`` says which ran (``model``, ``rules``, ``model+rules``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..llm import ModelOutputError, TextModel, parse_json_output
+from ..summarize import split_sentences
+from ..tokens import count_tokens
+from .messages import Turn
+
+__all__ = ["ExtractedFact", "Extraction", "extract_facts", "extract", "summarize_turns", "EXTRACTION_PROMPT"]
+
+logger = logging.getLogger("openkoi.context")
+
+
+@dataclass(frozen=True)
+class ExtractedFact:
+    """A fact found in a conversation: its text (as stored), the rule that found it and where."""
+
+    text: str
+    rule: str  # name | possession | identity | place | preference | usage | have | decision | dated | model
+    source: str = ""  # the sentence it came from ("" for a model's fact)
+    message_index: int | None = None
+    correction: bool = False
+
+
+@dataclass
+class Extraction:
+    """What one extraction produced: facts (maybe none), a summary ("" when not asked for), and how."""
+
+    facts: list[ExtractedFact] = field(default_factory=list)
+    summary: str = ""
+    method: str = "rules"  # rules | model | model+rules
+    model_error: str | None = None
+
+
+# -- the rules ----------------------------------------------------------------------------------
+
+_WORDS = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*", re.UNICODE)
+_LEADING = re.compile(
+    r"^(?:(?:oh|ah|well|so|also|and|btw|by the way|fyi|ok|okay|alright|hey|hi|hello|just so you know|"
+    r"for the record|for your information|note that|remember that|please remember that|please note that|"
+    r"just to let you know|as i said|like i said)\s*[,:;.!-]?\s+)+",
+    re.IGNORECASE,
+)
+_CORRECTION = re.compile(
+    r"^(?:(?:actually|no|nope|sorry|correction|to correct that|i meant|i mean|wait)\s*[,:;.!-]?\s+)+", re.IGNORECASE
+)
+_REFUSE = re.compile(
+    r"\b(?:you|your|yours|you're|youre|you've|you'll|you'd|yourself|said|says|told me|tells me|asked|asks|"
+    r"maybe|perhaps|probably|possibly|might|may be|if|whether|would|could|should|i'd|i think|i guess|"
+    r"i suppose|i wonder|i believe|i assume|i feel like|not sure|unsure|no idea|don't know|do not know|"
+    r"hope|hopefully|wish|kind of|sort of|someday|imagine|pretend|hypothetically|suppose|supposedly|"
+    r"today|tonight|tomorrow|yesterday|right now|at the moment|currently|this week|next week|last week|"
+    r"this month|next month|this morning|this evening|this afternoon|soon|later|recently|lately|"
+    r"these days|for now|for the moment|anymore|any more|still|again|almost|nearly)\b",
+    re.IGNORECASE,
+)
+_PRONOUNS = frozenset("it this that them these those you him her us something anything everything nothing".split())
+_REFERENCES = frozenset("one ones above former latter same option previous".split())  # "my favourite is the second one"
+_SECRETS = re.compile(r"\b(?:password|passcode|passphrase|pin|pin code|secret|api key|access key|token|ssn|social security|"
+                      r"cvv|credit card number|card number|private key|iban)\b", re.I)  # never stored as facts
+_TRANSIENT_NOUNS = frozenset("""
+question questions problem problems issue issues point guess bad pleasure concern concerns request requests task
+tasks idea ideas thought thoughts answer answers message messages mistake mistakes fault turn suggestion doubt
+headache cold fever flu hangover mood day night morning evening week weekend break lunch dinner breakfast plan
+plans attempt try test tests build error errors output result results connection internet battery screen
+""".split())
+_STATES = frozenset("""
+broken down slow stuck failing failed crashing crashed dead gone missing wrong weird strange annoying annoyed
+confusing confused tired busy sick ill hungry thirsty sleepy bored boring fine ok okay great good bad awful terrible
+horrible amazing awesome nice cool done finished ready here there coming late early happy sad angry upset
+worried excited nervous scared afraid sorry glad fun funny hard easy difficult simple important interesting
+better worse best worst right correct true false full empty open closed lost back away off on out over
+working running loading compiling waiting pending
+""".split())
+_INTENSIFIERS = frozenset("bit little lot so very really too quite pretty extremely totally super kinda".split())
+_OPENERS = frozenset("when how what whatever why where who whenever wherever".split())  # "I hate when ...": a feeling
+_PLACE_PREPS = ("in", "at", "for", "to", "as", "on", "near", "from", "with")
+_DATED_NOUNS = ("deadline", "meeting", "launch", "release", "due date", "appointment", "birthday", "anniversary",
+                "exam", "interview", "wedding", "milestone", "kickoff", "kick-off", "demo", "go-live")
+_MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|"
+           "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
+_DATE = re.compile(rf"\b(?:\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\b|(?:{_MONTHS})\s+\d{{1,2}}(?:st|nd|rd|th)?\b|"
+                   rf"\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}[./]\d{{1,2}}[./]\d{{2,4}}|\b(?:19|20)\d{{2}}\b)", re.IGNORECASE)
+
+_NAME = re.compile(r"^(?:my name is|my name's|i am called|i'm called|call me|people call me)\s+(?P<value>.+)$", re.I)
+_POSSESSION = re.compile(
+    r"^(?P<det>my|our)\s+(?P<thing>[^\W\d_][\w'\u2019-]*(?:\s+[\w'\u2019-]+){0,4}?)\s+"
+    r"(?P<verb>is|are|was born|runs|run|uses|use|lives|live|works|work|starts|start|ends|end|falls|costs|cost|"
+    r"comes|come|expires|expire|renews|opens|closes|weighs|means)\s+(?P<value>.+)$",
+    re.I,
+)
+_IDENTITY = re.compile(
+    r"^(?:i am|i'm)\s+(?P<value>(?:an?\s+.+)|(?:allergic|intolerant)\s+to\s+.+|(?:originally\s+)?from\s+.+|"
+    r"based\s+in\s+.+|\d+\s+years\s+old|(?:vegan|vegetarian|pescatarian|diabetic|left-handed|right-handed|"
+    r"colou?r-?blind|married|divorced|retired|self-employed|lactose intolerant|gluten intolerant)\b.*)$",
+    re.I,
+)
+_PLACE = re.compile(
+    r"^i\s+(?P<verb>live|lived|moved|work|worked|grew up|was born|study|studied|relocated)\s+"
+    r"(?P<value>(?:in|at|for|to|as|on|near|from|with)\s+.+)$",
+    re.I,
+)
+_PREFERENCE = re.compile(
+    r"^i\s+(?:really\s+|absolutely\s+|strongly\s+|generally\s+|usually\s+)?"
+    r"(?P<verb>prefer|like|love|enjoy|hate|dislike|can't stand|cannot stand|don't like|do not like|don't eat|"
+    r"never eat|don't drink|never drink|avoid|always use|never use)\s+(?P<value>.+)$",
+    re.I,
+)
+_USAGE = re.compile(r"^i\s+(?P<verb>speak|own|drive|use|play)\s+(?P<value>.+)$", re.I)
+_HAVE = re.compile(
+    r"^(?:i have|i've got|i have got|i've)\s+(?P<value>(?:an?|one|two|three|four|five|six|seven|eight|nine|ten|\d+)\s+.+)$",
+    re.I,
+)
+_DECISION = re.compile(
+    r"^(?:(?:we|i)\s+(?:have\s+|'ve\s+)?(?:decided|agreed|chose|settled on|are going with|'re going with|"
+    r"will go with|'ll go with|went with)|(?:let's|lets|let us)(?=\s+(?:go with|use|stick with|pick)\s)|"
+    r"(?:the\s+)?(?:final\s+)?decision(?:\s+is)?\s*[:-]?)\s+(?P<value>.+)$",
+    re.I,
+)
+_DATED = re.compile(r"^(?P<det>the|our)\s+(?P<thing>.{2,60}?)\s+(?P<verb>is|are|falls|starts|ends|was moved to|"
+                    r"is due|is set for|is scheduled for)\s+(?P<value>.+)$", re.I)
+
+_CONJUGATE = {
+    "live": "lives", "lived": "lived", "moved": "moved", "work": "works", "worked": "worked", "grew up": "grew up",
+    "was born": "was born", "study": "studies", "studied": "studied", "relocated": "relocated",
+    "prefer": "prefers", "like": "likes", "love": "loves", "enjoy": "enjoys", "hate": "hates",
+    "dislike": "dislikes", "can't stand": "can't stand", "cannot stand": "cannot stand",
+    "don't like": "doesn't like", "do not like": "does not like", "don't eat": "doesn't eat",
+    "never eat": "never eats", "don't drink": "doesn't drink", "never drink": "never drinks", "avoid": "avoids",
+    "always use": "always uses", "never use": "never uses", "speak": "speaks", "own": "owns", "drive": "drives",
+    "use": "uses", "play": "plays",
+}
+_THIRD_PERSON = (
+    (re.compile(r"\bmy\b", re.I), "the user's"), (re.compile(r"\bmine\b", re.I), "the user's"),
+    (re.compile(r"\bmyself\b", re.I), "the user"), (re.compile(r"\bme\b", re.I), "the user"),
+    (re.compile(r"\bI'm\b"), "the user is"), (re.compile(r"\bI\b"), "the user"),
+    (re.compile(r"\bour\b", re.I), "the user's"),
+)
+_CLAUSES = re.compile(r"\s*[,;]?\s+(?:and|but|so|while)\s+(?=(?:i|i'm|i've|my|we|we're|our)\b)|\s*;\s+",
+                      re.IGNORECASE)  # "I live in Lisbon and I prefer window seats": two statements
+_IDIOMS = re.compile(r"^(?:in fear|in hope|in denial|in the moment|for the moment|for now|on it|at it)\b", re.I)
+
+
+def _clean(sentence: str) -> tuple[str, bool]:
+    text = " ".join(sentence.replace("\u2019", "'").split()).strip(" \"'`*_")
+    text = _LEADING.sub("", text)
+    correction = False
+    stripped = _CORRECTION.sub("", text)
+    if stripped != text:
+        correction, text = True, _LEADING.sub("", stripped)
+    return text.rstrip(" .!;:"), correction
+
+
+def _words(text: str) -> list[str]:
+    return [w.casefold() for w in _WORDS.findall(text)]
+
+
+def _third_person(text: str) -> str:
+    for pattern, replacement in _THIRD_PERSON:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _value_ok(value: str, *, max_words: int = 15) -> bool:
+    """A value: some words, not a bare pronoun, not a passing state or verdict, not too long."""
+    words = _words(value)
+    if not words or len(words) > max_words or _IDIOMS.match(value):
+        return False
+    if words[0] in _PRONOUNS or words[-1] in _REFERENCES:
+        return False
+    if words[0] in _INTENSIFIERS | _OPENERS or (words[0] in {"a", "an"} and len(words) > 1 and words[1] in _INTENSIFIERS):
+        return False
+    if words[0] in {"not", "never", "no"} and len(words) <= 3:
+        return False
+    content = [w for w in words if w not in {"a", "an", "the", "so", "very", "really", "too", "just", "not"}]
+    if not content or all(w in _STATES for w in content):
+        return False
+    if len(content) == 1 and content[0].endswith(("ing", "ed", "ly")) and not value[:1].isupper():
+        return False
+    return True
+
+
+def _thing_ok(thing: str) -> bool:
+    words = _words(thing)
+    return bool(words) and words[-1] not in _TRANSIENT_NOUNS and "i" not in words and "you" not in words
+
+
+def _sentence_fact(text: str) -> tuple[str, str] | None:
+    """(rule, fact text) for one cleaned sentence, or None."""
+    if match := _NAME.match(text):
+        value = match["value"]
+        words = _words(value)
+        if 1 <= len(words) <= 4 and all(w.isalpha() or "-" in w or "'" in w for w in value.split()) \
+                and not set(words) & (_STATES | _PRONOUNS | {"not", "a", "an", "the"}):
+            return "name", f"The user's name is {value}"
+        return None
+    if match := _POSSESSION.match(text):
+        thing, verb, value = match["thing"], match["verb"].lower(), match["value"]
+        if _thing_ok(thing) and _value_ok(value):
+            return "possession", f"The user's {_third_person(thing)} {verb} {_third_person(value)}"
+        return None
+    if match := _IDENTITY.match(text):
+        value = match["value"]
+        words = _words(value)
+        if words[0] in {"a", "an"} and (len(words) < 2 or words[1] in _INTENSIFIERS | {"lot", "huge", "big"}
+                                        or len(words) > 8):
+            return None
+        if _value_ok(value):
+            return "identity", f"The user is {_third_person(value)}"
+        return None
+    if match := _PLACE.match(text):
+        verb, value = match["verb"].lower(), match["value"]
+        if _value_ok(value, max_words=12):
+            return "place", f"The user {_CONJUGATE[verb]} {_third_person(value)}"
+        return None
+    if match := _PREFERENCE.match(text):
+        verb, value = " ".join(match["verb"].lower().split()), match["value"]
+        words = _words(value)
+        if _value_ok(value, max_words=12) and words[0] not in _PRONOUNS and (words[0] != "to" or len(words) >= 3):
+            return "preference", f"The user {_CONJUGATE[verb]} {_third_person(value)}"
+        return None
+    if match := _USAGE.match(text):
+        verb, value = match["verb"].lower(), match["value"]
+        if _value_ok(value, max_words=10) and _words(value)[0] not in _PRONOUNS:
+            return "usage", f"The user {_CONJUGATE[verb]} {_third_person(value)}"
+        return None
+    if match := _HAVE.match(text):
+        value = match["value"]
+        words = _words(value)
+        if len(words) >= 2 and words[1] not in _TRANSIENT_NOUNS and words[-1] not in _TRANSIENT_NOUNS \
+                and _value_ok(value, max_words=12):
+            return "have", f"The user has {_third_person(value)}"
+        return None
+    if match := _DECISION.match(text):
+        value = re.sub(r"^(?:to|that|on)\s+", "", match["value"], flags=re.I)
+        if _value_ok(value, max_words=25):
+            return "decision", f"Decision: {_third_person(value)}"
+        return None
+    if match := _DATED.match(text):
+        thing = match["thing"].casefold()
+        if any(re.search(rf"\b{re.escape(n)}\b", thing) for n in _DATED_NOUNS) and _DATE.search(match["value"]):
+            det = "The user's" if match["det"].lower() == "our" else "The"
+            return "dated", f"{det} {_third_person(match['thing'])} {match['verb'].lower()} {match['value']}"
+        return None
+    return None
+
+
+def _finish(text: str) -> str:
+    text = " ".join(text.split()).rstrip(" .,;:!")
+    return text[:1].upper() + text[1:] + "."
+
+
+def extract_facts(turns: Sequence[Turn], *, max_facts: int = 20, max_chars: int = 300) -> list[ExtractedFact]:
+    """The rule-based facts of the user's turns, in order, without duplicates (see the module docs)."""
+    out: list[ExtractedFact] = []
+    seen: set[str] = set()
+    for turn in turns:
+        if turn.role != "user" or not turn.text.strip():
+            continue
+        for whole in split_sentences(turn.text):
+            opening = _clean(whole)[0]
+            if whole.rstrip().endswith("?") or _REFUSE.search(opening) or _SECRETS.search(opening):
+                continue  # a hedge or a secret anywhere in the sentence taints all of its clauses
+            for sentence in _CLAUSES.split(whole):
+                found = _clause_fact(sentence)
+                if found is None:
+                    continue
+                rule, fact, correction = found
+                fact = _finish(fact)
+                key = fact.casefold()
+                if len(fact) > max_chars or key in seen:
+                    continue
+                seen.add(key)
+                out.append(ExtractedFact(fact, rule, whole.strip(), turn.index, correction))
+                if len(out) >= max_facts:
+                    return out
+    return out
+
+
+def _clause_fact(sentence: str) -> tuple[str, str, bool] | None:
+    """(rule, fact, is a correction) of one clause, or None."""
+    text, correction = _clean(sentence)
+    if not 3 <= len(_words(text)) <= 30:
+        return None
+    found = _sentence_fact(text)
+    if found is None or re.search(r"\b(?:I|we)\b", found[1]):  # a first person left over: not one fact
+        return None
+    return found[0], found[1], correction
+
+
+# -- summaries ----------------------------------------------------------------------------------
+
+
+FACTS_HEADER = "Facts:"
+NARRATIVE_HEADER = "Conversation:"
+
+
+def _split_previous(previous: str | None) -> tuple[list[str], str | None]:
+    """(fact lines, narrative) of an earlier extractive summary; a model's summary is all narrative."""
+    if not previous or not previous.startswith(FACTS_HEADER + "\n"):
+        return [], previous
+    head, _, narrative = previous[len(FACTS_HEADER) + 1:].partition(f"\n{NARRATIVE_HEADER}\n")
+    facts = [line.removeprefix("- ").strip() for line in head.splitlines() if line.strip()]
+    return facts, narrative.strip() or None
+
+
+def summarize_turns(turns: Sequence[Turn], *, budget: int, previous: str | None = None) -> str:
+    """The extractive summary of ``turns`` (after ``previous``) within ``budget`` tokens (no model).
+
+    The rule-based facts of the turns (read again here, not stored) come first, under
+    ``Facts:``, after those of the earlier summary, in at most half the budget; then, under
+    ``Conversation:``, the working-memory summariser's best sentences in the rest. Without
+    facts it is the summariser's text alone.
+    """
+    from ..conversations.working import summarize_messages
+
+    old_facts, narrative = _split_previous(previous)
+    facts = list(dict.fromkeys([*old_facts, *(f.text for f in extract_facts(turns, max_facts=50))]))
+    lines: list[str] = []
+    used = count_tokens(f"{FACTS_HEADER}\n{NARRATIVE_HEADER}\n")
+    for fact in facts:
+        cost = count_tokens(f"- {fact}\n")
+        if used + cost > budget // 2:
+            break
+        lines.append(f"- {fact}")
+        used += cost
+    room = max(1, budget - used) if lines else budget
+    rest, _ = summarize_messages(narrative, list(turns), budget=room, model=None)  # type: ignore[arg-type]
+    if not lines:
+        return rest
+    return f"{FACTS_HEADER}\n" + "\n".join(lines) + f"\n{NARRATIVE_HEADER}\n{rest}"
+
+
+# -- with a model -------------------------------------------------------------------------------
+
+EXTRACTION_PROMPT = """You maintain the long-term memory of an assistant. Read the conversation below.
+{tasks}
+Facts: durable facts worth remembering in later sessions: about the user (names, people and pets,
+where they live and work, preferences, dates, numbers) and decisions taken. One self-contained
+sentence each, in the third person ("The user ..."). Leave out questions, greetings, guesses,
+passing states and anything the assistant merely suggested. At most {max_facts}; none is fine.
+{summary_rule}Answer with JSON only: {shape}
+
+Summary of the conversation before these messages:
+{previous}
+{done}
+Messages to read for facts:
+{pending}
+"""
+
+
+def _render(turns: Sequence[Turn], limit: int = 2000) -> str:
+    lines = []
+    for turn in turns:
+        text = turn.text.strip()
+        if not text and turn.tool_calls:
+            text = "(called " + ", ".join(str(c.get("name", "a tool")) if isinstance(c, dict) else "a tool"
+                                          for c in turn.tool_calls) + ")"
+        if text:
+            lines.append(f"{turn.role}: {text[:limit]}")
+    return "\n".join(lines) or "(none)"
+
+
+def _model_answer(model: TextModel, pending: Sequence[Turn], done: Sequence[Turn], previous: str | None,
+                  budget: int, max_facts: int, want_summary: bool) -> Any:
+    tasks = ("Do two things: list the facts, and summarise the whole conversation." if want_summary
+             else "List the facts.")
+    summary_rule = (f"Summary: the whole conversation (the earlier summary and all messages) in at most {budget} "
+                    "tokens, keeping names, facts, decisions, open questions, numbers and dates.\n"
+                    if want_summary else "")
+    shape = '{"facts": ["..."], "summary": "..."}' if want_summary else '{"facts": ["..."]}'
+    done_text = (f"\nOlder messages (already remembered: summarise them, take no facts from them):\n{_render(done)}\n"
+                 if done else "")
+    prompt = EXTRACTION_PROMPT.format(tasks=tasks, max_facts=max_facts, summary_rule=summary_rule, shape=shape,
+                                      previous=previous or "(none)", done=done_text, pending=_render(pending))
+    data = parse_json_output(model.complete(prompt, max_tokens=budget + 40 * max_facts))
+    if not isinstance(data, dict):
+        raise ModelOutputError(f"expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _model_facts(data: dict[str, Any], max_facts: int, max_chars: int) -> list[ExtractedFact]:
+    raw = data.get("facts")
+    if not isinstance(raw, list):
+        raise ModelOutputError('the answer has no "facts" list')
+    out: list[ExtractedFact] = []
+    seen: set[str] = set()
+    for item in raw:
+        text = item.get("text", item.get("fact")) if isinstance(item, dict) else item
+        if not isinstance(text, str):
+            raise ModelOutputError(f"a fact must be a string, got {item!r}")
+        text = " ".join(text.split())
+        if not text or len(text) > max_chars or text.casefold() in seen:
+            continue  # one bad fact is dropped, not the others
+        seen.add(text.casefold())
+        out.append(ExtractedFact(_finish(text), "model"))
+    return out[:max_facts]
+
+
+def _model_summary(data: dict[str, Any], budget: int) -> str:
+    summary = data.get("summary")
+    if not isinstance(summary, str) or not summary.strip():
+        raise ModelOutputError('the answer has no "summary" text')
+    if count_tokens(summary) > 2 * budget:
+        raise ModelOutputError(f"the summary is longer than twice the {budget}-token budget")
+    return summary.strip()
+
+
+def extract(
+    turns: Sequence[Turn],
+    *,
+    already: Collection[int] = frozenset(),
+    previous: str | None = None,
+    model: TextModel | None = None,
+    want_summary: bool = True,
+    budget: int = 500,
+    max_facts: int = 20,
+    max_chars: int = 300,
+) -> Extraction:
+    """Facts from ``turns`` and (``want_summary``) a summary of ``previous`` followed by ``turns``.
+
+    ``already``: the ``Turn.index`` of turns whose facts were taken before (a flush): they are
+    summarised but never read for facts again. Uses ``model`` when given, falling back to the
+    rules piece by piece (see the module docs).
+    """
+    pending = [t for t in turns if t.index not in already]
+    if model is not None:
+        done = [t for t in turns if t.index in already]
+        try:
+            data = _model_answer(model, pending, done, previous, budget, max_facts, want_summary)
+        except Exception as exc:  # an optional model never loses the input: the rules run instead
+            logger.warning("fact extraction by the text model failed (%s: %s); using the rules", type(exc).__name__, exc)
+            error: str | None = f"{type(exc).__name__}: {exc}"
+        else:
+            errors: list[str] = []
+            try:
+                facts = _model_facts(data, max_facts, max_chars)
+            except ModelOutputError as exc:
+                errors.append(str(exc))
+                facts = extract_facts(pending, max_facts=max_facts, max_chars=max_chars)
+            summary = ""
+            if want_summary:
+                try:
+                    summary = _model_summary(data, budget)
+                except ModelOutputError as exc:
+                    errors.append(str(exc))
+                    summary = summarize_turns(turns, budget=budget, previous=previous)
+            if errors:
+                logger.warning("part of the text model's extraction was unusable (%s); the rules filled in",
+                               "; ".join(errors))
+            return Extraction(facts, summary, "model+rules" if errors else "model", "; ".join(errors) or None)
+    else:
+        error = None
+    facts = extract_facts(pending, max_facts=max_facts, max_chars=max_chars)
+    summary = summarize_turns(turns, budget=budget, previous=previous) if want_summary else ""
+    return Extraction(facts, summary, "rules", error)
