@@ -27,10 +27,13 @@ _ARCHIVE_SELECT = ", ".join(["archive_rowid", *_SHARED, "archived_at", "archive_
 class Archive:
     """SQL for ``memory_archive``; callers hold the store lock."""
 
-    def __init__(self, db: Database, memories: MemoryRepository, clock: Clock) -> None:
+    def __init__(self, db: Database, memories: MemoryRepository, clock: Clock, keyword: Any = None) -> None:
+        from .index.keyword import keyword_index_for
+
         self.db = db
         self.memories = memories
         self.clock = clock
+        self.keyword = keyword if keyword is not None else keyword_index_for(db)
 
     def move(self, rowids: Sequence[int], reason: str) -> int:
         """Archive live rows (inside the caller's transaction); return how many moved."""
@@ -65,20 +68,11 @@ class Archive:
 
     def search(self, query: KeywordQuery, scope: Scope, limit: int) -> list[tuple[Memory, float]]:
         """(memory, BM25 as a positive number), best first, within ``scope``."""
-        if not query.fts:
-            return []
-        sql, params = scope.sql("c")
-        rows = self.db.query(
-            f"SELECT {', '.join('c.' + c for c in ['archive_rowid', *_SHARED, 'archived_at', 'archive_reason'])}, "
-            "-bm25(memory_archive_fts) AS relevance "
-            "FROM memory_archive_fts JOIN memory_archive c ON c.archive_rowid = memory_archive_fts.rowid "
-            f"WHERE memory_archive_fts MATCH ? AND {sql} ORDER BY relevance DESC LIMIT ?",
-            (query.fts, *params, limit),
-        )
+        rows = self.keyword.search_archive(query, scope, limit, ["archive_rowid", *_SHARED, "archived_at", "archive_reason"])
         return [(archived_memory(row[:-1]), float(row[-1])) for row in rows]
 
     def select(self, scope: Scope, *, limit: int | None = None, offset: int = 0) -> list[Memory]:
-        sql, params = scope.sql("c")
+        sql, params = scope.sql("c", self.db.dialect)
         tail = " LIMIT ? OFFSET ?" if limit is not None else ""
         extra: list[Any] = [limit, offset] if limit is not None else []
         rows = self.db.query(
@@ -95,7 +89,7 @@ class Archive:
 
     def erase(self, namespace: str) -> int:
         cursor = self.db.execute("DELETE FROM memory_archive WHERE namespace = ?", (namespace,))
-        self.db.execute("INSERT INTO memory_archive_fts(memory_archive_fts) VALUES ('optimize')")
+        self.keyword.optimize_archive()
         return int(cursor.rowcount or 0)
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "UsageConfig",
     "ConversationsConfig",
     "WorkspaceConfig",
+    "DatabaseConfig",
     "default_data_dir",
     "default_config_path",
     "parse_size",
@@ -604,6 +605,29 @@ class LinksConfig:
             raise ConfigError("links: initial_strength and half_strength must be positive, increment >= 0")
 
 
+@dataclass
+class DatabaseConfig:
+    """Where the memory lives and the PostgreSQL backend's settings (issue 10, docs/scaling.md).
+
+    ``url``: the memory ``MemoryStore.open()`` opens when given no path (``$OPENKOI_DATABASE_URL``
+    wins over it): a ``postgresql://`` URL, or a file path; "" means ``<data_dir>/openkoi.db``.
+    """
+
+    url: str = ""
+    pool_size: int = 8  # connections per process and memory (psycopg-pool)
+    hnsw_m: int = 16  # pgvector HNSW build settings (pgvector's defaults)
+    hnsw_ef_construction: int = 64
+    hnsw_ef_search: int = 100  # candidates per HNSW search; raised up to 1,000 when filters leave fewer than k
+
+    def __post_init__(self) -> None:
+        if self.pool_size < 1:
+            raise ConfigError("database.pool_size must be at least 1")
+        if not 2 <= self.hnsw_m <= 100 or not 4 <= self.hnsw_ef_construction <= 1000:
+            raise ConfigError("database.hnsw_m must be 2-100 and database.hnsw_ef_construction 4-1000 (pgvector's limits)")
+        if not 1 <= self.hnsw_ef_search <= 1000:
+            raise ConfigError("database.hnsw_ef_search must be 1-1000 (pgvector's limit)")
+
+
 _SECTIONS = {
     "models": ModelsConfig,
     "memory": MemoryConfig,
@@ -619,6 +643,7 @@ _SECTIONS = {
     "usage": UsageConfig,
     "conversations": ConversationsConfig,
     "workspace": WorkspaceConfig,
+    "database": DatabaseConfig,
 }
 
 
@@ -640,6 +665,7 @@ class Config:
     usage: UsageConfig = field(default_factory=UsageConfig)
     conversations: ConversationsConfig = field(default_factory=ConversationsConfig)
     workspace: WorkspaceConfig = field(default_factory=WorkspaceConfig)
+    database: DatabaseConfig = field(default_factory=DatabaseConfig)
     data_dir: Path = field(default_factory=default_data_dir)
 
     @classmethod

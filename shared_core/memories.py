@@ -441,7 +441,7 @@ class MemoryRepository:
 
     def select(self, scope: Scope, *, order_by: str = "created_at", descending: bool = False,
                limit: int | None = None, offset: int = 0) -> list[Memory]:
-        sql, params = scope.sql("c")
+        sql, params = scope.sql("c", self.db.dialect)
         if order_by not in {"created_at", "updated_at", "score", "access_count", "id", "last_hit_at", "chunk_rowid"}:
             raise ValueError(f"cannot order by {order_by!r}")
         direction = "DESC" if descending else "ASC"
@@ -460,7 +460,7 @@ class MemoryRepository:
         return [Memory.from_row(r) for r in rows]
 
     def count(self, scope: Scope) -> int:
-        sql, params = scope.sql("c")
+        sql, params = scope.sql("c", self.db.dialect)
         return int(self.db.scalar(f"SELECT count(*) FROM memory_chunks c WHERE {sql}", params) or 0)
 
     # -- writing (inside a transaction) ---------------------------------------------------
@@ -485,7 +485,8 @@ class MemoryRepository:
                 return AddResult(duplicate.id, "reinforced")
         memory_id = item.id or new_id()
         rowid = self._insert(memory_id, item, now)
-        self.vectors.put(rowid, item.vector, self._state(item, now), replace=False)
+        if not self.vectors.inline:
+            self.vectors.put(rowid, item.vector, self._state(item, now), replace=False)
         return AddResult(memory_id, "created")
 
     def write_many(self, items: list[_Prepared]) -> list[AddResult]:
@@ -501,7 +502,7 @@ class MemoryRepository:
             rowid = self._insert(memory_id, item, now)
             fresh.append((rowid, item.vector, self._state(item, now)))
             results.append(AddResult(memory_id, "created"))
-        if fresh:
+        if fresh and not self.vectors.inline:
             self.vectors.put_many(fresh)
         return results
 
@@ -525,39 +526,52 @@ class MemoryRepository:
         """Insert a complete record as it was (restore, import): feedback and timestamps kept."""
         now = self.clock.now()
         text_hash = content_hash(memory.text)
+        columns = [
+            "id", "source", "text", "created_at", "kind", "namespace", "owner_id", "tags", "category", "metadata",
+            "importance", "confidence", "pinned", "score", "last_hit_at", "access_count", "last_access_at",
+            "updated_at", "expires_at", "valid_from", "valid_to", "superseded_by", "session_id", "task_id",
+            "content_hash", "embedding_model", "embedded_at",
+        ]
+        values: list[Any] = [
+            memory.id, memory.source, _text(memory.text), to_iso(memory.created_at or now), _kind(memory.kind),
+            check_namespace(memory.namespace), memory.owner_id, json.dumps(_tags(memory.tags), ensure_ascii=False),
+            memory.category, _metadata(memory.metadata), memory.importance, memory.confidence, int(memory.pinned),
+            memory.score, to_iso(memory.last_hit_at), memory.access_count, to_iso(memory.last_access_at),
+            to_iso(memory.updated_at or now), to_iso(memory.expires_at), to_iso(memory.valid_from or memory.created_at),
+            to_iso(memory.valid_to), memory.superseded_by, memory.session_id, memory.task_id, text_hash,
+            self.embedder.name, to_iso(now),
+        ]
+        if self.vectors.inline:
+            columns.append("embedding")
+            values.append(vector)
         cursor = self.db.execute(
-            "INSERT INTO memory_chunks (id, source, text, created_at, kind, namespace, owner_id, tags, category, "
-            "metadata, importance, confidence, pinned, score, last_hit_at, access_count, last_access_at, updated_at, "
-            "expires_at, valid_from, valid_to, superseded_by, session_id, task_id, content_hash, embedding_model, "
-            "embedded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                memory.id, memory.source, _text(memory.text), to_iso(memory.created_at or now), _kind(memory.kind),
-                check_namespace(memory.namespace), memory.owner_id, json.dumps(_tags(memory.tags), ensure_ascii=False),
-                memory.category, _metadata(memory.metadata), memory.importance, memory.confidence, int(memory.pinned),
-                memory.score, to_iso(memory.last_hit_at), memory.access_count, to_iso(memory.last_access_at),
-                to_iso(memory.updated_at or now), to_iso(memory.expires_at), to_iso(memory.valid_from or memory.created_at),
-                to_iso(memory.valid_to), memory.superseded_by, memory.session_id, memory.task_id, text_hash,
-                self.embedder.name, to_iso(now),
-            ),
+            f"INSERT INTO memory_chunks ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})", values
         )
         rowid = int(cursor.lastrowid)
-        state = RowState(memory.namespace, memory.kind, epoch_of(to_iso(memory.expires_at)), memory.valid_to is None,
-                         stamp_of(to_iso(now), text_hash))
-        self.vectors.put(rowid, vector, state, replace=False)
+        if not self.vectors.inline:
+            state = RowState(memory.namespace, memory.kind, epoch_of(to_iso(memory.expires_at)),
+                             memory.valid_to is None, stamp_of(to_iso(now), text_hash))
+            self.vectors.put(rowid, vector, state, replace=False)
         return rowid
 
     def _insert(self, memory_id: str, item: _Prepared, now: datetime) -> int:
         created = item.created_at or now
+        columns = [
+            "id", "source", "text", "created_at", "kind", "namespace", "owner_id", "tags", "category", "metadata",
+            "importance", "confidence", "pinned", "updated_at", "expires_at", "valid_from", "session_id", "task_id",
+            "content_hash", "embedding_model", "embedded_at",
+        ]
+        values: list[Any] = [
+            memory_id, item.source, item.text, to_iso(created), item.kind, item.namespace, item.owner_id,
+            json.dumps(item.tags, ensure_ascii=False), item.category, item.metadata_json, item.importance,
+            item.confidence, int(item.pinned), to_iso(now), to_iso(item.expires_at), to_iso(created),
+            item.session_id, item.task_id, item.hash, self.embedder.name, to_iso(now),
+        ]
+        if self.vectors.inline:  # PostgreSQL: the vector is a column of the row
+            columns.append("embedding")
+            values.append(item.vector)
         cursor = self.db.execute(
-            "INSERT INTO memory_chunks (id, source, text, created_at, kind, namespace, owner_id, tags, category, "
-            "metadata, importance, confidence, pinned, updated_at, expires_at, valid_from, session_id, task_id, "
-            "content_hash, embedding_model, embedded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                memory_id, item.source, item.text, to_iso(created), item.kind, item.namespace, item.owner_id,
-                json.dumps(item.tags, ensure_ascii=False), item.category, item.metadata_json, item.importance,
-                item.confidence, int(item.pinned), to_iso(now), to_iso(item.expires_at), to_iso(created),
-                item.session_id, item.task_id, item.hash, self.embedder.name, to_iso(now),
-            ),
+            f"INSERT INTO memory_chunks ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})", values
         )
         return int(cursor.lastrowid)
 

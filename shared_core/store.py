@@ -27,12 +27,12 @@ import numpy as np
 from .archive import Archive
 from .clock import Clock, SystemClock, to_iso
 from .config import Config
-from .db import Database, apply_migrations, schema_version
+from .db import Database, is_postgres_url, open_database
 from .embed import Embedder, HashingEmbedder, as_matrix, content_hash, embedder_from_name
 from .errors import EmbedderMismatchError, NotFoundError, SchemaError
 from .index.filters import Filter
-from .index.keyword import KeywordIndex
-from .index.vectors import VectorIndex
+from .index.keyword import keyword_index_for
+from .index.vectors import vector_index_for
 from .llm import TextModel
 from .memories import (
     DEFAULT_NAMESPACE,
@@ -143,10 +143,11 @@ class MemoryStore:
         self.conversations, self.forgetting  # noqa: B018
 
     def _build_components(self) -> None:
-        self._vectors = VectorIndex(self._db, self.embedder.dims, self.config.search)
-        self._keyword = KeywordIndex(self._db, self.config.search)
+        # the seam: SQLite (FTS5, sqlite-vec) or PostgreSQL (tsvector, pgvector) under the same repositories
+        self._vectors = vector_index_for(self._db, self.embedder.dims, self.config.search, self.config.database)
+        self._keyword = keyword_index_for(self._db, self.config.search)
         self._memories = MemoryRepository(self._db, self._vectors, self.embedder, self.clock, self.config)
-        self._archive = Archive(self._db, self._memories, self.clock)
+        self._archive = Archive(self._db, self._memories, self.clock, self._keyword)
         self._searcher = Searcher(self.config, self._keyword, self._vectors, self._memories, self.embedder, self.clock,
                                   archive=self._archive)
 
@@ -164,10 +165,12 @@ class MemoryStore:
         reembed: bool = False,
         text_model: TextModel | None = None,
     ) -> MemoryStore:
-        """Open (creating if needed) a memory file.
+        """Open (creating if needed) a memory: an SQLite file, or a PostgreSQL database.
 
-        ``path``: a file, ``":memory:"``, or ``None`` for ``<data dir>/openkoi.db`` (the XDG data
-        dir, or ``$OPENKOI_DATA``). ``embedder``: defaults to what the database was built with,
+        ``path``: a file, ``":memory:"``, a ``postgresql://user:pw@host/db[?schema=name]`` URL (a
+        memory shared by several processes and machines; docs/scaling.md), or ``None`` for
+        ``$OPENKOI_DATABASE_URL``, else ``[database] url`` from the config, else
+        ``<data dir>/openkoi.db`` (the XDG data dir, or ``$OPENKOI_DATA``). ``embedder``: defaults to what the database was built with,
         else ``[models] embedder`` from the config (the hashing embedder). ``config``: a
         :class:`Config`, or a dict of overrides on top of ``config.toml``. ``reembed=True``
         lets a different embedder take over an existing database by re-embedding everything.
@@ -176,10 +179,10 @@ class MemoryStore:
         """
         cfg = config if isinstance(config, Config) else Config.load(overrides=config)
         clock = clock or SystemClock()
-        target = str(Path(cfg.data_dir) / "openkoi.db") if path is None else os.fspath(path)
-        if target != ":memory:":
+        target = default_target(cfg) if path is None else os.fspath(path)
+        if target != ":memory:" and not is_postgres_url(target):
             target = str(Path(target).expanduser())
-        db = Database(target, read_only=read_only)
+        db = open_database(target, read_only=read_only, pool_size=cfg.database.pool_size)
         try:
             store = cls._attach(db, embedder, cfg, clock, reembed)
         except BaseException:
@@ -190,7 +193,7 @@ class MemoryStore:
 
     @classmethod
     def _attach(cls, db: Database, embedder: Embedder | None, cfg: Config, clock: Clock, reembed: bool) -> MemoryStore:
-        version = schema_version(db.conn)
+        version = db.schema_version()
         recorded_name = recorded_dims = None
         if version >= 2:
             recorded_name = db.get_meta("embedder_name")
@@ -212,10 +215,8 @@ class MemoryStore:
         if db.read_only and version == 0:
             raise SchemaError(f"{db.path} is not an openkoi-memory database yet; open it writable once to create it")
         if not db.read_only:
-            applied = apply_migrations(
-                db.conn, dims=recorded_dims or embedder.dims, now_iso=to_iso(clock.now()), path=db.path
-            )
-            if applied and recorded_name is None:
+            db.migrate(dims=recorded_dims or embedder.dims, now_iso=to_iso(clock.now()))
+            if recorded_name is None:  # new, or migrated by a process that stopped before recording it
                 with db.transaction():
                     if db.get_meta("embedder_name") is None:  # another process may have recorded it
                         db.set_meta("embedder_name", embedder.name)
@@ -224,7 +225,7 @@ class MemoryStore:
                 recorded_name = db.get_meta("embedder_name")
                 dims_text = db.get_meta("embedder_dims")
                 recorded_dims = int(dims_text) if dims_text else None
-        elif version < _latest_version():
+        elif version < db.latest_version():
             raise SchemaError(f"{db.path} needs a schema upgrade; open it once without read_only=True")
         store = cls(db, embedder=embedder, config=cfg, clock=clock)
         if recorded_name and (recorded_name != embedder.name or recorded_dims != embedder.dims):
@@ -235,6 +236,8 @@ class MemoryStore:
                     "with MemoryStore.open(path, embedder=..., reembed=True)"
                 )
             store._switch_embedder(embedder, recorded_dims or embedder.dims)
+        else:
+            store._vectors.ensure_ready()
         return store
 
     def close(self) -> None:
@@ -278,7 +281,9 @@ class MemoryStore:
         removed on close: nothing of it lands in the user's data directory.
         """
         if self._data_dir is None:
-            if self.path == ":memory:":
+            if self._db.dialect == "postgresql" and self._db.alias is None:
+                self._data_dir = Path(self.config.data_dir) / "postgres" / _slug(self._db.path)
+            elif self.path == ":memory:":
                 self._data_dir = Path(tempfile.mkdtemp(prefix="openkoi-memory-"))
                 self.register_closer(functools.partial(shutil.rmtree, self._data_dir, ignore_errors=True))
             elif Path(self.path).name == "openkoi.db":
@@ -470,7 +475,7 @@ class MemoryStore:
                 namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=None, where=where, tags=None,
                 category=None, source=None, since=None, until=None, live_at=None, current_only=False,
             )
-            sql, params = scope.sql("c")
+            sql, params = scope.sql("c", self._db.dialect)
             rowids = [int(r[0]) for r in self._db.query(f"SELECT c.chunk_rowid FROM memory_chunks c WHERE {sql}", params)]
             if not rowids:
                 return 0
@@ -736,7 +741,7 @@ class MemoryStore:
                 category=None, source=None, since=None, until=None,
                 live_at=None if include_expired else to_iso(self.clock.now()), current_only=False,
             )
-            sql, params = scope.sql("c")
+            sql, params = scope.sql("c", self._db.dialect)
             rows = self._db.query(
                 f"SELECT c.namespace, count(*) FROM memory_chunks c WHERE {sql} GROUP BY c.namespace ORDER BY c.namespace",
                 params,
@@ -747,13 +752,12 @@ class MemoryStore:
         with self._db.lock:
             by_kind = {k: int(n) for k, n in self._db.query("SELECT kind, count(*) FROM memory_chunks GROUP BY kind")}
             by_ns = self.namespaces()
-            size = 0
-            if self.path != ":memory:":
-                size = sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
+            size = 0 if self.path == ":memory:" and self._db.dialect == "sqlite" else self._db.storage_bytes()
+            vector_index = "pgvector-hnsw" if self._db.dialect == "postgresql" else self.config.search.vector_index
             return StoreStats(
-                path=self.path, file_bytes=size, schema_version=schema_version(self._db.conn),
+                path=self.path, file_bytes=size, schema_version=self._db.schema_version(),
                 driver=self._db.driver.name, sqlite_version=self._db.driver.sqlite_version,
-                embedder=self.embedder.name, dims=self.embedder.dims, vector_index=self.config.search.vector_index,
+                embedder=self.embedder.name, dims=self.embedder.dims, vector_index=vector_index,
                 memories=sum(by_kind.values()), by_kind=by_kind, by_namespace=by_ns,
             )
 
@@ -774,46 +778,28 @@ class MemoryStore:
         """Remove every trace of a namespace (a user, an agent) and compact the file.
 
         Rows, index entries, vectors, and whatever the domain modules registered (archive,
-        transcripts, workspace files) go; then the FTS index is merged, freed pages are
-        zeroed and the file is vacuumed, so no byte of the erased text remains. Returns the
-        number of memories erased.
+        transcripts, workspace files) go. On SQLite the FTS index is then merged, freed pages
+        are zeroed and the file is vacuumed, so no byte of the erased text remains; on
+        PostgreSQL the tables are vacuumed (see docs/scaling.md). Returns the number of
+        memories erased.
         """
         check_namespace(namespace)
         self._load_domains()
         with self._db.lock:
             rowids = [int(r[0]) for r in self._db.query(
                 "SELECT chunk_rowid FROM memory_chunks WHERE namespace = ?", (namespace,))]
-            self._db.execute("PRAGMA secure_delete = ON")
-            try:
+            with self._db.secure_delete():
                 with self._db.transaction():
-                    self._db.execute("PRAGMA defer_foreign_keys = ON")  # erasers may run in any order
+                    self._db.defer_foreign_keys()  # erasers may run in any order
                     self._memories.delete_rows(rowids)
                     self._archive.erase(namespace)
                     for eraser in self._erasers:
                         eraser(namespace)
-                    self._db.execute("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')")
-                    self._rebuild_vectors_without_stale_bytes()
+                    self._keyword.optimize()
+                    self._vectors.purge_deleted()
                 self._vectors.reset()
-                if self.path != ":memory:":
-                    self._db.execute("VACUUM")
-                    self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            finally:
-                self._db.execute("PRAGMA secure_delete = OFF")
+                self._db.compact()
             return len(rowids)
-
-    def _rebuild_vectors_without_stale_bytes(self) -> None:
-        """vec0 marks deleted vectors invalid but may keep their bytes: copy the live ones out and back."""
-        dims = self.embedder.dims
-        self._db.execute("CREATE TEMP TABLE IF NOT EXISTS openkoi_vec_copy (chunk_rowid INTEGER PRIMARY KEY, embedding BLOB)")
-        self._db.execute("DELETE FROM temp.openkoi_vec_copy")
-        self._db.execute("INSERT INTO temp.openkoi_vec_copy SELECT chunk_rowid, embedding FROM memory_vec")
-        self._db.execute("DROP TABLE memory_vec")
-        self._db.execute(
-            f"CREATE VIRTUAL TABLE memory_vec USING vec0(chunk_rowid INTEGER PRIMARY KEY, "
-            f"embedding float[{dims}] distance_metric=cosine)"
-        )
-        self._db.execute("INSERT INTO memory_vec (chunk_rowid, embedding) SELECT chunk_rowid, embedding FROM temp.openkoi_vec_copy")
-        self._db.execute("DROP TABLE temp.openkoi_vec_copy")
 
     def _load_domains(self) -> None:
         """Create every lazily created domain, so each has registered its eraser."""
@@ -878,20 +864,13 @@ class MemoryStore:
         memories = self._memories.by_rowids([int(r[0]) for r in rows])
         ordered = list(memories.values())
         with db.transaction():
-            db.execute("DROP TABLE memory_vec")
-            db.execute(
-                f"CREATE VIRTUAL TABLE memory_vec USING vec0(chunk_rowid INTEGER PRIMARY KEY, "
-                f"embedding float[{embedder.dims}] distance_metric=cosine)"
-            )
+            self._vectors.rebuild(embedder.dims)
             now = to_iso(self.clock.now())
             for start in range(0, len(ordered), batch_size):
                 part = ordered[start : start + batch_size]
                 texts = [self._embedding_text(m) for m in part]
                 vectors = as_matrix(embedder.embed(texts), embedder.dims, count=len(texts), what="embedding")
-                db.executemany(
-                    "INSERT INTO memory_vec (chunk_rowid, embedding) VALUES (?, ?)",
-                    [(m.rowid, v.tobytes()) for m, v in zip(part, vectors, strict=False)],
-                )
+                self._vectors.write_all([(m.rowid, v) for m, v in zip(part, vectors, strict=False)])
                 db.executemany(
                     "UPDATE memory_chunks SET content_hash = ?, embedding_model = ?, embedded_at = ? WHERE chunk_rowid = ?",
                     [(content_hash(t), embedder.name, now, m.rowid) for m, t in zip(part, texts, strict=False)],
@@ -901,6 +880,7 @@ class MemoryStore:
             db.set_meta("embedder_name", embedder.name)
             db.set_meta("embedder_dims", str(embedder.dims))
         self._vectors.reset()
+        self._vectors.ensure_ready()
         return len(ordered)
 
     # -- for domain modules and adapters --------------------------------------------------------
@@ -913,6 +893,11 @@ class MemoryStore:
     @property
     def memories(self) -> MemoryRepository:
         return self._memories
+
+    @property
+    def keyword_index(self) -> Any:
+        """The keyword side of search for this backend (FTS5 or PostgreSQL full-text search)."""
+        return self._keyword
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts with the store's embedder (unit-length float32 rows)."""
@@ -1078,10 +1063,16 @@ def _check_embedder(embedder: Any) -> None:
         raise ValueError(f"embedder name must be a non-empty string, got {embedder.name!r}")
 
 
-def _latest_version() -> int:
-    from .db import latest_version
+def default_target(cfg: Config) -> str:
+    """What ``MemoryStore.open()`` opens with no path: ``$OPENKOI_DATABASE_URL``, ``[database] url``, or the data dir's file."""
+    return (os.environ.get("OPENKOI_DATABASE_URL", "").strip() or cfg.database.url.strip()
+            or str(Path(cfg.data_dir) / "openkoi.db"))
 
-    return latest_version()
+
+def _slug(text: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text.split("://", 1)[-1]).strip("_")[:120] or "postgres"
 
 
 def _as_new_memory(raw: NewMemory | Mapping[str, Any] | str, namespace: str | None) -> NewMemory:

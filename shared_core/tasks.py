@@ -564,7 +564,8 @@ class TaskMemory:
         db = self.store.db
         with db.lock:
             rows = db.query(
-                "SELECT task_id, owner, max(created_at) FROM task_journal GROUP BY task_id ORDER BY min(seq)"
+                "SELECT j.task_id, (SELECT o.owner FROM task_journal o WHERE o.task_id = j.task_id "
+                "ORDER BY o.seq DESC LIMIT 1), max(j.created_at) FROM task_journal j GROUP BY j.task_id ORDER BY min(j.seq)"
             )
         recovered: list[str] = []
         now = self.store.clock.now()

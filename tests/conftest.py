@@ -1,13 +1,65 @@
-"""Shared fixtures: stores on :memory: or tmp_path, a manual clock, a deterministic fake embedder."""
+"""Shared fixtures: stores on :memory: or tmp_path, a manual clock, a deterministic fake embedder.
+
+``OPENKOI_TEST_BACKEND=postgres`` runs the same tests on PostgreSQL: every store a test opens
+(``:memory:`` or a path) becomes a schema on one server for the session (tests/pgmode).
+Tests of SQLite itself are marked ``sqlite_only``; tests of the PostgreSQL backend alone,
+``postgres_only``.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import os
+import sys
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from shared_core import ManualClock, MemoryStore
+
+BACKEND = os.environ.get("OPENKOI_TEST_BACKEND", "sqlite").strip().lower() or "sqlite"
+if BACKEND not in ("sqlite", "postgres"):
+    raise pytest.UsageError(f"OPENKOI_TEST_BACKEND={BACKEND!r}: use sqlite or postgres")
+_PGMODE = Path(__file__).parent / "pgmode"
+_harness = None
+
+
+def pytest_configure(config):
+    global _harness
+    if BACKEND != "postgres" or _harness is not None:
+        return
+    sys.path.insert(0, str(_PGMODE))
+    from harness import ENV_URL, Harness, start_server
+
+    url = os.environ.get("OPENKOI_TEST_DATABASE_URL") or start_server(Path(tempfile.mkdtemp(prefix="openkoi-pg-")))
+    os.environ[ENV_URL] = url
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(_PGMODE), os.environ.get("PYTHONPATH", "")) if p)
+    _harness = Harness(url)
+    _harness.install()
+
+
+def pytest_collection_modifyitems(config, items):
+    skip = pytest.mark.skip(reason=f"not for the {BACKEND} backend")
+    for item in items:
+        if (BACKEND == "postgres" and "sqlite_only" in item.keywords) or (
+            BACKEND == "sqlite" and "postgres_only" in item.keywords
+        ):
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _free_postgres_schemas(request):
+    yield
+    if _harness is not None:
+        _harness.release_test(request.node.nodeid)
+
+
+@pytest.fixture(scope="session")
+def backend() -> str:
+    """``sqlite`` or ``postgres``: what this session's stores run on."""
+    return BACKEND
 
 
 class FakeEmbedder:

@@ -316,7 +316,7 @@ class MessageRepository:
         rows = self.db.query(
             f"SELECT {_BUCKET} AS bucket, platform, channel, person, bot_id, count(*) AS n FROM raw_messages "
             "WHERE namespace = ? AND memory_stage = ? AND archived_at IS NULL AND timestamp < ? "
-            "GROUP BY bucket, platform, channel, person, bot_id HAVING n >= ? "
+            "GROUP BY bucket, platform, channel, person, bot_id HAVING count(*) >= ? "
             "ORDER BY bucket, coalesce(platform, ''), coalesce(channel, ''), coalesce(person, ''), coalesce(bot_id, '')",
             (window_ms, namespace, tier, to_iso(cutoff), min_size),
         )

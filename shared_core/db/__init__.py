@@ -1,7 +1,29 @@
-"""The SQL layer: driver choice, connection and transactions, numbered migrations."""
+"""The SQL layer: driver choice, connection and transactions, numbered migrations.
+
+Two backends share one interface: :class:`Database` (an SQLite file, the default) and
+:class:`~shared_core.db.postgres.PostgresDatabase` (a PostgreSQL schema, for a memory shared
+by several machines). :func:`open_database` picks one from the target.
+"""
+
+from __future__ import annotations
+
+from typing import Any
 
 from .database import Database
 from .driver import Driver, connect, get_driver
 from .migrations import apply_migrations, latest_version, schema_version
+from .postgres import is_postgres_url
 
-__all__ = ["Database", "Driver", "connect", "get_driver", "apply_migrations", "latest_version", "schema_version"]
+__all__ = [
+    "Database", "Driver", "connect", "get_driver", "apply_migrations", "latest_version", "schema_version",
+    "open_database", "is_postgres_url",
+]
+
+
+def open_database(target: str, *, read_only: bool = False, pool_size: int = 8) -> Any:
+    """A ``postgresql://`` URL opens :class:`PostgresDatabase`; anything else is an SQLite file (or ``:memory:``)."""
+    if is_postgres_url(target):
+        from .postgres import PostgresDatabase
+
+        return PostgresDatabase(target, read_only=read_only, pool_size=pool_size)
+    return Database(target, read_only=read_only)

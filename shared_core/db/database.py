@@ -28,7 +28,13 @@ _BUSY_RETRIES = 50
 
 
 class Database:
-    """A connection to one openkoi-memory file (or ``:memory:``)."""
+    """A connection to one openkoi-memory file (or ``:memory:``).
+
+    :class:`~shared_core.db.postgres.PostgresDatabase` has the same interface for a memory on
+    PostgreSQL; code that must differ between the two checks ``db.dialect``.
+    """
+
+    dialect = "sqlite"
 
     def __init__(self, path: str, *, read_only: bool = False, busy_timeout_ms: int = 10_000) -> None:
         self.path = path
@@ -232,6 +238,54 @@ class Database:
         if "no such module" in lowered:
             return DriverError(f"a SQLite extension is missing ({message}); reinstall sqlite-vec")
         return StorageError(f"SQLite error on {self.path}: {message}")
+
+    # -- schema and maintenance ------------------------------------------------------------------
+
+    def applied_versions(self) -> set[int]:
+        from .migrations import applied_versions
+
+        with self.translate_errors():
+            return applied_versions(self.conn)
+
+    def schema_version(self) -> int:
+        return max(self.applied_versions(), default=0)
+
+    @staticmethod
+    def latest_version() -> int:
+        from .migrations import latest_version
+
+        return latest_version()
+
+    def migrate(self, *, dims: int, now_iso: str) -> list[int]:
+        """Apply the missing numbered migrations; ``dims`` sizes the vector table."""
+        from .migrations import apply_migrations
+
+        return apply_migrations(self.conn, dims=dims, now_iso=now_iso, path=self.path)
+
+    def defer_foreign_keys(self) -> None:
+        """Check foreign keys at commit, not per statement (erasers may run in any order)."""
+        self.execute("PRAGMA defer_foreign_keys = ON")
+
+    @contextlib.contextmanager
+    def secure_delete(self) -> Iterator[None]:
+        """Deleted content is overwritten with zeros, not just unlinked (for erasing a user)."""
+        self.execute("PRAGMA secure_delete = ON")
+        try:
+            yield
+        finally:
+            self.execute("PRAGMA secure_delete = OFF")
+
+    def compact(self) -> None:
+        """Rewrite the file without free pages and truncate the WAL (no-op in memory)."""
+        if self.path != ":memory:":
+            self.execute("VACUUM")
+            self.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def storage_bytes(self) -> int:
+        """Bytes the memory takes: the file and its WAL (the pages, in memory)."""
+        if self.path == ":memory:":
+            return int(self.scalar("PRAGMA page_count") or 0) * int(self.scalar("PRAGMA page_size") or 0)
+        return sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
 
     # -- metadata --------------------------------------------------------------------------------
 

@@ -83,7 +83,10 @@ class DocumentChunk:
 
 class DocumentRepository:
     def __init__(self, db: Database) -> None:
+        from ..index.keyword import keyword_index_for
+
         self.db = db
+        self.keyword = keyword_index_for(db)  # term statistics in the database's own full-text index
 
     # -- documents ---------------------------------------------------------------------------
 
@@ -183,23 +186,13 @@ class DocumentRepository:
         total = int(self.db.scalar("SELECT count(*) FROM memory_chunks") or 0)
         out: list[tuple[float, set[int]]] = []
         cap = total // 2 + 1
-        marks = ", ".join("?" for _ in candidates)
         for term in terms:
-            phrase = f'"{term}"'
-            hits = int(self.db.scalar(
-                "SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?)", (phrase, cap)
-            ) or 0)
+            hits = self.keyword.document_count(term, cap)
             if hits == 0 or total == 0:
                 out.append((0.0, set()))
                 continue
             idf = max(_IDF_FLOOR, math.log((total - hits + 0.5) / (hits + 0.5)))
-            found: set[int] = set()
-            if candidates:
-                found = {int(r[0]) for r in self.db.query(
-                    f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid IN ({marks})",
-                    (phrase, *candidates),
-                )}
-            out.append((idf, found))
+            out.append((idf, self.keyword.rows_containing(term, list(candidates))))
         return out
 
 

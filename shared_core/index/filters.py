@@ -45,6 +45,7 @@ __all__ = [
     "BUILTIN_FIELDS",
     "parse_filter",
     "compile_filter",
+    "literal",
 ]
 
 OPERATORS = (
@@ -246,20 +247,35 @@ def _escaped_labels() -> bool:
     return version >= (3, 45)
 
 
-def compile_filter(node: Filter | None, alias: str = "c") -> tuple[str, list[Any]]:
-    """SQL boolean expression over the chunk table ``alias`` and its parameters ("1" for no filter)."""
+def literal(value: bool, dialect: str = "sqlite") -> str:
+    """A constant condition in ``dialect``: SQLite's 1/0, PostgreSQL's TRUE/FALSE."""
+    if dialect == "postgresql":
+        return "TRUE" if value else "FALSE"
+    return "1" if value else "0"
+
+
+def compile_filter(node: Filter | None, alias: str = "c", dialect: str = "sqlite") -> tuple[str, list[Any]]:
+    """SQL boolean expression over the chunk table ``alias`` and its parameters (true for no filter).
+
+    ``dialect`` is the database's (``db.dialect``): ``"sqlite"`` (JSON1 functions) or
+    ``"postgresql"`` (jsonb; see :mod:`.filters_pg`). Both give the same answers.
+    """
     if node is None:
-        return "1", []
+        return literal(True, dialect), []
     if isinstance(node, And):
-        parts = [compile_filter(child, alias) for child in node.filters]
+        parts = [compile_filter(child, alias, dialect) for child in node.filters]
         return "(" + " AND ".join(p[0] for p in parts) + ")", [x for p in parts for x in p[1]]
     if isinstance(node, Or):
-        parts = [compile_filter(child, alias) for child in node.filters]
+        parts = [compile_filter(child, alias, dialect) for child in node.filters]
         return "(" + " OR ".join(p[0] for p in parts) + ")", [x for p in parts for x in p[1]]
     if isinstance(node, Not):
-        sql, params = compile_filter(node.filter, alias)
+        sql, params = compile_filter(node.filter, alias, dialect)
         return f"(NOT {sql})", params
     if isinstance(node, Condition):
+        if dialect == "postgresql":
+            from .filters_pg import pg_condition
+
+            return pg_condition(node, alias)
         return _condition(node, alias)
     raise FilterError(f"not a filter: {node!r}")
 

@@ -19,21 +19,39 @@ from ..db import Database
 from .sanitize import query_terms, to_fts_query
 from .scope import Scope
 
-__all__ = ["KeywordIndex", "KeywordQuery"]
+__all__ = ["KeywordIndex", "KeywordQuery", "keyword_index_for"]
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"  # must match migration 0002's memory_fts
 
 
 @dataclass(frozen=True)
 class KeywordQuery:
-    """A sanitised query: the words asked for, those used, and the FTS5 expression."""
+    """A sanitised query: the words asked for, those used, and the match expression.
+
+    ``fts`` is in the database's own syntax: an FTS5 expression on SQLite, a ``to_tsquery``
+    text on PostgreSQL (:mod:`.keyword_pg`).
+    """
 
     terms: tuple[str, ...]
     used: tuple[str, ...]
     fts: str
+    idf: tuple[float, ...] = ()  # PostgreSQL: each used term's inverse document frequency (FTS5 has its own)
+
+
+def keyword_index_for(db: Any, config: SearchConfig | None = None) -> Any:
+    """The keyword index for ``db``'s dialect: :class:`KeywordIndex` or ``PgKeywordIndex``."""
+    if getattr(db, "dialect", "sqlite") == "postgresql":
+        from .keyword_pg import PgKeywordIndex
+
+        return PgKeywordIndex(db, config)
+    return KeywordIndex(db, config or SearchConfig())
 
 
 class KeywordIndex:
+    """FTS5 keyword search and its statistics for a SQLite memory."""
+
+    dialect = "sqlite"
+
     def __init__(self, db: Database, config: SearchConfig) -> None:
         self.db = db
         self.config = config
@@ -58,6 +76,41 @@ class KeywordIndex:
             (cfg.text_weight, cfg.tags_weight, cfg.source_weight, query.fts, *scope_params, limit),
         )
         return [(int(rowid), float(score)) for rowid, score in rows]
+
+    def search_archive(self, query: KeywordQuery, scope: Scope, limit: int, columns: list[str]) -> list[Any]:
+        """Rows of ``memory_archive`` (``columns``, then BM25 as a positive number), best first."""
+        if not query.fts:
+            return []
+        sql, params = scope.sql("c")
+        return self.db.query(
+            f"SELECT {', '.join('c.' + c for c in columns)}, -bm25(memory_archive_fts) AS relevance "
+            "FROM memory_archive_fts JOIN memory_archive c ON c.archive_rowid = memory_archive_fts.rowid "
+            f"WHERE memory_archive_fts MATCH ? AND {sql} ORDER BY relevance DESC LIMIT ?",
+            (query.fts, *params, limit),
+        )
+
+    def optimize(self) -> None:
+        """Merge the FTS5 index (deleted rows leave tombstones until then)."""
+        self.db.execute("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')")
+
+    def optimize_archive(self) -> None:
+        self.db.execute("INSERT INTO memory_archive_fts(memory_archive_fts) VALUES ('optimize')")
+
+    # -- statistics for the knowledge base's threshold ---------------------------------------
+
+    def document_count(self, term: str, cap: int) -> int:
+        """How many rows contain ``term`` (counted up to ``cap``)."""
+        return int(self.db.scalar(
+            "SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?)", (f'"{term}"', cap)
+        ) or 0)
+
+    def rows_containing(self, term: str, rowids: list[int]) -> set[int]:
+        if not rowids:
+            return set()
+        marks = ", ".join("?" for _ in rowids)
+        return {int(r[0]) for r in self.db.query(
+            f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid IN ({marks})", (f'"{term}"', *rowids)
+        )}
 
     # -- document-frequency gate -------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .filters import Filter, compile_filter
+from .filters import Filter, compile_filter, literal
 
 __all__ = ["Scope"]
 
@@ -34,7 +34,9 @@ class Scope:
         """True when the vector mirror cannot decide membership on its own columns."""
         return self.ids is not None or self.where is not None
 
-    def sql(self, alias: str = "c") -> tuple[str, list[Any]]:
+    def sql(self, alias: str = "c", dialect: str = "sqlite") -> tuple[str, list[Any]]:
+        """A boolean SQL expression over the chunk table ``alias`` in ``dialect`` (``db.dialect``)."""
+        false = literal(False, dialect)
         clauses: list[str] = []
         params: list[Any] = []
         if self.namespaces is not None:
@@ -47,10 +49,10 @@ class Scope:
             clauses.append(f"{alias}.namespace >= ? AND {alias}.namespace < ?")
             params.extend([self.namespace_prefix, self.namespace_prefix + _MAX_CHAR])
         if self.kinds is not None:
-            clauses.append(f"{alias}.kind IN ({', '.join('?' for _ in self.kinds)})" if self.kinds else "0")
+            clauses.append(f"{alias}.kind IN ({', '.join('?' for _ in self.kinds)})" if self.kinds else false)
             params.extend(self.kinds)
         if self.ids is not None:
-            clauses.append(f"{alias}.id IN ({', '.join('?' for _ in self.ids)})" if self.ids else "0")
+            clauses.append(f"{alias}.id IN ({', '.join('?' for _ in self.ids)})" if self.ids else false)
             params.extend(self.ids)
         if self.live_at is not None:
             clauses.append(f"({alias}.expires_at IS NULL OR {alias}.expires_at > ?)")
@@ -58,10 +60,10 @@ class Scope:
         if self.current_only:
             clauses.append(f"{alias}.valid_to IS NULL")
         if self.where is not None:
-            where_sql, where_params = compile_filter(self.where, alias)
+            where_sql, where_params = compile_filter(self.where, alias, dialect)
             clauses.append(where_sql)
             params.extend(where_params)
-        return (" AND ".join(clauses) if clauses else "1"), params
+        return (" AND ".join(clauses) if clauses else literal(True, dialect)), params
 
     def admits_namespace(self, namespace: str) -> bool:
         if self.namespaces is not None and namespace not in self.namespaces:

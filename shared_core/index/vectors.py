@@ -34,7 +34,7 @@ from ..config import SearchConfig
 from ..db import Database
 from .scope import Scope
 
-__all__ = ["VectorIndex", "RowState", "epoch_of", "stamp_of"]
+__all__ = ["VectorIndex", "RowState", "epoch_of", "stamp_of", "vector_index_for"]
 
 _BATCH = 500  # rowids per IN (...) list
 _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
@@ -193,8 +193,20 @@ class _Mirror:
         return _POPCOUNT[x.view(np.uint8)].sum(axis=1, dtype=np.int32)  # numpy < 2.0
 
 
+def vector_index_for(db: Any, dims: int, config: SearchConfig, database: Any = None) -> Any:
+    """The vector index for ``db``'s dialect: :class:`VectorIndex` or ``PgVectorIndex``."""
+    if getattr(db, "dialect", "sqlite") == "postgresql":
+        from .vectors_pg import PgVectorIndex
+
+        return PgVectorIndex(db, dims, config, database)
+    return VectorIndex(db, dims, config)
+
+
 class VectorIndex:
     """Reads and writes ``memory_vec``; answers KNN queries within a scope."""
+
+    dialect = "sqlite"
+    inline = False  # vectors are rows of their own table, written after the chunk row
 
     def __init__(self, db: Database, dims: int, config: SearchConfig) -> None:
         self.db = db
@@ -250,6 +262,37 @@ class VectorIndex:
         """Forget the mirror (after the vector table was rebuilt, e.g. by a re-embed)."""
         self._mirror = None
         self._last_seq = 0
+
+    def ensure_ready(self) -> None:
+        """Nothing to prepare: migration 2 created ``memory_vec`` for the embedder's dimensions."""
+
+    def purge_deleted(self) -> None:
+        """vec0 marks deleted vectors invalid but may keep their bytes: copy the live ones out and back."""
+        db = self.db
+        db.execute("CREATE TEMP TABLE IF NOT EXISTS openkoi_vec_copy (chunk_rowid INTEGER PRIMARY KEY, embedding BLOB)")
+        db.execute("DELETE FROM temp.openkoi_vec_copy")
+        db.execute("INSERT INTO temp.openkoi_vec_copy SELECT chunk_rowid, embedding FROM memory_vec")
+        self._recreate(self.dims)
+        db.execute("INSERT INTO memory_vec (chunk_rowid, embedding) SELECT chunk_rowid, embedding FROM temp.openkoi_vec_copy")
+        db.execute("DROP TABLE temp.openkoi_vec_copy")
+
+    def rebuild(self, dims: int) -> None:
+        """Start re-embedding with ``dims`` (inside a transaction): an empty vector table of that size."""
+        self._recreate(dims)
+        self.dims = int(dims)
+
+    def _recreate(self, dims: int) -> None:
+        self.db.execute("DROP TABLE memory_vec")
+        self.db.execute(
+            f"CREATE VIRTUAL TABLE memory_vec USING vec0(chunk_rowid INTEGER PRIMARY KEY, "
+            f"embedding float[{int(dims)}] distance_metric=cosine)"
+        )
+
+    def write_all(self, rows: list[tuple[int, np.ndarray]]) -> None:
+        """Vectors for rows that have none (after :meth:`rebuild`)."""
+        self.db.executemany(
+            "INSERT INTO memory_vec (chunk_rowid, embedding) VALUES (?, ?)", [(r, v.tobytes()) for r, v in rows]
+        )
 
     # -- reads ----------------------------------------------------------------------------
 

@@ -14,10 +14,12 @@ itself, and the archive lives in the same file, so a file-size rule would archiv
 * vectors, either way: live rows x dims x 4 bytes. sqlite-vec stores vectors in
   preallocated chunks of 1024 and frees a chunk only once it is empty, so its pages say
   little about the live vectors.
+* on PostgreSQL (``pg_column_size``): the stored bytes of every live row, its vector and
+  its tsvector counted apart, plus the index keys as in ``estimate``.
 
 After archiving, the FTS5 index is merged (``optimize``: deleted rows leave tombstones
 until then) and the freed pages go back to the file system with ``PRAGMA
-incremental_vacuum``. That needs ``auto_vacuum = INCREMENTAL``, which SQLite only accepts
+incremental_vacuum`` (on PostgreSQL: ``VACUUM`` of the table). That needs ``auto_vacuum = INCREMENTAL``, which SQLite only accepts
 before the first table exists or through a full ``VACUUM``; a WAL-mode file has its header
 written before our first migration runs, so the first prune that archives anything on a
 file that is not yet incremental switches it with one ``VACUUM`` (reported as
@@ -33,7 +35,6 @@ from __future__ import annotations
 import heapq
 import html
 import logging
-import os
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
@@ -171,6 +172,10 @@ class Pruner:
             raise ValueError(f"unknown measure method {method!r}; use auto, dbstat or estimate")
         with self._db.lock:
             self._db.check_open()
+            if self._db.dialect == "postgresql":
+                if method == "dbstat":
+                    raise StorageError("PostgreSQL has no dbstat table; use method='auto' or 'estimate'")
+                return self._pg_payload()
             if method == "dbstat" and not self._dbstat_available():
                 raise StorageError("this SQLite build has no dbstat table; use method='estimate'")
             if method == "estimate" or (method == "auto" and not self._dbstat_available()):
@@ -208,6 +213,16 @@ class Pruner:
         rows = int(self._db.scalar("SELECT count(*) FROM memory_chunks") or 0)
         parts["vectors"] = self._vector_bytes(rows)
         return SizeMeasure("dbstat", sum(parts.values()), rows, parts)
+
+    def _pg_payload(self) -> SizeMeasure:
+        key_bytes = " + ".join(f"coalesce(octet_length({c}), 0)" for c in _INDEX_KEYS)
+        rows, whole, vectors, keywords, keys = self._db.query(
+            "SELECT count(*), coalesce(sum(pg_column_size(c.*)), 0), coalesce(sum(pg_column_size(c.embedding)), 0), "
+            f"coalesce(sum(pg_column_size(c.search_text)), 0), coalesce(sum({key_bytes}), 0) FROM memory_chunks c")[0]
+        rows = int(rows)
+        parts = {"rows": int(whole) - int(vectors) - int(keywords), "indexes": int(keys) + rows * _INDEX_ENTRIES * 8,
+                 "keyword_index": int(keywords), "vectors": int(vectors)}
+        return SizeMeasure("pg_column_size", sum(parts.values()), rows, parts)
 
     def _estimate(self) -> SizeMeasure:
         row_bytes = " + ".join(f"coalesce(length(CAST({c} AS BLOB)), 0)" for c in COLUMNS)
@@ -328,12 +343,20 @@ class Pruner:
                            next_due=next_time)
 
     def _merge_keyword_index(self) -> None:
-        self._db.execute("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')")
+        self._store.keyword_index.optimize()
 
     def _reclaim(self) -> tuple[int, bool]:
         """Give freed pages back to the file system (after the archiving has committed)."""
         db = self._db
-        if self._store.path == ":memory:" or db.read_only:
+        if db.read_only:
+            return 0, False
+        if db.dialect == "postgresql":
+            pages = "SELECT pg_relation_size('memory_chunks') / current_setting('block_size')::bigint"
+            before = int(db.scalar(pages) or 0)
+            with db.connection() as conn:
+                conn.execute("VACUUM memory_chunks")
+            return max(0, before - int(db.scalar(pages) or 0)), False
+        if self._store.path == ":memory:":
             return 0, False
         try:
             mode = int(db.scalar("PRAGMA auto_vacuum") or 0)
@@ -355,7 +378,4 @@ class Pruner:
             return 0, False
 
     def _file_bytes(self) -> int:
-        path = self._store.path
-        if path == ":memory:":
-            return int(self._db.scalar("PRAGMA page_count") or 0) * int(self._db.scalar("PRAGMA page_size") or 0)
-        return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+        return self._db.storage_bytes()

@@ -1,0 +1,699 @@
+"""``PostgresDatabase``: the ``Database`` interface on PostgreSQL (psycopg 3 + psycopg-pool).
+
+The repositories call ``query``/``execute``/``scalar``/``executemany`` with SQLite SQL and
+run writes in ``transaction()``; here every statement is translated once (and cached) by
+:mod:`.pg_translate`, and runs on a pooled connection:
+
+* outside a transaction each statement borrows a connection and commits on its own
+  (autocommit), like SQLite's autocommit mode;
+* ``transaction()`` holds one connection from ``BEGIN`` to ``COMMIT``; nested calls are
+  savepoints; ``after_commit``/``on_rollback`` callbacks behave as on SQLite. Statements
+  from *other* threads never see a transaction's uncommitted rows (they borrow their own
+  connection);
+* every write transaction first takes a transaction-scoped advisory lock on the memory,
+  so writers are serialised as SQLite's ``BEGIN IMMEDIATE`` serialises them (the domain
+  modules' read-then-write steps rely on it), across every process and machine that
+  shares the memory. Readers never wait: they read committed snapshots.
+
+A memory lives in one schema (``?schema=name`` in the URL, default ``public``), so one
+PostgreSQL database can hold several memories. Values come back as SQLite returns them:
+``numeric`` results as ``int`` or ``float``, booleans sent as 0/1, vectors as float32 numpy
+arrays.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import re
+import threading
+import zlib
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import numpy as np
+
+from ..errors import DriverError, SchemaError, StorageError, StoreClosedError
+from .pg_translate import Catalog, DialectError, Translated, translate
+
+__all__ = ["PostgresDatabase", "is_postgres_url", "parse_url", "PgTarget"]
+
+_URL = re.compile(r"^postgres(?:ql)?(?:\+psycopg)?://", re.IGNORECASE)
+_LOCK_CLASS = 0x4F4B4F49  # "OKOI" (fits a signed int4): the advisory lock class of this library
+_CACHE_SIZE = 4096
+
+
+def is_postgres_url(target: Any) -> bool:
+    return isinstance(target, str) and bool(_URL.match(target.strip()))
+
+
+@dataclass(frozen=True)
+class PgTarget:
+    """A parsed ``postgresql://`` URL: what libpq gets, and the schema the memory lives in."""
+
+    conninfo: str
+    schema: str
+    display: str  # the URL without its password
+
+
+def parse_url(url: str) -> PgTarget:
+    """Split ``postgresql://user:pw@host:port/db?schema=name&sslmode=...`` for psycopg."""
+    parts = urlsplit(url.strip())
+    scheme = "postgresql"
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = "public"
+    kept = []
+    for key, value in query:
+        if key == "schema":
+            schema = value
+        else:
+            kept.append((key, value))
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]{0,62}", schema):
+        raise ValueError(f"schema={schema!r} is not a plain PostgreSQL name; use letters, digits and underscores")
+    netloc = parts.netloc
+    conninfo = urlunsplit((scheme, netloc, parts.path, urlencode(kept), ""))
+    shown = netloc
+    if "@" in netloc:
+        creds, host = netloc.rsplit("@", 1)
+        shown = (creds.split(":", 1)[0] + "@" if creds else "") + host
+    display = urlunsplit((scheme, shown, parts.path, urlencode([*kept, ("schema", schema)]), ""))
+    return PgTarget(conninfo, schema, display)
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as exc:
+        raise DriverError(
+            "a postgresql:// memory needs psycopg 3 and psycopg-pool; install them with: "
+            'pip install "openkoi-memory[postgres]"'
+        ) from exc
+    return psycopg, psycopg_pool
+
+
+# -- adapters: values in and out as the SQLite driver has them --------------------------------
+
+
+def _adapters(conn: Any) -> None:
+    from psycopg.adapt import Dumper, Loader
+
+    class BoolAsInt(Dumper):  # SQLite stores True as 1; our INTEGER columns are bigint
+        oid = 20
+
+        def dump(self, obj: bool) -> bytes:
+            return b"1" if obj else b"0"
+
+    class NumericLoader(Loader):  # sum()/avg() of integers: int when whole, like SQLite
+        def load(self, data: Any) -> Any:
+            text = bytes(data).decode()
+            if text in ("NaN", "Infinity", "-Infinity"):
+                return float(text.replace("Infinity", "inf"))
+            return float(text) if any(c in text for c in ".eE") else int(text)
+
+    class FloatLoader(Loader):  # numpy scalars never appear: plain float, as SQLite gives
+        def load(self, data: Any) -> float:
+            return float(bytes(data).decode())
+
+    conn.adapters.register_dumper(bool, BoolAsInt)
+    conn.adapters.register_loader("numeric", NumericLoader)
+    conn.adapters.register_loader("float4", FloatLoader)
+
+
+def _register_vector(conn: Any) -> bool:
+    """numpy arrays <-> pgvector's binary format on this connection (False before the extension exists)."""
+    from psycopg.adapt import Dumper, Loader
+    from psycopg.pq import Format
+
+    row = conn.execute("SELECT to_regtype('vector')::oid").fetchone()
+    oid = row[0] if row else None
+    if not oid:
+        return False
+
+    class VectorDumper(Dumper):
+        format = Format.BINARY
+
+        def dump(self, obj: np.ndarray) -> bytes:
+            vector = np.asarray(obj, dtype=">f4").ravel()
+            return len(vector).to_bytes(2, "big") + b"\x00\x00" + vector.tobytes()
+
+    VectorDumper.oid = oid
+
+    class VectorLoader(Loader):
+        format = Format.BINARY
+
+        def load(self, data: Any) -> np.ndarray:
+            return np.frombuffer(bytes(data)[4:], dtype=">f4").astype(np.float32)
+
+    class VectorTextLoader(Loader):
+        def load(self, data: Any) -> np.ndarray:
+            text = bytes(data).decode().strip("[]")
+            return np.array([float(x) for x in text.split(",")] if text else [], dtype=np.float32)
+
+    conn.adapters.register_dumper(np.ndarray, VectorDumper)
+    conn.adapters.register_loader(oid, VectorLoader)
+    conn.adapters.register_loader(oid, VectorTextLoader)
+    return True
+
+
+# -- shared pools ------------------------------------------------------------------------------
+
+
+class _Pools:
+    """One pool per (conninfo, schema) in a process, shared by every store open on it.
+
+    ``linger``: keep a pool (and its open connections) after its last store closes, for
+    programs that open and close stores on the same memory over and over (test suites,
+    request handlers); closed at exit.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pools: dict[tuple[str, str, int], list[Any]] = {}
+        self.linger = False
+
+    def acquire(self, target: PgTarget, size: int, search_path: Callable[[Any], str]) -> Any:
+        key = (target.conninfo, target.schema, size)
+        with self._lock:
+            entry = self._pools.get(key)
+            if entry is not None:
+                entry[1] += 1
+                return entry[0]
+            _, psycopg_pool = _psycopg()
+
+            def configure(conn: Any) -> None:
+                _adapters(conn)
+                conn.execute(f"SET search_path TO {search_path(conn)}")
+                conn._openkoi_vector = _register_vector(conn)  # type: ignore[attr-defined]
+
+            pool = psycopg_pool.ConnectionPool(
+                target.conninfo, min_size=1, max_size=size, kwargs={"autocommit": True}, configure=configure,
+                open=False, name=f"openkoi:{target.schema}", timeout=30.0, num_workers=1,
+            )
+            try:
+                pool.open(wait=True, timeout=30.0)
+            except Exception as exc:
+                pool.close()
+                raise StorageError(
+                    f"cannot connect to PostgreSQL at {target.display} ({exc}); check the URL, that the server "
+                    "is running, and the user's password"
+                ) from None
+            self._pools[key] = [pool, 1]
+            return pool
+
+    def release(self, pool: Any) -> None:
+        with self._lock:
+            for key, entry in list(self._pools.items()):
+                if entry[0] is pool:
+                    entry[1] -= 1
+                    if entry[1] <= 0 and not self.linger:
+                        del self._pools[key]
+                        pool.close()
+                    return
+
+    def close_all(self) -> None:
+        with self._lock:
+            pools, self._pools = list(self._pools.values()), {}
+        for pool, _ in pools:
+            with contextlib.suppress(Exception):
+                pool.close()
+
+
+_POOLS = _Pools()
+atexit.register(_POOLS.close_all)
+
+
+@dataclass(frozen=True)
+class PgDriver:
+    """What ``store.db.driver`` says on PostgreSQL (``sqlite_version`` holds the server's version)."""
+
+    name: str
+    sqlite_version: str
+    Error: type[Exception]  # noqa: N815 - mirrors the DB-API name
+
+
+class Result:
+    """A finished statement: rows fetched eagerly (the connection went back to the pool)."""
+
+    def __init__(self, rows: list[Any], rowcount: int, lastrowid: int | None, description: Any) -> None:
+        self._rows = rows
+        self._next = 0
+        self.rowcount = rowcount
+        self.lastrowid = lastrowid
+        self.description = description
+
+    def fetchone(self) -> Any:
+        if self._next >= len(self._rows):
+            return None
+        row = self._rows[self._next]
+        self._next += 1
+        return row
+
+    def fetchall(self) -> list[Any]:
+        rows = self._rows[self._next :]
+        self._next = len(self._rows)
+        return rows
+
+    def fetchmany(self, size: int = 1) -> list[Any]:
+        rows = self._rows[self._next : self._next + size]
+        self._next += len(rows)
+        return rows
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fetchall())
+
+
+class PostgresDatabase:
+    """A memory in a PostgreSQL schema, with the interface of :class:`shared_core.db.Database`."""
+
+    dialect = "postgresql"
+
+    def __init__(self, url: str, *, read_only: bool = False, alias: str | None = None, pool_size: int = 8) -> None:
+        psycopg, _ = _psycopg()
+        self.url = url
+        self.target = parse_url(url)
+        self.schema = self.target.schema
+        self.alias = alias
+        self.path = alias or self.target.display
+        self.read_only = read_only
+        self.lock = threading.RLock()
+        self._psycopg = psycopg
+        self._local = threading.local()
+        self._closed = False
+        self._depth = 0
+        self._tx_conn: Any = None
+        self._tx_thread: int | None = None
+        self._after_commit: list[list[Callable[[], None]]] = []
+        self._on_rollback: list[Callable[[], None]] = []
+        self._writes = False
+        self._scratch = 0
+        self._catalog = Catalog()
+        self._stale_catalog = False
+        self._translated: OrderedDict[tuple[str, bool, int], Translated] = OrderedDict()
+        self._lock_key = zlib.crc32(self.schema.encode()) - (1 << 31)
+        self._pool = _POOLS.acquire(self.target, pool_size, self._search_path)
+        try:
+            version = self._scalar_raw("SHOW server_version")
+        except BaseException:
+            _POOLS.release(self._pool)
+            raise
+        self.driver = PgDriver("psycopg", f"PostgreSQL {version}", psycopg.Error)
+        self.refresh_catalog()
+
+    def _search_path(self, conn: Any) -> str:
+        row = conn.execute(
+            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+            "WHERE e.extname = 'vector'"
+        ).fetchone()
+        parts = [self.schema]
+        if row and row[0] != self.schema:
+            parts.append(row[0])
+        if "public" not in parts:
+            parts.append("public")
+        return ", ".join(_ident(p) for p in parts)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self.lock:
+            if self._closed:
+                return
+            self._closed = True
+            _POOLS.release(self._pool)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError("the store is closed; open it again with MemoryStore.open(...)")
+
+    def companion_connection(self) -> Any:
+        raise StorageError(
+            "a PostgreSQL memory has no companion SQLite connection; for LangGraph checkpoints use "
+            "langgraph-checkpoint-postgres's PostgresSaver on the same URL"
+        )
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[Any]:
+        """One psycopg connection for the statements of this block (the transaction's, inside one).
+
+        Statements this thread runs through ``query``/``execute`` inside the block use it too,
+        so a session setting (``SET ...``) applies to the queries that follow it.
+        """
+        self.check_open()
+        if self._depth and self._tx_thread == threading.get_ident():
+            yield self._tx_conn
+            return
+        pinned = getattr(self._local, "conn", None)
+        if pinned is not None:
+            yield pinned
+            return
+        with self.translate_errors(), self._pool.connection() as conn:
+            self._ready(conn)
+            self._local.conn = conn
+            try:
+                yield conn
+            finally:
+                self._local.conn = None
+
+    def _ready(self, conn: Any) -> None:
+        if not getattr(conn, "_openkoi_vector", False):
+            conn._openkoi_vector = _register_vector(conn)
+
+    # -- statements ----------------------------------------------------------------------------
+
+    def refresh_catalog(self) -> None:
+        """Re-read keys, columns and identity columns (after migrations or DDL)."""
+        with self.connection() as conn:
+            keys: dict[str, list[str]] = {}
+            for table, column in conn.execute(
+                "SELECT tc.table_name, kcu.column_name FROM information_schema.table_constraints tc "
+                "JOIN information_schema.key_column_usage kcu ON kcu.constraint_name = tc.constraint_name "
+                "AND kcu.table_schema = tc.table_schema AND kcu.table_name = tc.table_name "
+                "WHERE tc.constraint_type = 'PRIMARY KEY' AND tc.table_schema = %s ORDER BY kcu.ordinal_position",
+                (self.schema,),
+            ):
+                keys.setdefault(table, []).append(column)
+            columns: dict[str, list[str]] = {}
+            identity: dict[str, str] = {}
+            for table, column, is_identity in conn.execute(
+                "SELECT table_name, column_name, is_identity FROM information_schema.columns "
+                "WHERE table_schema = %s ORDER BY ordinal_position",
+                (self.schema,),
+            ):
+                columns.setdefault(table, []).append(column)
+                if is_identity == "YES":
+                    identity[table] = column
+        self._catalog = Catalog(
+            primary_keys={t: tuple(c) for t, c in keys.items()},
+            columns={t: tuple(c) for t, c in columns.items()},
+            identity=identity,
+            version=self._catalog.version + 1,
+        )
+        self._translated.clear()
+
+    def _translate(self, sql: str, many: bool) -> Translated:
+        key = (sql, many, self._catalog.version)
+        found = self._translated.get(key)
+        if found is None:
+            found = translate(sql, self._catalog, many=many)
+            self._translated[key] = found
+            if len(self._translated) > _CACHE_SIZE:
+                self._translated.popitem(last=False)
+        return found
+
+    @staticmethod
+    def _params(t: Translated, params: Any) -> Any:
+        if t.named:
+            if isinstance(params, Mapping):
+                return dict(params)
+            return {f"p{i + 1}": value for i, value in enumerate(params)}
+        if params is None:
+            return ()
+        return params
+
+    def execute(self, sql: str, params: Any = ()) -> Result:
+        return self._run(sql, params)
+
+    def executemany(self, sql: str, rows: Any) -> Result:
+        t = self._translate(sql, True)
+        data = [self._params(t, r) for r in rows]
+        self._note_write(t)
+        if not data:
+            return Result([], 0, None, None)
+        with self.connection() as conn, self.translate_errors():
+            cursor = conn.cursor()
+            cursor.executemany(t.sql, data)
+            return Result([], cursor.rowcount, None, None)
+
+    def query(self, sql: str, params: Any = ()) -> list[Any]:
+        return self._run(sql, params).fetchall()
+
+    def scalar(self, sql: str, params: Any = ()) -> Any:
+        row = self._run(sql, params).fetchone()
+        return None if row is None else row[0]
+
+    def _run(self, sql: str, params: Any) -> Result:
+        self.check_open()
+        t = self._translate(sql, False)
+        bound = self._params(t, params)
+        self._note_write(t)
+        with self.connection() as conn, self.translate_errors():
+            cursor = conn.cursor()
+            cursor.execute(t.sql, bound if (bound or "%" in t.sql) else None)
+            rows = cursor.fetchall() if cursor.description is not None else []
+            rowcount, description = cursor.rowcount, cursor.description
+        self._after_ddl(sql)
+        if t.returning is not None:
+            return Result([], rowcount, int(rows[0][0]) if rows else None, None)
+        return Result(rows, rowcount, None, description)
+
+    def _scalar_raw(self, sql: str) -> Any:
+        with self.connection() as conn, self.translate_errors():
+            row = conn.execute(sql).fetchone()
+        return None if row is None else row[0]
+
+    def _note_write(self, t: Translated) -> None:
+        if t.writes and self._depth and not self._scratch and self._tx_thread == threading.get_ident():
+            self._writes = True
+
+    def _after_ddl(self, sql: str) -> None:
+        """DDL changes what the translator must know: re-read the catalog (at commit, inside a transaction)."""
+        if sql.lstrip()[:5].upper() not in ("CREAT", "ALTER", "DROP "):
+            return
+        if self._depth and self._tx_thread == threading.get_ident():
+            self._stale_catalog = True
+        else:
+            self.refresh_catalog()
+
+    # -- transactions --------------------------------------------------------------------------
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._depth > 0
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A write transaction; nested calls are savepoints. Rolls back on any exception."""
+        with self.lock:
+            self.check_open()
+            if self.read_only:
+                raise StorageError(f"{self.path} was opened read-only; open it without read_only=True to write")
+            if self._depth == 0:
+                with self.translate_errors():
+                    conn = self._pool.getconn()
+                try:
+                    self._ready(conn)
+                    with self.translate_errors():
+                        conn.execute(f"BEGIN; SELECT pg_advisory_xact_lock({_LOCK_CLASS}, {self._lock_key})")
+                except BaseException:
+                    self._pool.putconn(conn)
+                    raise
+                self._tx_conn, self._tx_thread = conn, threading.get_ident()
+                self._depth, self._writes = 1, False
+                self._after_commit = [[]]
+                try:
+                    yield
+                except BaseException:
+                    self._depth = 0
+                    self._rollback()
+                    raise
+                else:
+                    self._depth = 0
+                    try:
+                        with self.translate_errors():
+                            conn.execute("COMMIT")
+                    except BaseException:
+                        self._rollback()
+                        raise
+                    self._finish()
+                    callbacks = self._after_commit[0]
+                    self._after_commit = []
+                    self._on_rollback = []
+                    for callback in callbacks:
+                        callback()
+            else:
+                name = f"sp{self._depth}"
+                self._tx_execute(f"SAVEPOINT {name}")
+                self._depth += 1
+                self._after_commit.append([])
+                try:
+                    yield
+                except BaseException:
+                    self._depth -= 1
+                    self._after_commit.pop()
+                    self._tx_execute(f"ROLLBACK TO SAVEPOINT {name}")
+                    self._tx_execute(f"RELEASE SAVEPOINT {name}")
+                    raise
+                else:
+                    self._depth -= 1
+                    inner = self._after_commit.pop()
+                    self._after_commit[-1].extend(inner)
+                    self._tx_execute(f"RELEASE SAVEPOINT {name}")
+
+    def _tx_execute(self, sql: str) -> None:
+        with self.translate_errors():
+            self._tx_conn.execute(sql)
+
+    def _finish(self) -> None:
+        conn, self._tx_conn, self._tx_thread = self._tx_conn, None, None
+        self._writes = False
+        if conn is not None:
+            self._pool.putconn(conn)
+        if self._stale_catalog:
+            self._stale_catalog = False
+            self.refresh_catalog()
+
+    def _rollback(self) -> None:
+        self._after_commit = []
+        callbacks, self._on_rollback = self._on_rollback, []
+        conn = self._tx_conn
+        if conn is not None:
+            with contextlib.suppress(self._psycopg.Error):
+                conn.execute("ROLLBACK")
+        self._finish()
+        for callback in callbacks:
+            callback()
+
+    @property
+    def has_uncommitted_writes(self) -> bool:
+        """True inside a transaction that has changed rows (caches must not read its state yet)."""
+        return self._depth > 0 and self._writes
+
+    @contextlib.contextmanager
+    def scratch(self) -> Iterator[None]:
+        """Writes to scratch tables that must not count as uncommitted data."""
+        self._scratch += 1
+        try:
+            yield
+        finally:
+            self._scratch -= 1
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        if self._depth == 0:
+            callback()
+        else:
+            self._after_commit[-1].append(callback)
+
+    def on_rollback(self, callback: Callable[[], None]) -> None:
+        if self._depth > 0:
+            self._on_rollback.append(callback)
+
+    # -- errors --------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def translate_errors(self) -> Iterator[None]:
+        """Turn psycopg errors into library errors with a hint (never leak them raw)."""
+        self.check_open()
+        try:
+            yield
+        except DialectError:
+            raise
+        except self._psycopg.Error as exc:
+            raise self._translate_error(exc) from exc
+        except Exception as exc:
+            if type(exc).__module__.startswith("psycopg_pool"):
+                raise StorageError(
+                    f"no PostgreSQL connection became free for {self.path} in time ({exc}); raise the pool size "
+                    "or check for long-running transactions"
+                ) from exc
+            raise
+
+    def _translate_error(self, exc: BaseException) -> Exception:
+        errors = self._psycopg.errors
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if isinstance(exc, errors.InFailedSqlTransaction):
+            return StorageError(
+                f"an earlier statement of this transaction failed on {self.path}, so PostgreSQL refuses the rest "
+                "of it; the transaction is rolled back when it ends"
+            )
+        if isinstance(exc, errors.ReadOnlySqlTransaction | errors.InsufficientPrivilege):
+            return StorageError(f"cannot write to {self.path} ({message}); check the database user's privileges")
+        if isinstance(exc, errors.DiskFull):
+            return StorageError(f"the disk of the PostgreSQL server holding {self.path} is full ({message})")
+        if isinstance(exc, errors.UndefinedTable | errors.UndefinedColumn | errors.UndefinedFunction):
+            return SchemaError(f"{self.path} is missing part of the openkoi-memory schema ({message})")
+        if isinstance(exc, self._psycopg.OperationalError):
+            return StorageError(
+                f"lost the connection to PostgreSQL at {self.path} ({message}); check that the server is up and retry"
+            )
+        return StorageError(f"PostgreSQL error on {self.path}: {message}")
+
+    # -- metadata --------------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        return self.scalar("SELECT value FROM store_meta WHERE key = ?", (key,))
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.execute(
+            "INSERT INTO store_meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    # -- schema ----------------------------------------------------------------------------------
+
+    def applied_versions(self) -> set[int]:
+        exists = self._scalar_raw(
+            f"SELECT to_regclass('{_ident(self.schema)}._migrations') IS NOT NULL"
+        )
+        if not exists:
+            return set()
+        return {int(r[0]) for r in self.query("SELECT version FROM _migrations")}
+
+    def schema_version(self) -> int:
+        return max(self.applied_versions(), default=0)
+
+    @staticmethod
+    def latest_version() -> int:
+        from .pg_migrations import latest_pg_version
+
+        return latest_pg_version()
+
+    def migrate(self, *, dims: int, now_iso: str) -> list[int]:
+        from .pg_migrations import apply_pg_migrations
+
+        applied = apply_pg_migrations(self, now_iso=now_iso)
+        self.refresh_catalog()
+        return applied
+
+    def storage_bytes(self) -> int:
+        """Bytes the memory's tables, their indexes and TOAST data take on the server."""
+        return int(self.scalar(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ? AND c.relkind = 'r'",
+            (self.schema,),
+        ) or 0)
+
+    def defer_foreign_keys(self) -> None:
+        """Check foreign keys at commit, not per statement (the migrations make them deferrable)."""
+        self.execute("SET CONSTRAINTS ALL DEFERRED")
+
+    @contextlib.contextmanager
+    def secure_delete(self) -> Iterator[None]:
+        """Nothing to switch on: :meth:`compact` vacuums what was deleted."""
+        yield
+
+    def compact(self) -> None:
+        """VACUUM the memory's tables, so deleted rows' space is pruned and reused.
+
+        Plain VACUUM, which never blocks the other servers; to rewrite the files with no trace
+        of deleted rows (VACUUM FULL takes an exclusive lock), see docs/scaling.md.
+        """
+        if self.read_only:
+            return
+        with self.connection() as conn:
+            tables = [r[0] for r in conn.execute(
+                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s AND c.relkind = 'r'", (self.schema,))]
+            for table in tables:
+                conn.execute(f"VACUUM {_ident(self.schema)}.{_ident(table)}")
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'

@@ -1,0 +1,242 @@
+"""Run the test suite on PostgreSQL: every store a test opens becomes a PostgreSQL schema.
+
+``OPENKOI_TEST_BACKEND=postgres`` (see tests/conftest.py) starts one server for the session
+(``pgserver``: PostgreSQL 16 with pgvector in a temporary directory) or uses
+``OPENKOI_TEST_DATABASE_URL``, and redirects ``MemoryStore.open``:
+
+* ``":memory:"`` gets a fresh schema, reset and handed back to a free list when it closes;
+* a file path gets the schema registered for that path (a registry table in the server,
+  so a subprocess opening the same path reaches the same memory); it is reset and freed at
+  the end of the test that created it, once no store in this process has it open.
+
+Schemas are reused rather than created per test: migrating a new one takes a quarter of a
+second, resetting a used one a few milliseconds. Subprocesses load this redirect through
+``tests/pgmode/sitecustomize.py`` (the session puts that directory on ``PYTHONPATH``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+ENV_URL = "OPENKOI_TEST_PG_URL"  # the server (database) the session uses; children inherit it
+_REGISTRY = "openkoi_test"
+
+
+def schema_url(base: str, schema: str) -> str:
+    sep = "&" if "?" in base else "?"
+    return f"{base}{sep}schema={schema}"
+
+
+class Harness:
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self._lock = threading.Lock()
+        self._conn = psycopg.connect(base_url, autocommit=True)
+        self.open_handles: dict[str, int] = {}
+        with self._lock:
+            self._conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
+            self._conn.execute(f"CREATE SCHEMA IF NOT EXISTS {_REGISTRY}")
+            self._conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {_REGISTRY}.schemas (name text PRIMARY KEY, state text NOT NULL, test text)"
+            )
+            self._conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {_REGISTRY}.paths (path text PRIMARY KEY, schema text NOT NULL, test text)"
+            )
+            self._conn.execute(f"CREATE SEQUENCE IF NOT EXISTS {_REGISTRY}.schema_seq")
+
+    # -- allocation ---------------------------------------------------------------------------
+
+    def _test(self) -> str:
+        return os.environ.get("PYTEST_CURRENT_TEST", "").split(" (")[0]
+
+    def allocate(self) -> str:
+        with self._lock, self._conn.transaction():
+            row = self._conn.execute(
+                f"UPDATE {_REGISTRY}.schemas SET state = 'used', test = %s WHERE name = ("
+                f"SELECT name FROM {_REGISTRY}.schemas WHERE state = 'free' ORDER BY name LIMIT 1 "
+                "FOR UPDATE SKIP LOCKED) RETURNING name", (self._test(),)
+            ).fetchone()
+            if row:
+                return row[0]
+            number = self._conn.execute(f"SELECT nextval('{_REGISTRY}.schema_seq')").fetchone()[0]
+            name = f"t{number}"
+            self._conn.execute(f"INSERT INTO {_REGISTRY}.schemas VALUES (%s, 'used', %s)", (name, self._test()))
+            return name
+
+    def schema_for_path(self, path: str, *, create: bool) -> str | None:
+        with self._lock:
+            found = self._conn.execute(f"SELECT schema FROM {_REGISTRY}.paths WHERE path = %s", (path,)).fetchone()
+        if found or not create:
+            return found[0] if found else None
+        schema = self.allocate()
+        with self._lock, self._conn.transaction():
+            self._conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (path,))
+            found = self._conn.execute(f"SELECT schema FROM {_REGISTRY}.paths WHERE path = %s", (path,)).fetchone()
+            if found is None:
+                self._conn.execute(f"INSERT INTO {_REGISTRY}.paths VALUES (%s, %s, %s)", (path, schema, self._test()))
+                return schema
+        self.release(schema)  # another process registered the path first
+        return found[0]
+
+    # -- release ------------------------------------------------------------------------------
+
+    def release(self, schema: str) -> None:
+        """Empty the schema (keeping its migrated tables) and put it back on the free list."""
+        with self._lock:
+            try:
+                self._reset(schema)
+            except psycopg.Error:
+                with contextlib.suppress(psycopg.Error):
+                    self._conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+                self._conn.execute(f"DELETE FROM {_REGISTRY}.paths WHERE schema = %s", (schema,))
+                self._conn.execute(f"DELETE FROM {_REGISTRY}.schemas WHERE name = %s", (schema,))
+                return
+            self._conn.execute(f"DELETE FROM {_REGISTRY}.paths WHERE schema = %s", (schema,))
+            self._conn.execute(f"UPDATE {_REGISTRY}.schemas SET state = 'free', test = NULL WHERE name = %s", (schema,))
+
+    def _reset(self, schema: str) -> None:
+        conn = self._conn
+        tables = [r[0] for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,))]
+        if "_migrations" not in tables:  # never migrated: nothing worth keeping
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            return
+        migrated = self._migrated_tables()
+        with conn.transaction():
+            conn.execute(f'SET LOCAL search_path TO "{schema}", public')
+            conn.execute("SET CONSTRAINTS ALL DEFERRED")
+            for table in tables:
+                if table not in migrated:
+                    conn.execute(f'DROP TABLE IF EXISTS "{table}" CASCADE')
+            statements = [f'DELETE FROM "{t}"' for t in tables if t in migrated and t != "_migrations"]
+            conn.execute("; ".join(statements))
+            for (index,) in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexname LIKE 'idx_chunks_embedding_%%'",
+                (schema,),
+            ).fetchall():
+                conn.execute(f'DROP INDEX "{index}"')
+            sequences = [r[0] for r in conn.execute(
+                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s AND c.relkind = 'S'", (schema,))]
+            if sequences:
+                conn.execute("SELECT " + ", ".join(f"setval('\"{schema}\".\"{s}\"', 1, false)" for s in sequences))
+        latest = conn.execute(f'SELECT max(version) FROM "{schema}"._migrations').fetchone()[0]
+        if latest != self._latest():
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            raise psycopg.Error("not at the latest version")
+
+    _tables: set[str] | None = None
+    _latest_version: int | None = None
+
+    def _migrated_tables(self) -> set[str]:
+        if Harness._tables is None:
+            from shared_core.db.pg_migrations import pg_migrations
+            from shared_core.db.pg_translate import tokenize
+
+            names = {"_migrations"}
+            for migration in pg_migrations():
+                for statement in migration.statements:
+                    words = [t.text for t in tokenize(statement) if t.kind not in ("space", "comment")]
+                    if [w.upper() for w in words[:2]] == ["CREATE", "TABLE"]:
+                        names.add(words[2].lower())
+                    if [w.upper() for w in words[:2]] == ["ALTER", "TABLE"] and "RENAME" in [w.upper() for w in words]:
+                        names.add(words[-1].lower())
+            Harness._tables = names
+        return Harness._tables
+
+    def _latest(self) -> int:
+        if Harness._latest_version is None:
+            from shared_core.db.pg_migrations import latest_pg_version
+
+            Harness._latest_version = latest_pg_version()
+        return Harness._latest_version
+
+    def release_test(self, test: str) -> None:
+        """Free the path schemas the test created, unless a store in this process still has one open."""
+        with self._lock:
+            rows = self._conn.execute(f"SELECT path, schema FROM {_REGISTRY}.paths WHERE test = %s", (test,)).fetchall()
+        for _, schema in rows:
+            if self.open_handles.get(schema, 0) == 0:
+                self.release(schema)
+
+    # -- the redirect ------------------------------------------------------------------------
+
+    def install(self) -> None:
+        import shared_core.store as store_module
+        from shared_core.db import postgres
+        from shared_core.db.postgres import PostgresDatabase
+        from shared_core.errors import StorageError
+
+        original = store_module.open_database
+        if getattr(original, "_openkoi_redirect", False):
+            return
+        postgres._POOLS.linger = True
+        harness = self
+
+        def open_database(target: str, *, read_only: bool = False, pool_size: int = 8) -> Any:
+            if postgres.is_postgres_url(target):
+                return original(target, read_only=read_only, pool_size=pool_size)
+            if target == ":memory:":
+                schema = harness.allocate()
+                db = PostgresDatabase(schema_url(harness.base_url, schema), read_only=read_only, alias=":memory:",
+                                      pool_size=pool_size)
+                harness._track(db, schema, release=True)
+                return db
+            path = str(Path(target).absolute())
+            if Path(path).is_dir():
+                raise StorageError(f"{path} is a directory; give a file path such as {Path(path) / 'openkoi.db'}")
+            schema = harness.schema_for_path(path, create=not read_only)
+            if schema is None:
+                raise StorageError(f"{path} does not exist; a read-only store must open an existing file")
+            db = PostgresDatabase(schema_url(harness.base_url, schema), read_only=read_only, alias=target,
+                                  pool_size=pool_size)
+            harness._track(db, schema, release=False)
+            return db
+
+        open_database._openkoi_redirect = True  # type: ignore[attr-defined]
+        store_module.open_database = open_database
+
+    def _track(self, db: Any, schema: str, *, release: bool) -> None:
+        self.open_handles[schema] = self.open_handles.get(schema, 0) + 1
+        close = db.close
+        harness = self
+
+        def tracked_close() -> None:
+            if db.closed:
+                return
+            close()
+            harness.open_handles[schema] -= 1
+            if release and harness.open_handles[schema] == 0:
+                harness.release(schema)
+
+        db.close = tracked_close
+
+
+def start_server(directory: Path) -> str:
+    """A pgserver (PostgreSQL 16 + pgvector) in ``directory``, tuned for tests; returns its URL."""
+    import pgserver
+
+    server = pgserver.get_server(directory, cleanup_mode="delete")
+    url = server.get_uri()
+    with psycopg.connect(url, autocommit=True) as conn:
+        wanted = {"max_connections": "400", "fsync": "off", "synchronous_commit": "off",
+                  "full_page_writes": "off", "shared_buffers": "128MB"}
+        current = {k: conn.execute(f"SHOW {k}").fetchone()[0] for k in wanted}
+        changed = [k for k, v in wanted.items() if current[k] != v]
+        for key in changed:
+            conn.execute(f"ALTER SYSTEM SET {key} = '{wanted[key]}'")
+    if {"max_connections", "shared_buffers"} & set(changed):
+        server.cleanup()  # stop, so the next start reads the settings
+        server = pgserver.get_server(directory, cleanup_mode="delete")
+        url = server.get_uri()
+    _SERVERS.append(server)
+    return url
+
+
+_SERVERS: list[Any] = []
