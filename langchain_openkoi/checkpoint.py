@@ -1,4 +1,4 @@
-"""LangGraph's SQLite checkpointer in the store's own file: one file holds an agent's whole memory.
+"""LangGraph's checkpointer in the store's own database: one place holds an agent's whole memory.
 
 ``OpenKoiSaver(store)`` is LangGraph's ``SqliteSaver`` (thread state: ``checkpoints`` and
 ``writes`` tables beside the memory tables) on a connection opened through the store's SQLite
@@ -7,6 +7,10 @@ bundled ``sqlean`` build, and two SQLite builds in one process do not see each o
 so the checkpointer's commits and the store's could overwrite each other in the shared WAL
 (see ``shared_core.db.driver.connect_companion``). ``OpenKoiAsyncSaver`` does the same for
 LangGraph's ``AsyncSqliteSaver`` (``ainvoke``/``astream``).
+
+On a PostgreSQL memory (``MemoryStore.open("postgresql://...")``) both are LangGraph's
+``PostgresSaver`` / ``AsyncPostgresSaver`` instead (``pip install langgraph-checkpoint-postgres``),
+with their tables in the memory's schema.
 """
 
 from __future__ import annotations
@@ -30,6 +34,70 @@ def _path_of(target: Any) -> str:
     return core_store(target).path
 
 
+def _postgres_target(target: Any) -> Any:
+    """The memory's ``PgTarget`` when ``target`` (a store, an adapter, a URL or a path) lives on PostgreSQL."""
+    from shared_core import store as store_module
+    from shared_core.db.postgres import is_postgres_url, parse_url
+
+    if isinstance(target, (str, os.PathLike)):
+        location = os.fspath(target)
+        if is_postgres_url(location):
+            return parse_url(location)
+        if location == ":memory:":
+            return None
+        db = store_module.open_database(location)  # what this path opens as (an SQLite file, normally)
+        try:
+            return getattr(db, "target", None)
+        finally:
+            db.close()
+    db = core_store(target).db
+    return db.target if db.dialect == "postgresql" else None
+
+
+def _postgres_saver_classes() -> tuple[Any, Any]:
+    try:
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    except ImportError as exc:
+        raise ImportError(
+            "this memory is on PostgreSQL; its LangGraph checkpointer needs: pip install langgraph-checkpoint-postgres"
+        ) from exc
+    return PostgresSaver, AsyncPostgresSaver
+
+
+def _postgres_options(target: Any) -> dict[str, Any]:
+    """psycopg connection settings for LangGraph's savers, with the memory's schema first on the path."""
+    from psycopg.rows import dict_row
+
+    return {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
+            "options": f"-c search_path={target.schema},public"}
+
+
+def _postgres_saver(target: Any, serde: SerializerProtocol | None) -> Any:
+    import psycopg
+
+    saver_class, _ = _postgres_saver_classes()
+
+    class OpenKoiPostgresSaver(saver_class):  # type: ignore[misc, valid-type]
+        """LangGraph's ``PostgresSaver`` in the memory's schema (what ``OpenKoiSaver`` gives on PostgreSQL)."""
+
+        def close(self) -> None:
+            self.conn.close()
+
+        def __enter__(self) -> Any:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.close()
+
+    conn = psycopg.connect(target.conninfo, **_postgres_options(target))
+    with conn.cursor() as cur:
+        cur.execute(f'CREATE SCHEMA IF NOT EXISTS "{target.schema}"')
+    saver = OpenKoiPostgresSaver(conn, serde=serde)
+    saver.setup()
+    return saver
+
+
 def _tolerated(exc: Exception) -> str | None:
     """What LangGraph's setup does with its idempotent ``ALTER TABLE`` error, by message."""
     message = str(exc)
@@ -43,10 +111,18 @@ def _tolerated(exc: Exception) -> str | None:
 class OpenKoiSaver(SqliteSaver):
     """LangGraph's ``SqliteSaver`` on an openkoi-memory file (a store, an adapter, or a path).
 
+    For a memory on PostgreSQL, LangGraph's ``PostgresSaver`` in the memory's schema.
+
     >>> from langchain_openkoi import OpenKoiStore, OpenKoiSaver  # doctest: +SKIP
     >>> store = OpenKoiStore("agent.db")                          # doctest: +SKIP
     >>> agent = create_agent(model, tools, store=store, checkpointer=OpenKoiSaver(store))  # doctest: +SKIP
     """
+
+    def __new__(cls, store: Any, *, serde: SerializerProtocol | None = None) -> Any:
+        target = _postgres_target(store)
+        if target is not None:
+            return _postgres_saver(target, serde)
+        return super().__new__(cls)
 
     def __init__(self, store: Any, *, serde: SerializerProtocol | None = None) -> None:
         self.path = _path_of(store)
@@ -85,8 +161,21 @@ class OpenKoiAsyncSaver:
         self.path = _path_of(store)
         self.serde = serde
         self._conn: Any = None
+        self._postgres = _postgres_target(store)
 
     async def __aenter__(self) -> Any:
+        if self._postgres is not None:
+            import psycopg
+
+            _, saver_class = _postgres_saver_classes()
+            target = self._postgres
+            self._conn = await psycopg.AsyncConnection.connect(target.conninfo, **_postgres_options(target))
+            async with self._conn.cursor() as cur:
+                await cur.execute(f'CREATE SCHEMA IF NOT EXISTS "{target.schema}"')
+            saver = saver_class(self._conn, serde=self.serde)
+            await saver.setup()
+            return saver
+
         import aiosqlite
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from shared_core import MemoryStore
+from shared_core.db import is_postgres_url
 from shared_core.embed import PrecomputedVectors
 from shared_core.errors import EmbedderMismatchError
 
@@ -68,7 +69,7 @@ class StoreHandle:
             embedder = None
             target = self._path
             if embed_dim is not None and target is not None and (
-                target == ":memory:" or not Path(target).expanduser().exists()
+                target == ":memory:" or (not is_postgres_url(target) and not Path(target).expanduser().exists())
             ):
                 embedder = PrecomputedVectors(embed_dim)  # a new file: the right size straight away
             store = MemoryStore.open(target, embedder=embedder, **open_kwargs)

@@ -9,6 +9,8 @@ import pytest
 from shared_core import MemoryStore
 from shared_core.db.driver import connect_companion, get_driver
 
+pytestmark = pytest.mark.sqlite_only  # companion connections share an SQLite file's locks
+
 
 def _second_writer_is_blocked(first, second) -> bool:
     first.execute("BEGIN IMMEDIATE")

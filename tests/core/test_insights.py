@@ -349,7 +349,8 @@ def test_delete_and_erase_remove_every_trace(tmp_path, clock):
         other.erase_namespace("user:a")
         assert other.db.scalar("SELECT count(*) FROM insights") == 0
         assert other.db.scalar("SELECT count(*) FROM insight_access") == 0
-    assert b"Secret plan" not in path.read_bytes()
+    if other.db.dialect == "sqlite":  # the file's bytes (PostgreSQL: test_postgres_backend.py)
+        assert b"Secret plan" not in path.read_bytes()
 
 
 def test_archived_insights_come_back_when_upserted(store):

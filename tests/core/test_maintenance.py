@@ -87,9 +87,12 @@ def test_two_processes_maintaining_at_once(tmp_path):
     assert all(p.returncode == 0 for p in procs)
     assert set(statuses) <= {"ran", "skipped_locked"} and "ran" in statuses
     with MemoryStore.open(path) as s:
-        assert s.db.scalar("PRAGMA integrity_check") == "ok" and s.count() == 50
+        assert s.count() == 50
+        if s.db.dialect == "sqlite":
+            assert s.db.scalar("PRAGMA integrity_check") == "ok"
 
 
+@pytest.mark.sqlite_only  # the change log only feeds the SQLite vector mirror
 def test_index_log_is_trimmed(store, monkeypatch):
     import shared_core.lifecycle.maintenance as maintenance
 

@@ -25,6 +25,7 @@ from shared_core.db.migrations import available_migrations
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.sqlite_only  # sqlite_master; test_postgres_backend.py checks the PostgreSQL schema
 def test_migrations_from_an_empty_file(tmp_path):
     path = tmp_path / "new.db"
     with MemoryStore.open(path) as store:
@@ -39,6 +40,7 @@ def test_migrations_from_an_empty_file(tmp_path):
         assert store.db.get_meta("embedder_name") == HashingEmbedder().name
 
 
+@pytest.mark.sqlite_only  # the SQLite migration file itself
 def test_migration_1_is_the_seed_schema_sized_to_the_embedder():
     sql = available_migrations()[0].statements(dims=64)
     vec = next(s for s in sql if "memory_vec" in s)
@@ -46,6 +48,7 @@ def test_migration_1_is_the_seed_schema_sized_to_the_embedder():
     assert sum(s.startswith("CREATE TABLE") for s in sql) == 9
 
 
+@pytest.mark.sqlite_only  # a file written by an older SQLite schema
 def test_migration_2_carries_data_written_under_migration_1(tmp_path):
     path = str(tmp_path / "old.db")
     db = Database(path)
@@ -68,6 +71,7 @@ def test_migration_2_carries_data_written_under_migration_1(tmp_path):
         assert store.search(vector=vector, fusion="vector").ids == ["old-1"]
 
 
+@pytest.mark.sqlite_only  # writes _migrations through Database(path); PostgreSQL: test_postgres_backend.py
 def test_a_newer_schema_is_refused(tmp_path):
     path = tmp_path / "future.db"
     MemoryStore.open(path).close()
@@ -78,6 +82,7 @@ def test_a_newer_schema_is_refused(tmp_path):
         MemoryStore.open(path)
 
 
+@pytest.mark.sqlite_only  # files
 def test_not_an_sqlite_file(tmp_path):
     path = tmp_path / "notes.db"
     path.write_bytes(b"this is a text file, not a database" * 100)
@@ -85,6 +90,7 @@ def test_not_an_sqlite_file(tmp_path):
         MemoryStore.open(path)
 
 
+@pytest.mark.sqlite_only  # files; PostgreSQL: test_postgres_backend.py
 def test_someone_elses_sqlite_file_with_clashing_tables(tmp_path):
     path = tmp_path / "other.db"
     db = Database(str(path))
@@ -94,6 +100,7 @@ def test_someone_elses_sqlite_file_with_clashing_tables(tmp_path):
         MemoryStore.open(path)
 
 
+@pytest.mark.sqlite_only  # file locations
 def test_a_directory_or_unwritable_location(tmp_path, monkeypatch):
     with pytest.raises(StorageError, match="is a directory"):
         MemoryStore.open(tmp_path)
@@ -170,6 +177,7 @@ def test_other_connections_see_writes_through_the_mirror(tmp_path):
         assert set(reader.search("bulk memory", fusion="vector", limit=100).ids) == set(ids)
 
 
+@pytest.mark.sqlite_only  # the file's bytes; PostgreSQL: test_postgres_backend.py
 def test_erase_namespace_leaves_no_byte_behind(tmp_path):
     path = tmp_path / "erase.db"
     secret = "Xylophonic-7f3a-secret-marker"
@@ -205,6 +213,7 @@ CRASH_WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.sqlite_only  # WAL recovery; PostgreSQL: test_postgres_backend.py
 def test_a_killed_writer_leaves_a_consistent_file(tmp_path):
     path = tmp_path / "crash.db"
     MemoryStore.open(path).close()
@@ -263,6 +272,7 @@ def test_threads_share_a_store(tmp_path):
         assert not errors and s.count() == 120
 
 
+@pytest.mark.sqlite_only  # the default file
 def test_default_location_is_the_data_dir(monkeypatch, tmp_path):
     monkeypatch.setenv("OPENKOI_DATA", str(tmp_path / "xdg"))
     with MemoryStore.open() as s:
@@ -271,6 +281,7 @@ def test_default_location_is_the_data_dir(monkeypatch, tmp_path):
     assert (tmp_path / "xdg" / "openkoi.db").exists()
 
 
+@pytest.mark.sqlite_only  # SQLite's runner; PostgreSQL: test_postgres_backend.py
 def test_a_missing_lower_numbered_migration_still_runs(tmp_path):
     path = tmp_path / "gap.db"
     MemoryStore.open(path).close()

@@ -115,7 +115,7 @@ def test_a_crashed_process_is_recovered_from_the_journal(tmp_path):
         task.resolve(f)
         os._exit(3)  # no close, no flush: the process dies here
     """)
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 3, done.stderr
     with MemoryStore.open(path, clock=ManualClock("2026-01-01T00:01:00Z")) as store:

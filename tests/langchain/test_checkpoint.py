@@ -34,8 +34,14 @@ def test_thread_state_lives_beside_the_memories(tmp_path):
         app.invoke({"messages": [HumanMessage("again")]}, thread)
         assert len(app.get_state(thread).values["messages"]) == 4
         assert store.get(("memories", "u1"), "k").value == {"text": "likes tea"}
-        tables = {row[0] for row in store.memory_store.db.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        assert {"checkpoints", "writes", "memory_chunks"} <= tables
+        db = store.memory_store.db
+        if db.dialect == "sqlite":
+            tables = {row[0] for row in db.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            assert {"checkpoints", "writes", "memory_chunks"} <= tables
+        else:  # LangGraph's PostgresSaver, in the memory's schema
+            tables = {row[0] for row in db.query(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = ?", (db.schema,))}
+            assert {"checkpoints", "checkpoint_writes", "memory_chunks"} <= tables
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".db") == ["agent.db"]
 
 
@@ -76,7 +82,8 @@ def test_concurrent_writers_lose_nothing(tmp_path):
         assert not errors
         assert len(store.search(("load",), limit=100)) == 30
         assert len(app.get_state({"configurable": {"thread_id": "busy"}}).values["messages"]) == 30
-        assert store.memory_store.db.query("PRAGMA integrity_check") == [("ok",)]
+        if store.memory_store.db.dialect == "sqlite":
+            assert store.memory_store.db.query("PRAGMA integrity_check") == [("ok",)]
 
 
 async def test_async_saver(tmp_path):

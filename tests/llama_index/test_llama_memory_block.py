@@ -132,7 +132,7 @@ _FIRST_PROCESS = textwrap.dedent("""
 
 def test_memory_chat_store_and_block_across_a_restart(tmp_path):
     path = tmp_path / "agent.db"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-c", _FIRST_PROCESS, str(path)], env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -140,7 +140,7 @@ _BUILD = textwrap.dedent("""
 
 def test_an_index_built_in_one_process_is_queried_in_another(tmp_path):
     path = tmp_path / "rag.db"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-c", _BUILD, str(path), str(tmp_path / "persist")], env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -194,6 +194,9 @@ class Harness:
             schema = harness.schema_for_path(path, create=not read_only)
             if schema is None:
                 raise StorageError(f"{path} does not exist; a read-only store must open an existing file")
+            if not read_only:  # an empty stand-in, so "does the file exist?" answers as on SQLite
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                Path(path).touch(exist_ok=True)
             db = PostgresDatabase(schema_url(harness.base_url, schema), read_only=read_only, alias=target,
                                   pool_size=pool_size)
             harness._track(db, schema, release=False)

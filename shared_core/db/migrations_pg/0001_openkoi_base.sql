@@ -18,6 +18,12 @@ CREATE FUNCTION openkoi_fold(value text) RETURNS text
 $$ SELECT regexp_replace(regexp_replace(normalize(coalesce(value, ''), NFD), '[\u0300-\u036f]+', '', 'g'),
                          '[!-/:-@\[-`{-~]+', ' ', 'g') $$;
 
+-- How many tokens FTS5's unicode61 would count in a text (BM25's document length).
+CREATE FUNCTION openkoi_tokens(value text) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT coalesce(array_length(regexp_split_to_array(btrim(openkoi_fold(value)), '\s+'), 1), 0)
+          - CASE WHEN btrim(openkoi_fold(value)) = '' THEN 1 ELSE 0 END $$;
+
 -- SQLite functions the shared SQL calls.
 CREATE FUNCTION instr(haystack text, needle text) RETURNS integer
     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT strpos(haystack, needle) $$;

@@ -35,6 +35,9 @@ CREATE TABLE memory_archive (
         setweight(to_tsvector('openkoi', openkoi_fold(text)), 'B')
         || setweight(to_tsvector('openkoi', openkoi_fold(tags)), 'A')
         || setweight(to_tsvector('openkoi', openkoi_fold(source)), 'C')
+    ) STORED,
+    search_length INTEGER GENERATED ALWAYS AS (
+        openkoi_tokens(text) + openkoi_tokens(tags) + openkoi_tokens(source)
     ) STORED
 );
 CREATE INDEX idx_archive_namespace_kind ON memory_archive(namespace, kind);
