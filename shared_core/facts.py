@@ -130,6 +130,12 @@ class Facts:
             event, old, reason = self._detect(item)
         item.category = item.category or auto_category
         with db.transaction():
+            if dedup and item.id is None and item.kind == "fact":
+                # again, now that writers are serialised: another process may have added it meanwhile
+                duplicate = memories.find_duplicate(item)
+                if duplicate is not None:
+                    memories.feedback(duplicate, store.config.memory.reinforce_weight, hit=True)
+                    return AddResult(duplicate.id, "reinforced")
             if old is not None:
                 fresh = memories.get_row(old.id)
                 if fresh is None or fresh.valid_to is not None:  # changed meanwhile: just add

@@ -56,6 +56,36 @@ def _free_postgres_schemas(request):
         _harness.release_test(request.node.nodeid)
 
 
+@pytest.fixture
+def sqlite_paths():
+    """Within the test, paths open real SQLite files even in a PostgreSQL session."""
+    if _harness is not None:
+        _harness.bypass = True
+    yield
+    if _harness is not None:
+        _harness.bypass = False
+
+
+@pytest.fixture
+def pg_url(request) -> str:
+    """A fresh, empty PostgreSQL memory (a schema) for this test; postgres sessions only."""
+    if _harness is None:
+        pytest.skip("needs OPENKOI_TEST_BACKEND=postgres")
+    from harness import schema_url
+
+    schema = _harness.allocate()
+    yield schema_url(_harness.base_url, schema)
+    _harness.release(schema)
+
+
+@pytest.fixture
+def pg_server() -> str:
+    """The session's PostgreSQL server (a database URL without a schema); postgres sessions only."""
+    if _harness is None:
+        pytest.skip("needs OPENKOI_TEST_BACKEND=postgres")
+    return _harness.base_url
+
+
 @pytest.fixture(scope="session")
 def backend() -> str:
     """``sqlite`` or ``postgres``: what this session's stores run on."""

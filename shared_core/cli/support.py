@@ -45,7 +45,8 @@ def friendly_errors(func: Callable[..., Any]) -> Callable[..., Any]:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", envvar="OPENKOI_DB", type=click.Path(dir_okay=False), default=None,
-              help="The memory file (default: <data dir>/openkoi.db; env OPENKOI_DB).")
+              help="The memory: a file or a postgresql:// URL (default: $OPENKOI_DATABASE_URL, else "
+                   "<data dir>/openkoi.db; env OPENKOI_DB).")
 @click.version_option(package_name="openkoi-memory")
 def main(db: str | None) -> None:
     """openkoi-memory: local-first long-term memory for LLM agents, in one SQLite file."""

@@ -39,6 +39,7 @@ class Harness:
         self._lock = threading.Lock()
         self._conn = psycopg.connect(base_url, autocommit=True)
         self.open_handles: dict[str, int] = {}
+        self.bypass = False  # True: paths open SQLite files (tests that need both backends)
         with self._lock:
             self._conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
             self._conn.execute(f"CREATE SCHEMA IF NOT EXISTS {_REGISTRY}")
@@ -180,7 +181,7 @@ class Harness:
         harness = self
 
         def open_database(target: str, *, read_only: bool = False, pool_size: int = 8) -> Any:
-            if postgres.is_postgres_url(target):
+            if postgres.is_postgres_url(target) or harness.bypass:
                 return original(target, read_only=read_only, pool_size=pool_size)
             if target == ":memory:":
                 schema = harness.allocate()

@@ -1,0 +1,295 @@
+"""The PostgreSQL backend itself: URLs, schema, crash consistency, erasure, filtered KNN, scale-out.
+
+The rest of the suite runs on PostgreSQL too (OPENKOI_TEST_BACKEND=postgres); these are the
+properties only this backend has, or the PostgreSQL twins of SQLite-only tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from shared_core import MemoryStore, SchemaError
+from shared_core.db.pg_migrations import pg_migrations
+from shared_core.db.postgres import parse_url
+from shared_core.index.keyword_pg import to_tsquery_text
+from shared_core.index.sanitize import query_terms
+
+pytestmark = pytest.mark.postgres_only
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def fresh_url(pg_server):
+    """A schema no one has created yet (dropped afterwards)."""
+    schema = f"fresh_{uuid.uuid4().hex[:12]}"
+    yield f"{pg_server}&schema={schema}" if "?" in pg_server else f"{pg_server}?schema={schema}"
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def _all_text(url: str) -> str:
+    """Every text value of every table of the memory's schema, concatenated (for 'no trace' checks)."""
+    target = parse_url(url)
+    with psycopg.connect(target.conninfo, autocommit=True) as conn:
+        columns = conn.execute(
+            "SELECT table_name, column_name FROM information_schema.columns c JOIN information_schema.tables t "
+            "USING (table_schema, table_name) WHERE table_schema = %s AND data_type = 'text' "
+            "AND t.table_type = 'BASE TABLE'", (target.schema,)).fetchall()
+        parts = []
+        for table, column in columns:
+            rows = conn.execute(f'SELECT "{column}" FROM "{target.schema}"."{table}"').fetchall()
+            parts += [r[0] for r in rows if r[0]]
+    return "\n".join(parts)
+
+
+# -- opening --------------------------------------------------------------------------------------
+
+
+def test_a_url_opens_postgres_and_the_password_never_shows():
+    target = parse_url("postgresql://ann:s3cret@db.example:5433/mem?sslmode=require&schema=team_a")
+    assert target.schema == "team_a" and "s3cret" not in target.display and "schema=team_a" in target.display
+    assert "schema" not in target.conninfo and "sslmode=require" in target.conninfo
+    with pytest.raises(ValueError, match="plain PostgreSQL name"):
+        parse_url("postgresql://h/db?schema=bad;name")
+
+
+def test_open_by_url_or_environment(pg_url, monkeypatch):
+    with MemoryStore.open(pg_url) as store:
+        mid = store.add("the backup job runs at 02:00")
+        assert store.db.dialect == "postgresql" and store.stats().driver == "psycopg"
+        assert store.stats().vector_index == "pgvector-hnsw" and store.stats().file_bytes > 0
+    monkeypatch.setenv("OPENKOI_DATABASE_URL", pg_url)
+    with MemoryStore.open() as store:  # no path: the environment names the memory
+        assert store.get(mid).text == "the backup job runs at 02:00"
+
+
+def test_a_new_schema_gets_every_migration_and_the_hnsw_index(fresh_url):
+    with MemoryStore.open(fresh_url) as store:
+        db = store.db
+        assert sorted(db.applied_versions()) == [m.version for m in pg_migrations()]
+        tables = {r[0] for r in db.query(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = ?", (db.schema,))}
+        assert {"memory_chunks", "memory_archive", "raw_messages", "learnings", "kv_entries", "memory_vec"} <= tables
+        indexes = {r[0] for r in db.query("SELECT indexname FROM pg_indexes WHERE schemaname = ?", (db.schema,))}
+        assert {f"idx_chunks_embedding_{store.embedder.dims}", "idx_chunks_search_text",
+                "idx_raw_messages_message_id"} <= indexes
+    with MemoryStore.open(fresh_url) as again:  # a second open migrates nothing
+        assert again.db.schema_version() == max(m.version for m in pg_migrations())
+
+
+def test_a_newer_schema_and_foreign_tables_are_refused(fresh_url, pg_server):
+    MemoryStore.open(fresh_url).close()
+    schema = parse_url(fresh_url).schema
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f'INSERT INTO "{schema}"._migrations VALUES (9999, %s, %s)', ("from_the_future", "later"))
+    with pytest.raises(SchemaError, match="newer openkoi-memory.*9999"):
+        MemoryStore.open(fresh_url)
+    other = f"foreign_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{other}"; CREATE TABLE "{other}".learnings (x int)')
+    try:
+        with pytest.raises(SchemaError, match="did not create"):
+            MemoryStore.open(fresh_url.replace(f"schema={schema}", f"schema={other}"))
+    finally:
+        with psycopg.connect(pg_server, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{other}" CASCADE')
+
+
+def test_a_missing_lower_numbered_migration_still_runs(fresh_url, pg_server):
+    MemoryStore.open(fresh_url).close()
+    schema = parse_url(fresh_url).schema
+    lower = [m.version for m in pg_migrations()][-2]
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f'DELETE FROM "{schema}"._migrations WHERE version = %s', (lower,))
+        conn.execute(f'DROP TABLE "{schema}".kv_entries')  # migration 40's table, 41 stays applied
+    versions = [m.version for m in pg_migrations()]
+    assert lower == versions[-2]
+    with MemoryStore.open(fresh_url) as store:
+        assert lower in store.db.applied_versions()
+        store.kv.put("k", {"v": 1})
+        assert store.kv.get("k") == {"v": 1}
+
+
+def test_two_memories_in_one_database_never_see_each_other(pg_url, fresh_url):
+    with MemoryStore.open(pg_url) as a, MemoryStore.open(fresh_url) as b:
+        a.add("the red fox jumps", id="x")
+        b.add("a blue whale sings", id="x")  # the same id: different memories
+        assert a.get("x").text == "the red fox jumps" and b.get("x").text == "a blue whale sings"
+        assert b.search("fox", fusion="keyword").ids == [] and a.count() == b.count() == 1
+
+
+# -- writers ---------------------------------------------------------------------------------------
+
+
+CRASH_WRITER = textwrap.dedent("""
+    import sys
+    from shared_core import MemoryStore
+    store = MemoryStore.open(sys.argv[1])
+    i = 0
+    while True:
+        store.add_many([f"crash test memory {i} item {j}" for j in range(25)], batch_size=25)
+        print(i, flush=True)
+        i += 1
+""")
+
+
+def test_a_killed_writer_leaves_no_half_written_memory(pg_url):
+    MemoryStore.open(pg_url).close()
+    proc = subprocess.Popen([sys.executable, "-c", CRASH_WRITER, pg_url], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])})
+    acknowledged = -1
+    for line in proc.stdout:
+        acknowledged = int(line)
+        if acknowledged >= 5:
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    with MemoryStore.open(pg_url) as s:
+        db = s.db
+        rows = db.scalar("SELECT count(*) FROM memory_chunks")
+        assert rows % 25 == 0 and rows >= (acknowledged + 1) * 25  # whole batches, every acknowledged one
+        assert db.scalar("SELECT count(*) FROM memory_vec") == rows  # each row has its vector ...
+        assert db.scalar("SELECT count(*) FROM memory_chunks WHERE search_text @@ to_tsquery('openkoi', 'crash')") == rows
+        assert len(s.search("crash test memory", fusion="vector", limit=rows).ids) == rows
+
+
+def test_erase_namespace_leaves_no_row_behind(pg_url):
+    secret = "Xylophonic-7f3a-secret-marker"
+    with MemoryStore.open(pg_url) as s:
+        for i in range(20):
+            s.add(f"keep this public note {i}", namespace="user:bob", dedup=False)
+        s.add(f"my password hint is {secret}", namespace="user:alice", tags=[secret], metadata={"k": secret})
+        archived = s.add(f"old {secret} in the archive", namespace="user:alice", dedup=False)
+        s.archive(archived)
+        s.conversations.append("chat", "user", f"the code is {secret}", namespace="user:alice")
+        s.insights.upsert(f"Insight about {secret}", "details", namespace="user:alice")
+        s.kv.put("k", {"v": secret}, namespace="user:alice")
+        s.search(secret, namespace="user:alice")
+        assert secret in _all_text(pg_url)
+        s.erase_namespace("user:alice")
+        assert s.count(namespace="user:bob") == 20
+    assert secret not in _all_text(pg_url) and secret.lower() not in _all_text(pg_url).lower()
+
+
+def test_pruning_measures_the_stored_bytes(pg_url):
+    with MemoryStore.open(pg_url) as store:
+        ids = store.add_many([f"note {i} about topic{i % 7} alpha beta" for i in range(60)])
+        before = store.pruning.measure()
+        assert before.method == "pg_column_size" and before.rows == 60
+        assert before.parts["vectors"] >= 60 * store.embedder.dims * 4
+        store.archive(ids[:30], reason="manual")
+        after = store.pruning.measure()
+        assert after.rows == 30 and after.total < 0.6 * before.total
+        with pytest.raises(Exception, match="dbstat"):
+            store.pruning.measure("dbstat")
+
+
+# -- search ----------------------------------------------------------------------------------------
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(st.text())
+def test_no_user_text_makes_a_tsquery_syntax_error(store, text):
+    expression = to_tsquery_text(query_terms(text))
+    if expression:
+        store.db.query("SELECT to_tsquery('openkoi', ?)", (expression,))
+    store.search(text, fusion="keyword", track_access=False) if text.strip() else None
+
+
+def test_bm25_weights_rare_words_over_common_ones(store):
+    for i in range(30):
+        store.add(f"status report {i}: the build is green", dedup=False)
+    rare = store.add("status of the zeppelin hangar", dedup=False)
+    hits = store.search("zeppelin status", fusion="keyword")
+    assert hits.ids[0] == rare and hits[0].parts.bm25 > 5 * hits[1].parts.bm25
+
+
+def test_a_filtered_search_returns_k_when_k_match_on_the_hnsw_path(pg_url):
+    """Past exact_scan_rows the HNSW index answers; its filtered scan may find fewer than k, so the
+    search asks again with more candidates and, at worst, scans the scope exactly."""
+    config = {"search": {"exact_scan_rows": 50}, "database": {"hnsw_ef_search": 10}}
+    rng = np.random.default_rng(7)
+    with MemoryStore.open(pg_url, config=config) as store:
+        dims = store.embedder.dims
+        vectors = rng.standard_normal((1200, dims)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        store.add_many([{"text": f"item {i}", "id": f"m{i}", "vector": vectors[i],
+                         "metadata": {"rare": i % 40 == 0, "half": i % 2}} for i in range(1200)], batch_size=400)
+        query = vectors[3] + 0.1 * rng.standard_normal(dims).astype(np.float32)
+        for where, matching in [({"rare": True}, 30), ({"half": 1}, 600), (None, 1200)]:
+            hits = store.search(vector=query, fusion="vector", where=where, limit=25)
+            assert len(hits) == 25, where  # k results whenever k match
+            ids = [int(h.id[1:]) for h in hits]
+            allowed = [i for i in range(1200) if where is None or (
+                (where.get("rare") and i % 40 == 0) or (where.get("half") == 1 and i % 2 == 1))]
+            assert len(allowed) == matching and set(ids) <= set(allowed)
+            sims = vectors[allowed] @ query
+            exact = {allowed[j] for j in np.argsort(-sims)[:25]}
+            assert len(exact & set(ids)) >= 20  # recall@25 of the index path, checked against numpy
+
+
+def test_switching_embedder_rebuilds_the_hnsw_index(pg_url, fake_embedder):
+    with MemoryStore.open(pg_url) as store:
+        store.add_many(["solar panels on the roof", "the heat pump is new"])
+    with MemoryStore.open(pg_url, embedder=fake_embedder, reembed=True) as store:
+        names = {r[0] for r in store.db.query(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = ? AND indexname LIKE 'idx_chunks_embedding_%'",
+            (store.db.schema,))}
+        assert names == {f"idx_chunks_embedding_{fake_embedder.dims}"}
+        assert store.search("heat pump", fusion="vector").ids[0] == store.list()[1].id
+
+
+# -- scale-out: several processes, one memory ------------------------------------------------------
+
+WORKER = textwrap.dedent("""
+    import json, sys
+    from shared_core import MemoryStore
+    url, worker, batches = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    found = 0
+    with MemoryStore.open(url) as store:
+        for b in range(batches):
+            store.add_many([{"text": f"worker {worker} batch {b} note {j} about harbour logistics",
+                             "id": f"w{worker}-b{b}-n{j}", "namespace": "shared"} for j in range(20)])
+            found += len(store.search("harbour logistics", namespace="shared", limit=10))
+            store.add("the quarterly all-hands is on Thursday", namespace="shared")  # the same fact from everyone
+            store.add(f"worker {worker} scratch {b}", namespace=f"own:{worker}", dedup=False)
+    print(json.dumps({"worker": worker, "found": found}))
+""")
+
+
+@pytest.mark.slow
+def test_several_processes_write_and_search_one_memory(pg_url):
+    MemoryStore.open(pg_url).close()
+    workers, batches = 4, 10
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, pg_url, str(w), str(batches)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for w in range(workers)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outs]
+    reports = [json.loads(out) for out, _ in outs]
+    assert all(r["found"] > 0 for r in reports)  # every process searched while the others wrote
+    with MemoryStore.open(pg_url) as store:
+        notes = store.list(namespace="shared", where={"@text": {"$text_match": "harbour"}}, limit=None)
+        assert len(notes) == workers * batches * 20  # exact: nothing lost ...
+        assert len({m.id for m in notes}) == len(notes)  # ... nothing twice
+        assert {m.id for m in notes} == {f"w{w}-b{b}-n{j}" for w in range(workers) for b in range(batches)
+                                         for j in range(20)}
+        shared_fact = store.list(namespace="shared", where={"@text": {"$text_match": "all-hands"}})
+        assert len(shared_fact) == 1  # 40 adds of one fact: one memory, reinforced 39 times
+        assert shared_fact[0].score == 3.0 * (workers * batches - 1)
+        for w in range(workers):
+            assert store.count(namespace=f"own:{w}") == batches
+        assert len(store.search("harbour logistics", namespace="shared", limit=50)) == 50
