@@ -618,6 +618,7 @@ class DatabaseConfig:
     hnsw_m: int = 16  # pgvector HNSW build settings (pgvector's defaults)
     hnsw_ef_construction: int = 64
     hnsw_ef_search: int = 100  # candidates per HNSW search; raised up to 1,000 when filters leave fewer than k
+    exact_scan_rows: int = 2000  # scopes up to this many rows skip the index: an exact scan, fast at this size
 
     def __post_init__(self) -> None:
         if self.pool_size < 1:
@@ -626,6 +627,8 @@ class DatabaseConfig:
             raise ConfigError("database.hnsw_m must be 2-100 and database.hnsw_ef_construction 4-1000 (pgvector's limits)")
         if not 1 <= self.hnsw_ef_search <= 1000:
             raise ConfigError("database.hnsw_ef_search must be 1-1000 (pgvector's limit)")
+        if self.exact_scan_rows < 0:
+            raise ConfigError("database.exact_scan_rows must not be negative")
 
 
 _SECTIONS = {

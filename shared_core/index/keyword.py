@@ -36,6 +36,7 @@ class KeywordQuery:
     used: tuple[str, ...]
     fts: str
     idf: tuple[float, ...] = ()  # PostgreSQL: each used term's inverse document frequency (FTS5 has its own)
+    parts: tuple[str, ...] = ()  # PostgreSQL: each used term as a tsquery
 
 
 def keyword_index_for(db: Any, config: SearchConfig | None = None) -> Any:

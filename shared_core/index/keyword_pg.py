@@ -3,10 +3,11 @@
 ``memory_chunks.search_text`` is a generated ``tsvector`` (GIN-indexed) of text (weight B),
 tags (A) and source (C), built with the ``openkoi`` text search configuration (English
 stemming, no stop words) after ``openkoi_fold`` (diacritics removed, ASCII punctuation
-split). Queries go through seed 002's sanitiser (:func:`.sanitize.query_terms`), then each
-word, folded the same way, becomes a quoted lexeme OR-joined into a ``to_tsquery``
-expression. Only letters, digits and combining marks survive the sanitiser, so a quoted
-word never contains a quote or a backslash and no input can raise a tsquery syntax error.
+split). Queries go through seed 002's sanitiser (:func:`.sanitize.query_terms`); then each word,
+folded the same way, goes through PostgreSQL's own parser and stemmer as
+``phraseto_tsquery`` (plain text in, so no input can raise a syntax error; a word the
+parser splits, such as ``x2y``, becomes a phrase, as a quoted FTS5 term does), and the
+words' tsqueries are OR-joined.
 
 Ranking is FTS5's BM25, computed from PostgreSQL's own statistics: for each query word,
 idf x tf x (k1 + 1) / (tf + k1 x (1 - b + b x dl / avgdl)), with k1 = 1.2 and b = 0.75
@@ -19,7 +20,9 @@ relative to the query's best match.
 
 The document-frequency gate works as on SQLite: words found in more than
 ``max_df_ratio`` of the rows (and more than ``df_gate_min_rows``) are dropped from the
-query. Frequencies are counted on the GIN index, only up to that limit.
+query. A word's document frequency comes from ANALYZE's statistics when it is one of the
+column's most common lexemes (counting it would read a long posting list), and is
+counted on the GIN index otherwise (a rare word's list is short).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from .keyword import KeywordQuery
 from .sanitize import query_terms
 from .scope import Scope
 
-__all__ = ["PgKeywordIndex", "fold", "to_tsquery_text"]
+__all__ = ["PgKeywordIndex", "fold"]
 
 TS_CONFIG = "openkoi"  # migration 0001's text search configuration
 _IDF_FLOOR = 1e-6  # FTS5's floor for a word in more than half the rows
@@ -47,12 +50,6 @@ def fold(term: str) -> str:
     return "".join(ch for ch in decomposed if not 0x300 <= ord(ch) <= 0x36F)
 
 
-def to_tsquery_text(terms: list[str] | tuple[str, ...]) -> str:
-    """``'word' | 'word'``: quoted lexemes, OR-joined ('' when nothing is left)."""
-    folded = [fold(t) for t in terms]
-    return " | ".join(f"'{t}'" for t in folded if t)
-
-
 class PgKeywordIndex:
     """Keyword search and its statistics for a PostgreSQL memory."""
 
@@ -63,32 +60,65 @@ class PgKeywordIndex:
         self.config = config or SearchConfig()
         self._n = 0
         self._avgdl: tuple[float, int, float] | None = None
+        self._common: tuple[float, dict[str, float]] | None = None
 
     def prepare(self, text: str) -> KeywordQuery:
         terms = query_terms(text)
         if not terms:
             return KeywordQuery((), (), "")
+        # each word as PostgreSQL's parser and stemmer see it: a (phrase) tsquery and its lexemes
+        analysed = self.db.query(
+            f"SELECT phraseto_tsquery('{TS_CONFIG}', w)::text, tsvector_to_array(to_tsvector('{TS_CONFIG}', w)) "
+            "FROM unnest(CAST(? AS text[])) WITH ORDINALITY AS u(w, i) ORDER BY i",
+            ([fold(t) for t in terms],),
+        )
+        queries = [q for q, _ in analysed]
         rows = self._n = self._rows()
         limit = max(self.config.df_gate_min_rows, self.config.max_df_ratio * rows)
-        cap = int(min(limit, rows / 2)) + 1 if rows > limit else rows // 2 + 1
-        counts = [self.document_count(t, cap) if to_tsquery_text([t]) else 0 for t in terms]
-        used = list(range(len(terms)))
+        counts = [self._document_frequency(q, lexemes or [], rows) if q else 0 for q, lexemes in analysed]
+        used = [i for i in range(len(terms)) if queries[i]]
         if rows > limit:  # the gate: leave out words too common to matter (their weight is tiny)
-            used = [i for i in used if counts[i] <= limit]
-            if not used:
-                used = sorted(sorted(range(len(terms)), key=lambda i: counts[i])[:2])
-        used = [i for i in used if to_tsquery_text([terms[i]])]
+            kept = [i for i in used if counts[i] <= limit]
+            used = kept or sorted(sorted(used, key=lambda i: counts[i])[:2])
         idf = tuple(max(_IDF_FLOOR, math.log((rows - counts[i] + 0.5) / (counts[i] + 0.5))) for i in used)
-        words = tuple(terms[i] for i in used)
-        return KeywordQuery(tuple(terms), words, to_tsquery_text(words), idf)
+        parts = tuple(queries[i] for i in used)
+        combined = " | ".join(f"({q})" for q in parts)
+        return KeywordQuery(tuple(terms), tuple(terms[i] for i in used), combined, idf, parts)
 
     def _rows(self) -> int:
         """N for the idf: the planner's count on a big table, an exact one on a small table."""
         estimate = int(self.db.scalar(
             "SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass('memory_chunks')") or 0)
-        if estimate >= 100_000:
+        if estimate >= 10_000:
             return estimate
         return int(self.db.scalar("SELECT count(*) FROM memory_chunks") or 0)
+
+    def _document_frequency(self, tsquery: str, lexemes: list[str], rows: int) -> int:
+        """How many rows contain the word: from ANALYZE's most common lexemes when it is one of
+        them (counting those would read a long posting list), else counted on the GIN index."""
+        common = self._common_lexemes()
+        if lexemes and all(lexeme in common for lexeme in lexemes):
+            return int(round(min(common[lexeme] for lexeme in lexemes) * rows))
+        cap = rows // 2 + 1 if not common else rows + 1  # with statistics, a word not among them is rare
+        return int(self.db.scalar(
+            "SELECT count(*) FROM (SELECT 1 FROM memory_chunks WHERE search_text @@ CAST(? AS tsquery) LIMIT ?) s",
+            (tsquery, cap),
+        ) or 0)
+
+    def _common_lexemes(self) -> dict[str, float]:
+        """The most common lexemes of search_text and the share of rows holding each (re-read once a minute)."""
+        cached = self._common
+        if cached is None or time.monotonic() - cached[0] > 60:
+            row = self.db.query(
+                "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
+                "WHERE schemaname = ? AND tablename = 'memory_chunks' AND attname = 'search_text'",
+                (self.db.schema,),
+            )
+            found: dict[str, float] = {}
+            if row and row[0][0]:
+                found = dict(zip(row[0][0], row[0][1], strict=False))
+            self._common = cached = (time.monotonic(), found)
+        return cached[1]
 
     def _weights(self) -> list[float]:
         cfg = self.config
@@ -100,14 +130,17 @@ class PgKeywordIndex:
         """BM25 over the words: (score expression, LATERAL subquery of the words' tf, their parameters)."""
         weights = self._weights()
         top = max(self.config.tags_weight, self.config.text_weight, self.config.source_weight) or 1.0
-        norm = f"(1 - {_B} + {_B} * {alias}.search_length / ?)"
+        norm = f"(CAST({1 - _B} AS float8) + CAST({_B} AS float8) * {alias}.search_length / CAST(? AS float8))"
         terms, scores, tf_params, score_params = [], [], [], []
-        for i, (word, idf) in enumerate(zip(query.used, query.idf, strict=True)):
-            terms.append(f"? * ts_rank_cd(CAST(? AS real[]), {alias}.search_text, to_tsquery('{TS_CONFIG}', ?), 0) AS t{i}")
-            tf_params += [top, weights, to_tsquery_text([word])]
-            scores.append(f"? * (r.t{i} * {_K1 + 1}) / (r.t{i} + {_K1} * {norm})")
+        for i, (part, idf) in enumerate(zip(query.parts, query.idf, strict=True)):
+            terms.append(f"CAST(? AS float8) * ts_rank_cd(CAST(? AS real[]), {alias}.search_text, CAST(? AS tsquery), 0) "
+                         f"AS t{i}")
+            tf_params += [top, weights, part]
+            scores.append(f"CAST(? AS float8) * (r.t{i} * CAST({_K1 + 1} AS float8)) / (r.t{i} + CAST({_K1} AS float8) * {norm})")
             score_params += [idf, self._average_length()]
-        return (" + ".join(scores) or "0"), f"LATERAL (SELECT {', '.join(terms) or '0 AS t'}) r", score_params, tf_params
+        # OFFSET 0 keeps the planner from inlining the subquery, which would compute each tf twice
+        lateral = f"LATERAL (SELECT {', '.join(terms) or '0 AS t'} OFFSET 0) r"
+        return (" + ".join(scores) or "0"), lateral, score_params, tf_params
 
     def search(self, query: KeywordQuery, scope: Scope, limit: int) -> list[tuple[int, float]]:
         """(chunk_rowid, BM25 as a positive number), best first, within ``scope``."""
@@ -117,7 +150,7 @@ class PgKeywordIndex:
         score, lateral, score_params, tf_params = self._rank(query, "c")
         rows = self.db.query(
             f"SELECT c.chunk_rowid, {score} AS relevance FROM memory_chunks c CROSS JOIN {lateral} "
-            f"WHERE c.search_text @@ to_tsquery('{TS_CONFIG}', ?) AND {scope_sql} "
+            f"WHERE c.search_text @@ CAST(? AS tsquery) AND {scope_sql} "
             "ORDER BY relevance DESC, c.chunk_rowid LIMIT ?",
             (*score_params, *tf_params, query.fts, *scope_params, limit),
         )
@@ -131,7 +164,7 @@ class PgKeywordIndex:
         score, lateral, score_params, tf_params = self._rank(query, "c")
         return self.db.query(
             f"SELECT {', '.join('c.' + c for c in columns)}, {score} AS relevance FROM memory_archive c "
-            f"CROSS JOIN {lateral} WHERE c.search_text @@ to_tsquery('{TS_CONFIG}', ?) AND {scope_sql} "
+            f"CROSS JOIN {lateral} WHERE c.search_text @@ CAST(? AS tsquery) AND {scope_sql} "
             "ORDER BY relevance DESC, c.archive_rowid LIMIT ?",
             (*score_params, *tf_params, query.fts, *scope_params, limit),
         )
@@ -155,19 +188,15 @@ class PgKeywordIndex:
 
     def document_count(self, term: str, cap: int) -> int:
         """How many rows contain ``term`` (counted up to ``cap``)."""
-        text = to_tsquery_text([term])
-        if not text:
-            return 0
         return int(self.db.scalar(
             "SELECT count(*) FROM (SELECT 1 FROM memory_chunks WHERE search_text @@ "
-            f"to_tsquery('{TS_CONFIG}', ?) LIMIT ?) s", (text, cap),
+            f"phraseto_tsquery('{TS_CONFIG}', ?) LIMIT ?) s", (fold(term), cap),
         ) or 0)
 
     def rows_containing(self, term: str, rowids: list[int]) -> set[int]:
-        text = to_tsquery_text([term])
-        if not text or not rowids:
+        if not rowids:
             return set()
         return {int(r[0]) for r in self.db.query(
-            f"SELECT chunk_rowid FROM memory_chunks WHERE search_text @@ to_tsquery('{TS_CONFIG}', ?) "
-            "AND chunk_rowid = ANY(CAST(? AS bigint[]))", (text, list(rowids)),
+            f"SELECT chunk_rowid FROM memory_chunks WHERE search_text @@ phraseto_tsquery('{TS_CONFIG}', ?) "
+            "AND chunk_rowid = ANY(CAST(? AS bigint[]))", (fold(term), list(rowids)),
         )}

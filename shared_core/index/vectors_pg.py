@@ -10,8 +10,8 @@ A filtered HNSW scan can return fewer than k rows (it collects ``hnsw.ef_search`
 candidates, then filters them), and a filtered search must return k results when k
 match. So:
 
-* a scope with at most ``search.exact_scan_rows`` rows is scanned exactly (an ORDER BY
-  the planner cannot serve from the index, over the scope's rows);
+* a scope with at most ``database.exact_scan_rows`` rows (2,000) is scanned exactly (an
+  ORDER BY the planner cannot serve from the index, over the scope's rows);
 * a larger scope asks the index with ``ef_search`` = ``database.hnsw_ef_search`` (at least
   k), and when the filter leaves fewer than k, asks again with four times the candidates
   (up to pgvector's 1,000), then falls back to the exact scan.
@@ -115,7 +115,7 @@ class PgVectorIndex:
             return []
         sql, params = scope.sql("c", "postgresql")
         vector = _vec(query)
-        limit = max(self.config.exact_scan_rows, k)
+        limit = max(self.database.exact_scan_rows, k)
         in_scope = int(self.db.scalar(
             f"SELECT count(*) FROM (SELECT 1 FROM memory_chunks c WHERE {sql} AND c.embedding IS NOT NULL LIMIT ?) s",
             (*params, limit + 1),

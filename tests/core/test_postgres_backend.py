@@ -24,7 +24,6 @@ from hypothesis import strategies as st
 from shared_core import MemoryStore, SchemaError
 from shared_core.db.pg_migrations import pg_migrations
 from shared_core.db.postgres import parse_url
-from shared_core.index.keyword_pg import to_tsquery_text
 from shared_core.index.sanitize import query_terms
 
 pytestmark = pytest.mark.postgres_only
@@ -203,9 +202,10 @@ def test_pruning_measures_the_stored_bytes(pg_url):
 @settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 @given(st.text())
 def test_no_user_text_makes_a_tsquery_syntax_error(store, text):
-    expression = to_tsquery_text(query_terms(text))
-    if expression:
-        store.db.query("SELECT to_tsquery('openkoi', ?)", (expression,))
+    query = store.keyword_index.prepare(text)
+    assert query.terms == tuple(query_terms(text))
+    if query.fts:
+        store.db.query("SELECT CAST(? AS tsquery)", (query.fts,))
     store.search(text, fusion="keyword", track_access=False) if text.strip() else None
 
 
@@ -220,7 +220,7 @@ def test_bm25_weights_rare_words_over_common_ones(store):
 def test_a_filtered_search_returns_k_when_k_match_on_the_hnsw_path(pg_url):
     """Past exact_scan_rows the HNSW index answers; its filtered scan may find fewer than k, so the
     search asks again with more candidates and, at worst, scans the scope exactly."""
-    config = {"search": {"exact_scan_rows": 50}, "database": {"hnsw_ef_search": 10}}
+    config = {"database": {"exact_scan_rows": 50, "hnsw_ef_search": 10}}
     rng = np.random.default_rng(7)
     with MemoryStore.open(pg_url, config=config) as store:
         dims = store.embedder.dims
