@@ -495,8 +495,9 @@ class ConversationsConfig:
     """Sessions, messages and their transcripts (seeds 000 and 003); see docs/conversations.md."""
 
     # seed 000 keeps full transcripts as <data dir>/sessions/<session-id>.jsonl. "auto": on for
-    # file stores, off for ":memory:" ones (which have no directory of their own); "on" for a
-    # ":memory:" store needs transcript_dir.
+    # file stores, off for ":memory:" ones (which have no directory of their own) and PostgreSQL
+    # ones (shared by machines that would each hold part of a transcript); "on" for a ":memory:"
+    # store needs transcript_dir.
     transcripts: str = "auto"  # auto | on | off
     transcript_dir: str = ""  # "" = <store.data_dir>/sessions
     transcript_fsync: bool = False  # fsync each append (survives power loss, not just a killed process)

@@ -157,7 +157,9 @@ class Conversations:
     def _resolve_transcript_dir(self) -> Path | None:
         cfg = self._store.config.conversations
         in_memory = self._store.path == ":memory:"
-        if cfg.transcripts == "off" or self._db.read_only or (cfg.transcripts == "auto" and in_memory):
+        # a PostgreSQL memory is shared by several machines: a local transcript would hold only a part
+        shared = self._db.dialect == "postgresql" and getattr(self._db, "alias", None) is None
+        if cfg.transcripts == "off" or self._db.read_only or (cfg.transcripts == "auto" and (in_memory or shared)):
             return None
         if cfg.transcript_dir:
             return Path(cfg.transcript_dir).expanduser()

@@ -44,6 +44,7 @@ __all__ = ["PostgresDatabase", "is_postgres_url", "parse_url", "PgTarget"]
 _URL = re.compile(r"^postgres(?:ql)?(?:\+psycopg)?://", re.IGNORECASE)
 _LOCK_CLASS = 0x4F4B4F49  # "OKOI" (fits a signed int4): the advisory lock class of this library
 _CACHE_SIZE = 4096
+LOCK_TIMEOUT_S = 60  # how long a writer waits for the memory's write lock (or a row lock) before giving up
 
 
 def is_postgres_url(target: Any) -> bool:
@@ -172,11 +173,11 @@ class _Pools:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pools: dict[tuple[str, str, int], list[Any]] = {}
+        self._pools: dict[tuple[str, str, int, bool], list[Any]] = {}
         self.linger = False
 
-    def acquire(self, target: PgTarget, size: int, search_path: Callable[[Any], str]) -> Any:
-        key = (target.conninfo, target.schema, size)
+    def acquire(self, target: PgTarget, size: int, search_path: Callable[[Any], str], read_only: bool = False) -> Any:
+        key = (target.conninfo, target.schema, size, read_only)
         with self._lock:
             entry = self._pools.get(key)
             if entry is not None:
@@ -187,6 +188,9 @@ class _Pools:
             def configure(conn: Any) -> None:
                 _adapters(conn)
                 conn.execute(f"SET search_path TO {search_path(conn)}")
+                conn.execute(f"SET lock_timeout = '{LOCK_TIMEOUT_S}s'")  # SQLite's busy timeout, roughly
+                if read_only:
+                    conn.execute("SET default_transaction_read_only = on")
                 conn._openkoi_vector = _register_vector(conn)  # type: ignore[attr-defined]
 
             pool = psycopg_pool.ConnectionPool(
@@ -294,7 +298,7 @@ class PostgresDatabase:
         self._stale_catalog = False
         self._translated: OrderedDict[tuple[str, bool, int], Translated] = OrderedDict()
         self._lock_key = zlib.crc32(self.schema.encode()) - (1 << 31)
-        self._pool = _POOLS.acquire(self.target, pool_size, self._search_path)
+        self._pool = _POOLS.acquire(self.target, pool_size, self._search_path, read_only)
         try:
             version = self._scalar_raw("SHOW server_version")
         except BaseException:
@@ -612,7 +616,14 @@ class PostgresDatabase:
                 f"an earlier statement of this transaction failed on {self.path}, so PostgreSQL refuses the rest "
                 "of it; the transaction is rolled back when it ends"
             )
-        if isinstance(exc, errors.ReadOnlySqlTransaction | errors.InsufficientPrivilege):
+        if isinstance(exc, errors.LockNotAvailable):
+            return StorageError(
+                f"another writer held {self.path} for more than {LOCK_TIMEOUT_S} s ({message}); retry, or make "
+                "long-running writers commit in smaller batches"
+            )
+        if isinstance(exc, errors.ReadOnlySqlTransaction):
+            return StorageError(f"{self.path} was opened read-only; open it without read_only=True to write")
+        if isinstance(exc, errors.InsufficientPrivilege):
             return StorageError(f"cannot write to {self.path} ({message}); check the database user's privileges")
         if isinstance(exc, errors.DiskFull):
             return StorageError(f"the disk of the PostgreSQL server holding {self.path} is full ({message})")

@@ -16,7 +16,6 @@ import uuid
 from pathlib import Path
 
 import numpy as np
-import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -27,6 +26,7 @@ from shared_core.db.postgres import parse_url
 from shared_core.index.sanitize import query_terms
 
 pytestmark = pytest.mark.postgres_only
+psycopg = pytest.importorskip("psycopg")  # the postgres extra
 ROOT = Path(__file__).resolve().parents[2]
 
 
