@@ -175,6 +175,7 @@ class SearchConfig:
     vector_weight: float = -1.0  # < 0: use the embedder's own recommendation
     similarity_floor: float = -1.0  # < 0: use the embedder's own recommendation
     rrf_k: int = 60
+    keyword_scale: str = "best"  # best | full_match: what BM25 is divided by before fusion (docs/search.md)
     candidates: int = 50  # per side, at least 5 x limit
     text_weight: float = 1.0  # BM25 column weights (seed 002's FTS table: content, tags, source)
     tags_weight: float = 2.0
@@ -192,6 +193,8 @@ class SearchConfig:
             raise ConfigError(
                 f"search.fusion {self.fusion!r} is unknown; use keyword_first, weighted, rrf, keyword or vector"
             )
+        if self.keyword_scale not in {"best", "full_match"}:
+            raise ConfigError(f"search.keyword_scale {self.keyword_scale!r} is unknown; use best or full_match")
         if self.vector_index not in {"auto", "mirror", "sqlite-vec"}:
             raise ConfigError(f"search.vector_index {self.vector_index!r} is unknown; use auto, mirror or sqlite-vec")
         _check_range(self, "max_df_ratio", 0.0, 1.0)
