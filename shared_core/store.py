@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import html
 import logging
 import os
 from dataclasses import dataclass, field
@@ -109,7 +110,7 @@ class StoreStats:
     by_namespace: dict[str, int] = field(default_factory=dict)
 
     def _repr_html_(self) -> str:
-        rows = "".join(f"<tr><th style='text-align:left'>{k}</th><td style='text-align:left'>{v}</td></tr>"
+        rows = "".join(f"<tr><th style='text-align:left'>{k}</th><td style='text-align:left'>{html.escape(str(v))}</td></tr>"
                        for k, v in self.__dict__.items())
         return f"<table>{rows}</table>"
 
