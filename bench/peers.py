@@ -30,7 +30,10 @@ openkoi's driver falls back to here: the same SQLite version and the same sqlite
 everyone, and their own schema and queries unchanged.
 
 Peers are optional: a system whose package is missing is skipped with the pip command.
-Slow systems get at least ``--min-queries`` queries and then stop at ``--budget`` seconds.
+Ingest runs one system at a time; the queries then go round-robin (query 1 to every system,
+then query 2, ...), so that a busy spell on a shared machine slows every system alike. Slow
+systems get at least ``--min-queries`` queries and drop out after ``--budget`` seconds of
+searching.
 """
 
 from __future__ import annotations
@@ -267,8 +270,10 @@ class Chroma(Peer):
         return {"Chroma": search}
 
     def close(self) -> None:
-        self.collection = None
-        self.client = None
+        from chromadb.api.client import SharedSystemClient
+
+        self.collection = self.client = None
+        SharedSystemClient.clear_system_cache()  # Chroma keeps clients per path for the process
 
 
 class LlamaIndexSimple(Peer):
@@ -305,6 +310,18 @@ PEERS: dict[str, type[Peer]] = {
 }
 
 
+def versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for dist in ("sqlite-vec", "chromadb", "langchain-community", "langgraph-checkpoint-sqlite", "llama-index-core"):
+        try:
+            found.append(f"{dist} {version(dist)}")
+        except PackageNotFoundError:
+            continue
+    return ", ".join(found)
+
+
 def _dir_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
@@ -320,35 +337,62 @@ def data_for(size: int, kind: str, turns: list[str], questions: list[str], n_que
     return data
 
 
-def measure(peer: Peer, data: Data, workdir: Path, budget: float, min_queries: int) -> list[dict]:
-    peer_dir = workdir / peer.name.replace(" ", "_")
-    peer_dir.mkdir()
-    gc.collect()
-    peer.open(peer_dir, data)
-    started = time.perf_counter()
-    peer.ingest(data)
-    ingest_s = time.perf_counter() - started
-    rows = []
+@dataclass
+class _Run:
+    """One search mode of one ingested system, collecting its measurements."""
+
+    label: str
+    peer: Peer
+    search: Search
+    ingest_s: float | None
+    directory: Path
+    latencies: list[float] = field(default_factory=list)
+    recalls: list[float] = field(default_factory=list)
+    searching_s: float = 0.0
+
+
+def measure(peers: list[Peer], data: Data, workdir: Path, budget: float, min_queries: int) -> list[dict]:
+    """Ingest into each system in turn, then ask the queries round-robin: query 1 to every
+    system, then query 2, ... so that a busy spell on a shared machine slows all alike."""
+    runs: list[_Run] = []
     try:
-        for label, search in peer.searches().items():
-            search(data.query_texts[0], data.query_vectors[0])  # warm-up: caches, lazy loads
-            latencies, recalls, begun = [], [], time.perf_counter()
-            for text, q, truth in zip(data.query_texts, data.query_vectors, data.exact, strict=True):
-                t0 = time.perf_counter()
-                found = search(text, q)
-                latencies.append((time.perf_counter() - t0) * 1000)
-                recalls.append(len(set(found) & set(truth.tolist())) / K)
-                if len(latencies) >= min_queries and time.perf_counter() - begun > budget:
-                    break
-            p50, p95 = percentiles(latencies)
-            rows.append({"system": label, "how": peer.how, "size": len(data.texts), "vector_search": label != "openkoi hybrid",
-                         "ingest_s": None if isinstance(peer, NumpyFloor) else ingest_s,
-                         "p50": p50, "p95": p95, "recall10": float(np.mean(recalls)), "queries": len(latencies),
-                         "disk_mb": _dir_bytes(peer_dir) / 2**20})
+        for peer in peers:
+            directory = workdir / f"{len(data.texts)}-{peer.name.replace(' ', '_')}"
+            directory.mkdir()
+            gc.collect()
+            print(f"  {peer.name}: ingest ...", file=sys.stderr)
+            peer.open(directory, data)
+            started = time.perf_counter()
+            peer.ingest(data)
+            ingest_s = None if isinstance(peer, NumpyFloor) else time.perf_counter() - started
+            for label, search in peer.searches().items():
+                search(data.query_texts[0], data.query_vectors[0])  # warm-up: caches, lazy loads
+                runs.append(_Run(label, peer, search, ingest_s, directory))
+        print(f"  searching, {len(data.query_texts)} queries round-robin ...", file=sys.stderr)
+        for text, q, truth in zip(data.query_texts, data.query_vectors, data.exact, strict=True):
+            for run in runs:
+                if len(run.latencies) >= min_queries and run.searching_s > budget:
+                    continue  # a slow system has had its share
+                started = time.perf_counter()
+                found = run.search(text, q)
+                elapsed = time.perf_counter() - started
+                run.latencies.append(elapsed * 1000)
+                run.searching_s += elapsed
+                run.recalls.append(len(set(found) & set(truth.tolist())) / K)
+        rows = []
+        for run in runs:
+            p50, p95 = percentiles(run.latencies)
+            rows.append({"system": run.label, "how": run.peer.how, "size": len(data.texts),
+                         "vector_search": run.label != "openkoi hybrid", "ingest_s": run.ingest_s,
+                         "p50": p50, "p95": p95, "recall10": float(np.mean(run.recalls)),
+                         "queries": len(run.latencies), "disk_mb": _dir_bytes(run.directory) / 2**20})
+            print(f"    {run.label}: p50 {p50:.1f} ms, recall {rows[-1]['recall10']:.3f}", file=sys.stderr)
+        return rows
     finally:
-        peer.close()
-    shutil.rmtree(peer_dir, ignore_errors=True)
-    return rows
+        for peer in {id(run.peer): run.peer for run in runs}.values():
+            peer.close()
+        for run in runs:
+            shutil.rmtree(run.directory, ignore_errors=True)
 
 
 def ratios(rows: list[dict]) -> None:
@@ -406,18 +450,14 @@ def main(argv: list[str] | None = None) -> int:
         for size in args.sizes:
             print(f"preparing {size:,} x {args.vectors} ...", file=sys.stderr)
             data = data_for(size, args.vectors, turns, questions, args.queries)
-            for peer in peers:
-                print(f"  {peer.name} ...", file=sys.stderr)
-                for row in measure(peer, data, Path(tmp), args.budget, args.min_queries):
-                    rows.append(row)
-                    print(f"    {row['system']}: p50 {row['p50']:.1f} ms, recall {row['recall10']:.3f}", file=sys.stderr)
+            rows.extend(measure(peers, data, Path(tmp), args.budget, args.min_queries))
             del data
     ratios(rows)
     load_after = os.getloadavg()
     print(f"machine: {machine()}\n")
     print(f"load average (1 min) before / after: {load_before[0]:.2f} / {load_after[0]:.2f}\n")
     print(f"command: python bench/peers.py {' '.join(argv if argv is not None else sys.argv[1:])}\n")
-    print(f"vectors: {args.vectors}, 384-d, top-{K}\n")
+    print(f"vectors: {args.vectors}, 384-d, top-{K}; {versions()}\n")
     print(table(rows))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

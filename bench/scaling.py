@@ -11,9 +11,9 @@ sqlite-vec, and numpy's exact scan as the floor). The rows go to a JSON file
 it (replacing a size measured before), so the slow 1M point can be its own run. The plot
 is drawn from everything in that file; the Markdown table is printed.
 
-1M needs about 6 GB of RAM (vectors, the store's mirror and the numpy floor hold a copy
-each) and, the first time, the hashing embedder's time for 1M texts (cached in
-bench/.cache afterwards).
+1M needs about 4 GB of RAM (the vectors, and the store's mirror of them, 1.5 GB each),
+about 3 GB of temporary disk for the store file, and, the first time, the hashing
+embedder's time for 1M texts (tens of minutes on 2 cores; cached in bench/.cache after).
 """
 
 from __future__ import annotations
@@ -102,7 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     args.json.write_text(json.dumps({"runs": runs, "rows": merged}, indent=2))
 
     drawn = [r for r in merged if r["vectors"] == args.vectors]
-    plot(drawn, args.plot, f"openkoi-memory, {args.vectors} vectors, 384-d; {machine()}")
+    loads = [x for r in drawn for x in r.get("load_avg", [])]
+    busy = f"; 1-min load average {min(loads):.1f}-{max(loads):.1f}" if loads else ""
+    plot(drawn, args.plot, f"openkoi-memory, {args.vectors} vectors, 384-d; {machine()}{busy}")
     print(f"machine: {machine()}\n")
     print(f"load average (1 min) at start: {load_before:.2f}\n")
     for r in runs:
