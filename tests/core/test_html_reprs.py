@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 
 import pytest
@@ -37,6 +38,7 @@ def well_formed(markup: str) -> _Checker:
     checker.close()
     assert checker.stack == [], f"unclosed {checker.stack}"
     assert markup.startswith("<table") and markup.endswith("</table>")
+    assert not re.search(r"<(?![a-zA-Z/])", markup), "a bare '<' in the markup (escape it as &lt;)"
     assert "script" not in checker.tags and "b" not in checker.tags
     return checker
 
