@@ -15,6 +15,8 @@ EXTRAS ?= dev,langchain,classic,llama-index,documents,pptx,tokens
 .PHONY: demo test install lint bench bench-run bench-1m clean
 
 BENCH_PYTHON ?= $(BIN)/python
+LOCOMO_PATH ?= $(abspath ../shared/data/locomo10.json)
+export LOCOMO_PATH
 RESULTS ?= bench/results
 CORE_SIZES ?= 10000 100000
 PEER_SIZES ?= 10000 100000
@@ -53,6 +55,7 @@ bench: $(VENV)/.installed-bench
 	@$(MAKE) --no-print-directory bench-run
 
 bench-run:
+	@test -f "$(LOCOMO_PATH)" || { echo "LoCoMo data not found at $(LOCOMO_PATH): set LOCOMO_PATH=/path/to/locomo10.json"; exit 1; }
 	@mkdir -p $(RESULTS)
 	$(BENCH_PYTHON) bench/core.py --sizes $(CORE_SIZES) --json $(RESULTS)/core.json > $(RESULTS)/core.md
 	$(BENCH_PYTHON) bench/peers.py --sizes $(PEER_SIZES) --json $(RESULTS)/peers.json > $(RESULTS)/peers.md
@@ -66,6 +69,7 @@ bench-run:
 		"plot: docs/scaling.png. The 1M scaling point: make bench-1m."
 
 bench-1m: $(VENV)/.installed-bench
+	@test -f "$(LOCOMO_PATH)" || { echo "LoCoMo data not found at $(LOCOMO_PATH): set LOCOMO_PATH=/path/to/locomo10.json"; exit 1; }
 	$(BENCH_PYTHON) bench/scaling.py --sizes 1000000 --append --json $(RESULTS)/scaling.json > $(RESULTS)/scaling.md
 	@echo "scaling table with the 1M point: $(RESULTS)/scaling.md; plot: docs/scaling.png"
 
