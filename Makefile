@@ -2,7 +2,7 @@
 #   make demo   - create .venv, install, run the demo on the embedded default (no server, key or network)
 #   make test   - create .venv, install with the test extras, run the test suite
 # And for docs/benchmarks.md:
-#   make bench     - install the bench extra (the peers), run every benchmark at full size (about an hour
+#   make bench     - install the bench extra (the peers), run every benchmark at full size (30-60 minutes
 #                    on 2 cores, the first time longer: the hashing vectors of 100k texts get cached)
 #   make bench-1m  - the 1M-memory point of the scaling curve, added to the last scaling run
 #   make bench-run - the same runs as make bench with $(BENCH_PYTHON), installing nothing; the sizes are
