@@ -42,6 +42,9 @@ CACHE = ROOT / "bench" / ".cache"
 
 
 def locomo_texts() -> tuple[list[str], list[str]]:
+    if not LOCOMO.exists():
+        raise SystemExit(f"LoCoMo data not found at {LOCOMO}: set LOCOMO_PATH to locomo10.json "
+                         "(LoCoMo, snap-research/LoCoMo, data/locomo10.json)")
     data = json.loads(LOCOMO.read_text(encoding="utf-8"))
     turns = [t["text"] for conv in data for key, value in conv["conversation"].items()
              if key.startswith("session_") and isinstance(value, list) for t in value]
@@ -69,6 +72,20 @@ def vectors_for(kind: str, texts: list[str], dims: int = 384, seed: int = 1) -> 
     if kind == "minilm":
         return _minilm(texts)
     raise SystemExit(f"unknown vectors {kind!r}")
+
+
+def vectors_cached(kind: str, texts: list[str], dims: int = 384, seed: int = 1) -> np.ndarray:
+    """``vectors_for``, kept in bench/.cache: the hashing embedder needs minutes for 100k texts on 2 busy cores."""
+    if kind != "hashing":
+        return vectors_for(kind, texts, dims, seed)  # random vectors are instant; minilm caches itself
+    key = hashlib.sha1("\n".join(texts).encode()).hexdigest()[:16]
+    path = CACHE / f"{kind}-{dims}-{len(texts)}-{key}.npy"
+    if path.exists():
+        return np.load(path)
+    vectors = vectors_for(kind, texts, dims, seed)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    np.save(path, vectors)
+    return vectors
 
 
 def _minilm(texts: list[str]) -> np.ndarray:
@@ -102,10 +119,10 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
 
 def run(size: int, kind: str, turns: list[str], questions: list[str], n_queries: int, workdir: Path) -> dict:
     texts = corpus(size, turns)
-    vectors = vectors_for(kind, texts)
+    vectors = vectors_cached(kind, texts)
     rng = random.Random(size)
     query_texts = rng.sample(questions, n_queries)
-    query_vectors = vectors_for(kind, query_texts, seed=2) if kind != "minilm" else _minilm(query_texts)
+    query_vectors = vectors_cached(kind, query_texts, seed=2)
     path = workdir / f"bench-{kind}-{size}.db"
     for suffix in ("", "-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)

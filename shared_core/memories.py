@@ -10,6 +10,7 @@ row, FTS entry and vector happens in one transaction.
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
@@ -91,6 +92,16 @@ class Memory:
             if isinstance(value, datetime):
                 out[key] = to_iso(value)
         return out
+
+    def _repr_html_(self) -> str:
+        """One row per field that is set, for Jupyter."""
+        rows = "".join(
+            f"<tr><th style='text-align:left'>{key}</th><td style='text-align:left'>"
+            f"{html.escape(json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value))}"
+            f"</td></tr>"
+            for key, value in self.to_dict().items() if value not in (None, [], {})
+        )
+        return f"<table><caption>memory {html.escape(self.id)}</caption><tbody>{rows}</tbody></table>"
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> Memory:

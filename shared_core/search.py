@@ -93,6 +93,11 @@ class Hit:
         return {"id": self.id, "text": self.text, "score": self.score, "parts": self.parts.to_dict(),
                 "memory": self.memory.to_dict()}
 
+    def _repr_html_(self) -> str:
+        return (f"<table><caption>hit <code>{html.escape(self.id)}</code>: {html.escape(self.text)}</caption>"
+                f"<tbody><tr><td style='text-align:left'><code>{html.escape(self.explain())}</code></td></tr>"
+                f"</tbody></table>")
+
 
 class SearchResults(list):
     """A list of :class:`Hit`, best first, that renders as a table in Jupyter."""
