@@ -26,6 +26,7 @@ from .clock import Clock, from_iso, to_iso
 from .config import Config
 from .db import Database
 from .embed import Embedder, as_matrix, content_hash
+from .embed.hashes import content_hashes
 from .errors import NotFoundError
 from .index.filters import Filter, parse_filter
 from .index.scope import Scope
@@ -344,6 +345,13 @@ class _Prepared:
 # -- the repository -----------------------------------------------------------------------
 
 
+_INSERT = (
+    "INSERT INTO memory_chunks (id, source, text, created_at, kind, namespace, owner_id, tags, category, "
+    "metadata, importance, confidence, pinned, updated_at, expires_at, valid_from, session_id, task_id, "
+    "content_hash, embedding_model, embedded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
 class MemoryRepository:
     """SQL for memories. Callers hold the store lock; writes run in ``db.transaction()``."""
 
@@ -387,9 +395,11 @@ class MemoryRepository:
                     created_at=_when(item.created_at, "created_at"),
                     vector=None,
                     embedding_text=embedding_text,
-                    hash=content_hash(embedding_text),
+                    hash="",  # filled in below, for the whole batch at once
                 )
             )
+        for item_hash, item in zip(content_hashes([p.embedding_text for p in prepared]), prepared, strict=True):
+            item.hash = item_hash
         given = [i for i, item in enumerate(items) if item.vector is not None]
         if given:
             matrix = as_matrix([items[i].vector for i in given], self.embedder.dims, count=len(given), what="vector")
@@ -500,21 +510,41 @@ class MemoryRepository:
         return AddResult(memory_id, "created")
 
     def write_many(self, items: list[_Prepared]) -> list[AddResult]:
-        """Bulk insert without dedup (caller-given ids still upsert)."""
+        """Bulk insert without dedup: one statement batch for the new rows (caller-given ids still upsert)."""
         now = self.clock.now()
+        now_iso = to_iso(now)
+        given = [item.id for item in items if item.id is not None]
+        taken = {m.id for m in self.get_many(given)} if given else set()
         results: list[AddResult] = []
-        fresh: list[tuple[int, np.ndarray, RowState]] = []
+        pending: list[tuple[str, _Prepared]] = []
+
+        def flush() -> None:
+            if not pending:
+                return
+            self.db.executemany(_INSERT, [self._row(memory_id, item, now_iso) for memory_id, item in pending])
+            rowids = self._rowids([memory_id for memory_id, _ in pending])
+            self.vectors.put_many([(rowids[memory_id], item.vector, self._state(item, now)) for memory_id, item in pending])
+            pending.clear()
+
         for item in items:
-            if item.id is not None and self.get_row(item.id) is not None:
+            if item.id is not None and item.id in taken:  # an upsert, or the same id twice in one batch
+                flush()
                 results.append(self.write(item, dedup=False))
                 continue
             memory_id = item.id or new_id()
-            rowid = self._insert(memory_id, item, now)
-            fresh.append((rowid, item.vector, self._state(item, now)))
+            taken.add(memory_id)
+            pending.append((memory_id, item))
             results.append(AddResult(memory_id, "created"))
-        if fresh:
-            self.vectors.put_many(fresh)
+        flush()
         return results
+
+    def _rowids(self, ids: Sequence[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            out.update(self.db.query(
+                f"SELECT id, chunk_rowid FROM memory_chunks WHERE id IN ({', '.join('?' for _ in part)})", part))
+        return out
 
     def find_duplicate(self, item: _Prepared) -> Memory | None:
         """A live fact in the same namespace with the same text, or cosine above the dedup threshold."""
@@ -558,19 +588,17 @@ class MemoryRepository:
         return rowid
 
     def _insert(self, memory_id: str, item: _Prepared, now: datetime) -> int:
-        created = item.created_at or now
-        cursor = self.db.execute(
-            "INSERT INTO memory_chunks (id, source, text, created_at, kind, namespace, owner_id, tags, category, "
-            "metadata, importance, confidence, pinned, updated_at, expires_at, valid_from, session_id, task_id, "
-            "content_hash, embedding_model, embedded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                memory_id, item.source, item.text, to_iso(created), item.kind, item.namespace, item.owner_id,
-                json.dumps(item.tags, ensure_ascii=False), item.category, item.metadata_json, item.importance,
-                item.confidence, int(item.pinned), to_iso(now), to_iso(item.expires_at), to_iso(created),
-                item.session_id, item.task_id, item.hash, self.embedder.name, to_iso(now),
-            ),
-        )
+        cursor = self.db.execute(_INSERT, self._row(memory_id, item, to_iso(now)))
         return int(cursor.lastrowid)
+
+    def _row(self, memory_id: str, item: _Prepared, now_iso: str | None) -> tuple[Any, ...]:
+        created = to_iso(item.created_at) if item.created_at is not None else now_iso
+        return (
+            memory_id, item.source, item.text, created, item.kind, item.namespace, item.owner_id,
+            json.dumps(item.tags, ensure_ascii=False), item.category, item.metadata_json, item.importance,
+            item.confidence, int(item.pinned), now_iso, to_iso(item.expires_at), created,
+            item.session_id, item.task_id, item.hash, self.embedder.name, now_iso,
+        )
 
     def _replace(self, existing: Memory, item: _Prepared, now: datetime) -> None:
         """Upsert of a caller-given id: new content, kept feedback and access history."""
