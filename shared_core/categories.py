@@ -27,8 +27,8 @@ first tier of the category-scoped search (:mod:`shared_core.category_search`).
 
 from __future__ import annotations
 
-import logging
 import functools
+import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
