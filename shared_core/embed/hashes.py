@@ -50,6 +50,8 @@ def fnv1a_64_many(items: list[bytes]) -> list[int]:
 
 def content_hashes(embedding_texts: list[str]) -> list[str]:
     """``content_hash`` of many texts, vectorised (bulk loads hash thousands at once)."""
+    if len(embedding_texts) < 16:  # numpy's per-call overhead outweighs the loop for a few texts
+        return [content_hash(text) for text in embedding_texts]
     prefix = EMBEDDING_TEXT_VERSION
     return [f"{v:016x}" for v in fnv1a_64_many([(prefix + t).encode("utf-8") for t in embedding_texts])]
 
