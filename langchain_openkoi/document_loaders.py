@@ -36,7 +36,14 @@ from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 
 from shared_core.config import KnowledgeBaseConfig
-from shared_core.documents import Chunker, DocumentError, IngestFailure, Limits, LoadedDocument, load_document
+from shared_core.documents import (
+    Chunker,
+    DocumentError,
+    IngestFailure,
+    Limits,
+    LoadedDocument,
+    load_document,
+)
 from shared_core.documents.discovery import discover
 from shared_core.documents.knowledge_base import chunk_metadata, document_metadata
 

@@ -34,7 +34,13 @@ except ImportError as exc:  # pragma: no cover - exercised by simulating the mis
         "For new code, use create_agent with OpenKoiMemoryMiddleware instead."
     ) from exc
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, get_buffer_string
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    get_buffer_string,
+)
 from pydantic import Field
 
 from shared_core import ContextPolicy
