@@ -59,8 +59,8 @@ def to_new_message(message: BaseMessage, *, message_id: str | None = None, lenie
 
     Everything must be JSON: with ``lenient=False`` a value that is not (a tool's artifact
     object, a datetime in ``response_metadata``) is a ``ValueError``; with ``lenient=True`` it is
-    stored as LangChain's own serialisation (``dumpd``), an ISO date or its ``repr``, and a
-    warning is logged (the agent middleware's transcript must never stop an agent).
+    stored as LangChain's own serialisation (``dumpd``), an ISO date or its ``repr`` (NaN and
+    infinities as null), and a warning is logged (the middleware's transcript must not stop an agent).
     """
     if not isinstance(message, BaseMessage):
         raise TypeError(f"expected a LangChain message (BaseMessage), got {type(message).__name__}")
@@ -148,7 +148,8 @@ def _json(value: Any, what: str, lenient: bool) -> Any:
                 "value to JSON types (str, number, bool, None, list, dict) first"
             ) from None
     logger.warning("the %s is not all JSON; the rest is stored as LangChain's serialisation or repr", what)
-    return json.loads(json.dumps(value, ensure_ascii=False, default=_fallback))
+    text = json.dumps(value, ensure_ascii=False, default=_fallback)
+    return json.loads(text, parse_constant=lambda _: None)  # NaN and infinities become null
 
 
 def _fallback(value: Any) -> Any:

@@ -221,3 +221,26 @@ def test_bad_configuration(store):
         OpenKoiMemoryMiddleware(store, session_id=" ")
     with pytest.raises(TypeError, match="MemoryStore"):
         OpenKoiMemoryMiddleware("agent.db")
+
+
+def test_tool_artifacts_that_are_not_json_do_not_stop_the_agent(store):
+    from langchain_core.documents import Document
+    from langchain_core.tools import tool
+
+    @tool(response_format="content_and_artifact")
+    def search_docs(query: str) -> tuple[str, dict]:
+        """Search the handbook."""
+        return "found one", {"docs": [Document("Deploy on Tuesdays")], "score": float("nan"), "raw": object()}
+
+    model = RecordingModel([
+        AIMessage("", tool_calls=[{"name": "search_docs", "args": {"query": "deploy"}, "id": "c1", "type": "tool_call"}]),
+        AIMessage("Deploys are on Tuesdays."),
+    ])
+    agent = create_agent(model, [search_docs],  # no checkpointer: it could not serialise object() either
+                         middleware=[OpenKoiMemoryMiddleware(store, namespace="u", session_id="docs")])
+    agent.invoke({"messages": [HumanMessage("When do we deploy?")]})
+    tool_message = OpenKoiChatMessageHistory("docs", store, namespace="u").messages[2]
+    artifact = tool_message.artifact
+    assert tool_message.content == "found one" and artifact["score"] is None
+    assert artifact["docs"][0]["page_content"] == "Deploy on Tuesdays"  # pydantic objects as their dump
+    assert artifact["raw"].startswith("<object object")
