@@ -226,8 +226,9 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
         """Append the messages not stored yet to the session's transcript; return how many were new.
 
         A message is known by its LangChain id (LangGraph gives every message in the state one),
-        so each is stored once however often the state is seen. Our own compacted-history
-        messages are not part of the transcript (the summary is stored as a memory of its own).
+        so each is stored once however often the state is seen (a message replaced in the state
+        under the same id, an edit, keeps its first version in the transcript). Our own
+        compacted-history messages are not part of it (the summary is a memory of its own).
         """
         ns = self.namespace if namespace is None else core_namespace(namespace)
         if not isinstance(ns, str):

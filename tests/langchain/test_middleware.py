@@ -62,6 +62,20 @@ def test_recalled_facts_join_the_system_prompt(store):
     assert "- The user's cat is called Whiskerino" in prompt and "Rex" not in prompt
 
 
+def test_workspace_files_and_corrections_join_the_system_prompt(file_store):
+    workspace = file_store.memory_manager.workspace("user:ana")
+    workspace.init()
+    workspace.file("SOUL.md").write_text("# Soul\n\nAnswer like a patient librarian.\n", encoding="utf-8")
+    model = RecordingModel([AIMessage("Sorry, Ana."), AIMessage("Hello again, Ana.")])
+    agent = create_agent(model, [], checkpointer=InMemorySaver(),
+                         middleware=[OpenKoiMemoryMiddleware(file_store, namespace="user:ana")])
+    agent.invoke({"messages": [HumanMessage("Actually, my name is Ana.")]}, _thread("w"))
+    assert "Answer like a patient librarian." in model.system_prompts[0]  # SOUL.md, read before the first call
+    assert "The user's name is Ana." in workspace.read("learnings/corrections.md")  # found after the run
+    agent.invoke({"messages": [HumanMessage("Who am I?")]}, _thread("w"))
+    assert "Corrections from the user" in model.system_prompts[1] and "Ana" in model.system_prompts[1]
+
+
 def test_memory_budget_and_block_system_prompts(store):
     for i in range(30):
         store.add(f"The user's project number {i} is called Apollo {i}", namespace="u")
