@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any
@@ -65,8 +64,6 @@ from ._core import core_namespace, core_store
 from .messages import SUMMARY_SOURCE, summary_message, to_new_message
 
 __all__ = ["OpenKoiMemoryMiddleware", "OpenKoiMemoryState"]
-
-logger = logging.getLogger("openkoi.langchain.middleware")
 
 Namespace = str | Sequence[str]
 
@@ -129,8 +126,9 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
         self.extract_facts = extract_facts
         self.record_tool_errors = record_tool_errors
         self._managers: dict[str, ContextManager] = {}
-        if not callable(namespace):
-            self._manager(self.namespace)  # a bad policy or window fails here, not in the first run
+        if not isinstance(context, ContextPolicy):  # a bad preset or window fails here, not in the first run
+            settings = self.memory_store.config.context
+            ContextPolicy.preset(context or settings.preset, settings, **self._overrides())
 
     def __repr__(self) -> str:
         return f"OpenKoiMemoryMiddleware({self.memory_store!r}, namespace={self.namespace!r})"
@@ -254,10 +252,13 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
     def _manager(self, namespace: str) -> ContextManager:
         manager = self._managers.get(namespace)
         if manager is None:
-            overrides = {} if self.window_tokens is None else {"window_tokens": self.window_tokens}
-            manager = self.memory_store.memory_manager.context_manager(self.context, namespace=namespace, **overrides)
+            manager = self.memory_store.memory_manager.context_manager(self.context, namespace=namespace,
+                                                                       **self._overrides())
             self._managers[namespace] = manager
         return manager
+
+    def _overrides(self) -> dict[str, Any]:
+        return {} if self.window_tokens is None else {"window_tokens": self.window_tokens}
 
     def _namespace_of(self, runtime: Any) -> str:
         if not callable(self.namespace):

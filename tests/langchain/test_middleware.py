@@ -227,6 +227,10 @@ def test_end_conversation_and_switches(store):
 def test_bad_configuration(store):
     with pytest.raises(ValueError, match="unknown preset"):
         OpenKoiMemoryMiddleware(store, context="giant")
+    with pytest.raises(ValueError, match="unknown preset"):  # checked at once, also for per-user namespaces
+        OpenKoiMemoryMiddleware(store, context="giant", namespace=lambda runtime: "u")
+    with pytest.raises(ValueError, match="window_tokens must be a positive"):
+        OpenKoiMemoryMiddleware(store, context="fleet", window_tokens=0)
     with pytest.raises(ValueError, match="window_tokens applies to presets"):
         OpenKoiMemoryMiddleware(store, context=ContextPolicy(keep_last=2, split_ratio=None), window_tokens=10)
     with pytest.raises(ValueError, match="memory_tokens"):
