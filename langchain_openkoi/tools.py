@@ -2,10 +2,10 @@
 
 The model drives recall (seed 002): it stores facts, queries with its own keywords and
 synonyms, and reinforces (+3) what helped or demotes (-1) what was wrong or stale; results
-show ``[id:...]`` so it can. Seed 004 adds ``memory_save`` (a fact, also handed to an
-``on_save`` hook so a workspace can append it to its daily log), ``memory_recall``
-(facts, category first with a flat fallback) and ``memory_search`` (every kind of memory in
-the namespace: facts, learnings, documents, and workspace files once they are indexed).
+show ``[id:...]`` so it can. Seed 004 adds ``memory_save`` (the fact in the database and the
+workspace's daily log: ``store.memory_manager.memory_save``), ``memory_recall`` (facts,
+category first with a flat fallback: ``recall_facts``) and ``memory_search`` (the database and
+the workspace files together: ``memory_manager.search``, plus LangGraph store items).
 Failures come back to the model as error tool messages, never as exceptions in the agent loop.
 """
 
@@ -18,12 +18,12 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
 from shared_core import Memory, MemoryStore, OpenKoiError
-from shared_core.category_search import search_by_category
+from shared_core.context.memory_manager import SEARCH_KINDS
 from shared_core.memories import DEFAULT_NAMESPACE
 from shared_core.search import Hit
 
 from ._core import core_store
-from .langgraph_store import encode_namespace, searchable
+from .langgraph_store import ITEM_KIND, encode_namespace
 
 __all__ = ["create_memory_tools", "TOOL_NAMES", "format_hits"]
 
@@ -77,7 +77,7 @@ def create_memory_tools(
     """The memory tools, bound to ``store`` and ``namespace`` (a core namespace, or a LangGraph tuple).
 
     ``include``: the tool names to build (default: all of :data:`TOOL_NAMES`). ``on_save(memory)``
-    runs after ``memory_save`` wrote its fact (a workspace appends it to the daily log there).
+    runs after ``memory_save`` wrote its fact (and the workspace's daily log line).
     ``categorize(text)`` picks a category for saved facts that come without one.
     """
     core = core_store(store)
@@ -139,24 +139,26 @@ class _Tools:
     # -- seed 004 ---------------------------------------------------------------------------
 
     def memory_recall(self, query: str, category: str | None = None, limit: int = 5) -> str:
-        found = search_by_category(
-            self.store, query, categories=[category] if category else None, namespace=self.namespace, limit=limit,
+        found = self.store.memory_manager.recall_facts(
+            query, namespace=self.namespace, categories=[category] if category else None, limit=limit,
         )
         return format_hits(found.hits) or "No facts matched. Try other words, or memory_search for everything."
 
     def memory_search(self, query: str, limit: int = 5) -> str:
-        hits = self.store.search(query, namespace=self.namespace, where=searchable(None), limit=limit)
+        # the core's memory_search kinds (database and workspace files), plus this adapter's LangGraph store items
+        hits = self.store.memory_manager.search(query, namespace=self.namespace, limit=limit,
+                                                kinds=(*SEARCH_KINDS, ITEM_KIND))
         return format_hits(hits) or "Nothing matched in memory."
 
     def memory_save(self, content: str, category: str | None = None, tags: str = "") -> str:
         if not category and self.categorize is not None:
             category = self.categorize(content)
-        result = self.store.add(content, tags=tags, category=category or None, namespace=self.namespace,
-                                source="memory_save")
-        memory = self.store.get(result.id)
+        saved = self.store.memory_manager.memory_save(content, namespace=self.namespace, category=category or None,
+                                                      tags=tags)
+        memory = saved.memory
         if self.on_save is not None:
             self.on_save(memory)
-        if result.event == "reinforced":
+        if saved.event == "reinforced":
             return f"Already known, reinforced: [id:{memory.id}] {memory.text}"
         where = f" in {memory.category}" if memory.category else ""
         return f"Saved [id:{memory.id}]{where}"

@@ -605,6 +605,13 @@ class Conversations:
             return self._repo.session_messages(session.id, after_seq=after_seq, limit=limit, last=last,
                                                offset=offset, active=_state(active))
 
+    def stored_ids(self, message_ids: Iterable[str]) -> set[str]:
+        """Which of these message ids are stored (in any session): what an adapter that appends a
+        growing list (a LangGraph thread) checks before embedding, so it appends only what is new."""
+        wanted = [_message_id(m) for m in ([message_ids] if isinstance(message_ids, str) else message_ids)]
+        with self._db.lock:
+            return set(self._repo.messages_by_ids(wanted)) if wanted else set()
+
     def count(self, session_id: str, *, namespace: str | None = None, active: bool | None = None) -> int:
         """How many messages a session holds (0 for an unknown session); ``active`` as in :meth:`messages`."""
         with self._db.lock:
@@ -688,6 +695,29 @@ class Conversations:
             for message in oldest:
                 message.active = False
             return oldest
+
+    def deactivate(self, session_id: str, message_ids: Iterable[str], *, namespace: str | None = None) -> list[Message]:
+        """Move these messages of the session out of its active window; return the ones moved.
+
+        Like :meth:`deactivate_oldest`, for a caller that chose the messages itself (a context
+        manager that keeps the leading system prompt and compacts what follows it). Ids of
+        other sessions, unknown ids and messages already inactive are passed over.
+        """
+        wanted = [_message_id(m) for m in ([message_ids] if isinstance(message_ids, str) else message_ids)]
+        with self._db.lock:
+            with self._db.transaction():
+                session = self._repo.session(_session_id(session_id))
+                if session is None or (namespace is not None and session.namespace != namespace) or not wanted:
+                    return []
+                found = self._repo.messages_by_ids(wanted)
+                chosen = sorted((m for m in found.values() if m.session_id == session.id and m.active),
+                                key=lambda m: m.seq)
+                self._repo.set_active([m.id for m in chosen], False)
+                if chosen:
+                    self._repo.update_session(session.id, updated_at=self._store.clock.now())
+            for message in chosen:
+                message.active = False
+            return chosen
 
     def delete_oldest(self, session_id: str, n: int, *, namespace: str | None = None,
                       active: bool | None = None) -> list[Message]:
