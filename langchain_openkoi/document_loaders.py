@@ -27,7 +27,6 @@ logged, and the other files are loaded; ``raise_on_error=True`` raises the
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -38,18 +37,15 @@ from langchain_core.documents import Document
 from shared_core.config import KnowledgeBaseConfig
 from shared_core.documents import (
     Chunker,
-    DocumentError,
     IngestFailure,
     Limits,
     LoadedDocument,
-    load_document,
 )
-from shared_core.documents.discovery import discover
+from shared_core.documents.discovery import DocumentWalk
 from shared_core.documents.knowledge_base import chunk_metadata, document_metadata
 
 __all__ = ["OpenKoiDocumentLoader", "MODES"]
 
-logger = logging.getLogger("openkoi.langchain.document_loaders")
 
 MODES = ("file", "sections", "chunks")
 Paths = str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
@@ -96,25 +92,11 @@ class OpenKoiDocumentLoader(BaseLoader):
 
     def lazy_load(self) -> Iterator[Document]:
         """Yield the documents, file by file. :attr:`failed` and :attr:`skipped` describe the latest run."""
-        self.failed, self.skipped = [], []
-        found = discover(self.paths, recursive=self.recursive, include=self.include, exclude=self.exclude)
-        self.skipped.extend(found.skipped)
-        for missing in found.missing:
-            self._fail(DocumentError("unreadable", "does not exist", path=missing))
-        for path in found.files:
-            try:
-                loaded = load_document(path, limits=self.limits)
-            except DocumentError as exc:
-                self._fail(exc)
-                continue
+        walk = DocumentWalk(self.paths, recursive=self.recursive, include=self.include, exclude=self.exclude,
+                            limits=self.limits, raise_on_error=self.raise_on_error)
+        self.failed, self.skipped = walk.failed, walk.skipped
+        for loaded in walk:
             yield from self._documents(loaded)
-
-    def _fail(self, error: DocumentError) -> None:
-        if self.raise_on_error:
-            raise error
-        failure = IngestFailure(str(error.path), error.reason, error.message)
-        logger.warning("skipped %s", failure)
-        self.failed.append(failure)
 
     def _documents(self, loaded: LoadedDocument) -> Iterator[Document]:
         source = str(loaded.source)

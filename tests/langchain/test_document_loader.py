@@ -128,7 +128,7 @@ def test_raise_on_error_and_bad_arguments(tmp_path):
 
 
 def test_lazy_loading_reads_one_file_at_a_time(folder, monkeypatch):
-    import langchain_openkoi.document_loaders as loaders
+    import shared_core.documents.loaders as loaders  # the walk every reader shares
 
     loaded = []
     original = loaders.load_document
