@@ -18,8 +18,6 @@ import argparse
 import gc
 import hashlib
 import json
-import os
-import platform
 import random
 import statistics
 import sys
@@ -33,10 +31,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from shared_core import HashingEmbedder, MemoryStore, NewMemory  # noqa: E402
-from shared_core.db import get_driver  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench" / "quality"))
+sys.path.insert(0, str(ROOT / "bench"))
 from locomo import DEFAULT_DATA as LOCOMO  # noqa: E402
+from machine import describe as describe_machine  # noqa: E402
 
 CACHE = ROOT / "bench" / ".cache"
 
@@ -190,27 +189,6 @@ def run(size: int, kind: str, turns: list[str], questions: list[str], n_queries:
     return result
 
 
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = ""
-    try:
-        lines = Path("/proc/meminfo").read_text().splitlines()
-        kb = int(next(line for line in lines if line.startswith("MemTotal")).split()[1])
-        mem = f", {kb / 2**20:.0f} GiB RAM"
-    except (OSError, StopIteration):
-        pass
-    driver = get_driver()
-    return (f"{cpu}, {os.cpu_count()} cores{mem}; Python {platform.python_version()}; SQLite {driver.sqlite_version} "
-            f"via {driver.name}; numpy {np.__version__}")
-
-
 def table(rows: list[dict]) -> str:
     head = ("| memories | vectors | ingest /s | single add /s | first search ms | search p50 / p95 ms | "
             "numpy p50 / p95 ms | search / numpy | vector (mirror) p50 / p95 | sqlite-vec p50 / p95 | recall@10 |")
@@ -241,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"running {size:,} x {kind} ...", file=sys.stderr)
                 rows.append(run(size, kind, turns, questions, args.queries, Path(tmp)))
                 print(table(rows[-1:]).splitlines()[-1], file=sys.stderr)
-    print(f"machine: {machine()}\n")
+    print(f"machine: {describe_machine()}\n")
     print(f"command: python bench/core.py {' '.join(argv if argv is not None else sys.argv[1:])}\n")
     print(table(rows))
     if args.json:

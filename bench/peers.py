@@ -60,7 +60,8 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent))
 
-from core import corpus, locomo_texts, machine, percentiles, vectors_cached  # noqa: E402
+from core import corpus, locomo_texts, percentiles, vectors_cached  # noqa: E402
+from machine import describe as machine  # noqa: E402
 
 from shared_core import HashingEmbedder, MemoryStore, NewMemory  # noqa: E402
 

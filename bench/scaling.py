@@ -28,7 +28,8 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from core import locomo_texts, machine, run, table  # noqa: E402
+from core import locomo_texts, run, table  # noqa: E402
+from machine import describe as machine  # noqa: E402
 
 DEFAULT_JSON = BENCH / "results" / "scaling.json"
 DEFAULT_PLOT = BENCH.parent / "docs" / "scaling.png"
