@@ -31,6 +31,7 @@ from .errors import NotFoundError
 from .index.filters import Filter, parse_filter
 from .index.scope import Scope
 from .index.vectors import RowState, VectorIndex, epoch_of, stamp_of
+from .validation import time_or_none, unit_or_none
 
 __all__ = ["Memory", "NewMemory", "AddResult", "MemoryRepository", "KINDS", "DEFAULT_NAMESPACE"]
 
@@ -265,35 +266,12 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
-def _unit(value: Any, what: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise ValueError(f"{what} must be a number between 0 and 1, got {value!r}")
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{what} must be between 0 and 1, got {value}")
-    return float(value)
-
-
 def _optional_text(value: Any, what: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
         raise TypeError(f"{what} must be a string, got {type(value).__name__}")
     return value
-
-
-def _when(value: Any, what: str) -> datetime | None:
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return from_iso(to_iso(value))
-    if isinstance(value, str):
-        try:
-            return from_iso(value)
-        except ValueError:
-            raise ValueError(f"{what} must be an ISO-8601 time such as 2026-01-31T12:00:00Z, got {value!r}") from None
-    raise TypeError(f"{what} must be a datetime or an ISO-8601 string, got {type(value).__name__}")
 
 
 def _expiry(expires_at: Any, ttl: Any, now: datetime) -> datetime | None:
@@ -309,7 +287,7 @@ def _expiry(expires_at: Any, ttl: Any, now: datetime) -> datetime | None:
         if not seconds > 0 or math.isinf(seconds):
             raise ValueError(f"ttl must be a positive, finite number of seconds, got {ttl!r}")
         return now + timedelta(seconds=seconds)
-    return _when(expires_at, "expires_at")
+    return time_or_none(expires_at, "expires_at")
 
 
 def new_id() -> str:
@@ -385,14 +363,14 @@ class MemoryRepository:
                     category=_optional_text(item.category, "category"),
                     source=_optional_text(item.source, "source") or "agent",
                     metadata_json=_metadata(item.metadata),
-                    importance=_unit(item.importance, "importance"),
-                    confidence=_unit(item.confidence, "confidence"),
+                    importance=unit_or_none(item.importance, "importance"),
+                    confidence=unit_or_none(item.confidence, "confidence"),
                     pinned=bool(item.pinned),
                     session_id=_optional_text(item.session_id, "session_id"),
                     task_id=_optional_text(item.task_id, "task_id"),
                     owner_id=_optional_text(item.owner_id, "owner_id"),
                     expires_at=_expiry(item.expires_at, item.ttl, now),
-                    created_at=_when(item.created_at, "created_at"),
+                    created_at=time_or_none(item.created_at, "created_at"),
                     vector=None,
                     embedding_text=embedding_text,
                     hash="",  # filled in below, for the whole batch at once
@@ -653,16 +631,16 @@ class MemoryRepository:
             params.append(_optional_text(category, "category"))
         if importance is not ...:
             sets.append("importance = ?")
-            params.append(_unit(importance, "importance"))
+            params.append(unit_or_none(importance, "importance"))
         if confidence is not ...:
             sets.append("confidence = ?")
-            params.append(_unit(confidence, "confidence"))
+            params.append(unit_or_none(confidence, "confidence"))
         if pinned is not None:
             sets.append("pinned = ?")
             params.append(int(bool(pinned)))
         if expires_at is not ...:
             sets.append("expires_at = ?")
-            params.append(to_iso(_when(expires_at, "expires_at")))
+            params.append(to_iso(time_or_none(expires_at, "expires_at")))
         new_vector: np.ndarray | None = None
         new_hash = memory.content_hash
         if text is not None or vector is not None or embedding_text is not None:
@@ -681,7 +659,7 @@ class MemoryRepository:
                 params += [new_hash, self.embedder.name, to_iso(now)]
         self.db.execute(f"UPDATE memory_chunks SET {', '.join(sets)} WHERE chunk_rowid = ?", (*params, memory.rowid))
         if new_vector is not None:
-            expiry = to_iso(_when(expires_at, "expires_at")) if expires_at is not ... else to_iso(memory.expires_at)
+            expiry = to_iso(time_or_none(expires_at, "expires_at")) if expires_at is not ... else to_iso(memory.expires_at)
             state = RowState(memory.namespace, memory.kind, epoch_of(expiry), memory.valid_to is None,
                              stamp_of(to_iso(now), new_hash))
             self.vectors.put(memory.rowid, new_vector, state, replace=True)
@@ -767,9 +745,9 @@ def scope_for(
     if source is not None:
         conditions.append(Condition("@source", "$in", [source] if isinstance(source, str) else list(source)))
     if since is not None:
-        conditions.append(Condition("@created_at", "$gte", to_iso(_when(since, "since"))))
+        conditions.append(Condition("@created_at", "$gte", to_iso(time_or_none(since, "since"))))
     if until is not None:
-        conditions.append(Condition("@created_at", "$lt", to_iso(_when(until, "until"))))
+        conditions.append(Condition("@created_at", "$lt", to_iso(time_or_none(until, "until"))))
     combined: Filter | None
     if not conditions:
         combined = None

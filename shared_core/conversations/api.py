@@ -32,6 +32,7 @@ from ..errors import ConfigError, NotFoundError, StorageError
 from ..index.sanitize import query_terms
 from ..memories import DEFAULT_NAMESPACE, Memory, NewMemory, check_namespace
 from ..tokens import count_tokens
+from ..validation import time_or_none, unit_or_none
 from .embedding_doc import build_embedding_document
 from .records import (
     MemorySummary,
@@ -47,8 +48,6 @@ from .records import (
     new_message_id,
     normalise_attachments,
     optional_text,
-    unit_or_none,
-    when,
 )
 from .repository import MessageRepository
 from .transcripts import TranscriptDir, transcript_line, transcript_name
@@ -454,7 +453,7 @@ class Conversations:
                 metadata=json_object(item.metadata, "metadata"), attachments=attachments,
                 platform=optional_text(item.platform, "platform"), channel=optional_text(item.channel, "channel"),
                 person=optional_text(item.person, "person"), bot_id=optional_text(item.bot_id, "bot_id"),
-                sent_at=when(item.sent_at, "sent_at") or now, stored_at=now, tier="short",
+                sent_at=time_or_none(item.sent_at, "sent_at") or now, stored_at=now, tier="short",
                 importance=unit_or_none(item.importance, "importance"), pinned=bool(item.pinned),
                 active=item.active,
             )
@@ -893,7 +892,7 @@ class Conversations:
             if include_summaries and len(results) < minimum:
                 terms = query_terms(query)
                 summaries = self._repo.summaries(
-                    namespace, since=when(since, "since"), until=when(until, "until"), terms=terms,
+                    namespace, since=time_or_none(since, "since"), until=time_or_none(until, "until"), terms=terms,
                     session_id=_session_id(session_id) if session_id is not None else None, limit=limit,
                 ) if terms else []
                 if summaries:
