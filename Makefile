@@ -4,7 +4,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,langchain,classic,llama-index,documents,pptx,tokens
+EXTRAS ?= dev,langchain,classic,llama-index,documents,pptx,tokens,server
 
 .PHONY: demo test install lint bench clean
 

@@ -1,0 +1,1 @@
+"""openkoi-memory as a service (the ``server`` extra): MCP server, REST API, tokens, maintenance schedule."""
