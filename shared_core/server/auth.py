@@ -129,7 +129,7 @@ class TokenFile:
 
     path: Path
     entries: list[TokenEntry] = field(default_factory=list)
-    _stamp: tuple[int, int] | None = field(default=None, repr=False)
+    _stamp: tuple[int, ...] | None = field(default=None, repr=False)
 
     # -- loading ------------------------------------------------------------------------------
 
@@ -160,7 +160,7 @@ class TokenFile:
         duplicated = sorted({n for n in names if names.count(n) > 1})
         if duplicated:
             raise ConfigError(f"the tokens file {target} names {duplicated[0]!r} twice; token names are unique")
-        return cls(target, entries, (info.st_mtime_ns, info.st_size))
+        return cls(target, entries, _stamp_of(info))
 
     @classmethod
     def load_or_create(cls, path: str | os.PathLike[str] | None = None) -> tuple[TokenFile, str | None]:
@@ -201,11 +201,9 @@ class TokenFile:
         if self._stamp is None:  # built in code, not read from a file
             return
         try:
-            info = self.path.stat()
+            stamp: tuple[int, ...] | None = _stamp_of(self.path.stat())
         except OSError:
             stamp = None
-        else:
-            stamp = (info.st_mtime_ns, info.st_size)
         if stamp == self._stamp:
             return
         try:
@@ -260,7 +258,7 @@ class TokenFile:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
-            self._stamp = _stamp_of(self.path)
+            self._stamp = _stamp_of(self.path.stat())
             return
         temporary = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}.tmp")
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -273,12 +271,12 @@ class TokenFile:
         except BaseException:
             temporary.unlink(missing_ok=True)
             raise
-        self._stamp = _stamp_of(self.path)
+        self._stamp = _stamp_of(self.path.stat())
 
 
-def _stamp_of(path: Path) -> tuple[int, int]:
-    info = path.stat()
-    return (info.st_mtime_ns, info.st_size)
+def _stamp_of(info: os.stat_result) -> tuple[int, ...]:
+    """Changes when the file is rewritten, replaced or chmod-ed."""
+    return (info.st_ino, info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_mode)
 
 
 def new_token() -> str:

@@ -372,7 +372,7 @@ def _knowledge_routes(app: FastAPI, store: MemoryStore, uploads: Path, roots: li
         files = [f for f in found.files if _inside(f, roots)]  # a symlink inside a root may point outside it
         outside = [f for f in found.files if f not in files]
         report = store.documents.ingest(files, recursive=False, namespace=ns, force=body.force) if files else None
-        failed = [{"path": str(f), "reason": "outside-roots", "message": "links outside the documents roots"}
+        failed = [{"path": f.name, "reason": "outside-roots", "message": "a link that leads outside the documents roots"}
                   for f in outside]
         failed += [{"path": p, "reason": "unreadable", "message": "does not exist"} for p in found.missing]
         if report is not None:
@@ -546,9 +546,10 @@ def _usage_routes(app: FastAPI, store: MemoryStore) -> None:
     def log_event(body: UsageEventIn, ns: Namespace) -> UsageEventOut:
         event_id = store.usage.log(body.event_type, description=body.description, category=body.category,
                                    channel=body.channel, skills=body.skills, score=body.score, namespace=ns)
-        event = next(e for e in reversed(store.usage.events(namespace=ns, event_type=body.event_type))
-                     if e.id == event_id)
-        return UsageEventOut.model_validate(event)
+        for event in reversed(store.usage.events(namespace=ns, event_type=body.event_type.strip())):
+            if event.id == event_id:
+                return UsageEventOut.model_validate(event)
+        raise NotFoundError(f"usage event {event_id!r} was deleted before it could be read back")
 
     @app.get("/api/usage/events", tags=tags, response_model=list[UsageEventOut], summary="Usage events, oldest first")
     def list_events(
