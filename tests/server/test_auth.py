@@ -200,3 +200,22 @@ def test_token_commands(tmp_path):
     assert bad.exit_code == 1 and "may only end" in bad.output
     assert runner.invoke(main, ["token", "revoke", "alice", "--tokens-file", path]).exit_code == 0
     assert runner.invoke(main, ["token", "revoke", "alice", "--tokens-file", path]).exit_code == 1
+
+
+def test_serve_defaults_to_seed_003s_local_address_and_makes_a_token_on_first_run(tmp_path, monkeypatch):
+    seen = {}
+
+    def fake_run(app, **kwargs):
+        seen.update(kwargs, app=app)
+
+    monkeypatch.setattr(uvicorn, "run", fake_run)
+    monkeypatch.setenv("OPENKOI_CONFIG", str(tmp_path / "conf" / "config.toml"))
+    result = CliRunner().invoke(main, ["--db", str(tmp_path / "m.db"), "serve", "--no-maintenance"])
+    assert result.exit_code == 0, result.output
+    assert (seen["host"], seen["port"]) == ("127.0.0.1", 3415)
+    path = tmp_path / "conf" / "tokens.toml"
+    assert _mode(path) == 0o600
+    token = TokenFile.load(path).entries[0].token
+    assert f"Authorization: Bearer {token}" in result.output and "http://127.0.0.1:3415/api/" in result.output
+    again = CliRunner().invoke(main, ["--db", str(tmp_path / "m.db"), "serve", "--no-maintenance", "--port", "9"])
+    assert again.exit_code == 0 and token not in again.output and seen["port"] == 9  # printed once only
