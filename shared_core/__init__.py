@@ -47,6 +47,7 @@ from .learnings import DecayReport, Learning, LearningType
 from .procedures import Procedure
 from .recall import Recall
 from .tasks import TaskOutcome, TaskRecord
+from .tools import MemoryTools, ToolSpec
 
 __version__ = "0.1.0"
 
@@ -115,5 +116,7 @@ __all__ = [
     "MemorySummary",
     "ForgettingEngine",
     "ForgettingReport",
+    "MemoryTools",
+    "ToolSpec",
     "__version__",
 ]

@@ -147,7 +147,10 @@ def http_endpoint(server: Server, *, host: str = "127.0.0.1") -> tuple[Any, Any]
     Run ``session_manager.run()`` in the application's lifespan. On a loopback address the SDK's
     DNS-rebinding protection is on (a web page cannot reach the server through a hostile DNS name).
     """
-    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+    from mcp.server.streamable_http_manager import (
+        StreamableHTTPASGIApp,
+        StreamableHTTPSessionManager,
+    )
     from mcp.server.transport_security import TransportSecuritySettings
 
     if host in ("127.0.0.1", "localhost", "::1"):
