@@ -364,7 +364,7 @@ def _knowledge_routes(app: FastAPI, store: MemoryStore, uploads: Path, roots: li
         if not roots:
             raise HTTPException(403, "ingesting server paths is off; set server.documents_roots to the folders "
                                 "it may read, or upload with POST /api/kb/documents")
-        requested = [Path(p).expanduser() for p in body.paths]
+        requested = [Path(p) for p in body.paths]  # taken literally: a client's '~' is not the server's home
         for path in requested:
             if not path.is_absolute() or not _inside(path, roots):
                 raise HTTPException(403, f"{str(path)!r} is outside the documents roots this server may read")

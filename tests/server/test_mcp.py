@@ -131,18 +131,29 @@ def _free_port() -> int:
 @pytest.fixture
 def http_server(tmp_path):
     """``openkoi-memory serve`` in a subprocess; yields (base url, all-namespaces token, tokens file)."""
+    yield from _serve(tmp_path, "serve")
+
+
+@pytest.fixture
+def mcp_only_server(tmp_path):
+    """``openkoi-memory mcp --transport http`` in a subprocess."""
+    yield from _serve(tmp_path, "mcp", "--transport", "http", "--namespace", "user:alice")
+
+
+def _serve(tmp_path, *command: str):
     tokens, token = TokenFile.load_or_create(tmp_path / "tokens.toml")
     port = _free_port()
     log = open(tmp_path / "server.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "shared_core.cli", "--db", str(tmp_path / "http.db"), "serve", "--port", str(port),
+        [sys.executable, "-m", "shared_core.cli", "--db", str(tmp_path / "http.db"), *command, "--port", str(port),
          "--tokens-file", str(tokens.path), "--log-level", "warning"],
         env=_env(tmp_path), cwd=str(tmp_path), stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
+    probe = "/api/health" if command[0] == "serve" else "/mcp"
     deadline = time.monotonic() + 60
     while True:
         try:
-            if httpx.get(f"{base}/api/health", timeout=2).status_code == 401:
+            if httpx.get(f"{base}{probe}", timeout=2).status_code == 401:
                 break
         except httpx.TransportError:
             pass
@@ -187,3 +198,16 @@ async def test_streamable_http_with_tokens(http_server):
     api = httpx.post(f"{base}/api/memories/search", params={"namespace": "user:bob"}, json={"query": "salary"},
                      headers={"Authorization": f"Bearer {token}"})
     assert api.status_code == 200 and api.json()["hits"][0]["memory"]["text"] == "Bob's salary is 90k"
+
+
+async def test_mcp_alone_over_http(mcp_only_server, tmp_path):
+    base, token, tokens = mcp_only_server
+    assert httpx.get(f"{base}/api/health", headers={"Authorization": f"Bearer {token}"}).status_code == 404
+    http, client = await _http_client(base, tokens.add("alice", ["user:alice"]))
+    async with http, client:
+        stored = await client.call_tool("memory_store", {"content": "Alice likes oolong"})  # the server's namespace
+        assert not stored.is_error
+        refused = await client.call_tool("memory_query", {"query": "oolong", "namespace": "user:bob"})
+        assert refused.is_error and "may not use the namespace" in _text(refused)
+    with MemoryStore.open(tmp_path / "http.db") as store:
+        assert store.namespaces() == {"user:alice": 1}

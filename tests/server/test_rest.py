@@ -135,7 +135,8 @@ def test_ingest_by_path_stays_inside_the_documents_roots(server_store, tokens, t
         assert off.status_code == 403 and "server.documents_roots" in off.json()["detail"]
     app = create_app(server_store, tokens=tokens[0], mcp=False, documents_roots=[root])
     with TestClient(app, headers=auth) as client:
-        for path in (str(outside), str(root / ".." / "secret.md"), "team/runbook.md", "/etc/hosts", str(tmp_path)):
+        for path in (str(outside), str(root / ".." / "secret.md"), "team/runbook.md", "/etc/hosts", str(tmp_path),
+                     "~0", "~/docs", "~root/x"):
             refused = client.post("/api/kb/ingest", json={"paths": [path]})
             assert refused.status_code == 403, path
             assert "outside the documents roots" in refused.json()["detail"]
