@@ -90,6 +90,16 @@ def run(writers: int, adds: int, searchers: int, turns: bool) -> dict[str, float
             "p99": p99, "p99.9": p999, "max": float(latencies.max()) * 1000, "searches": searches}
 
 
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--writers", type=int, default=4)
@@ -103,7 +113,7 @@ def main() -> None:
     for turns in modes:
         rows.append(("on" if turns else "off", run(args.writers, args.adds, args.searchers, turns)))
         load.append(os.getloadavg()[0])
-    print(f"Machine: {platform.machine()}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.release()}, "
+    print(f"Machine: {_cpu()}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.release()}, "
           f"Python {platform.python_version()}, SQLite {get_driver().sqlite_version} via {get_driver().name}; "
           f"load average {', '.join(f'{x:.1f}' for x in load)} (before, after each run).")
     print(f"Command: `python bench/writers.py --writers {args.writers} --adds {args.adds} "
