@@ -31,3 +31,11 @@ def test_config_snippets_are_json_and_every_tool_is_documented():
     assert {s["mcpServers"]["openkoi-memory"].get("command", "url") for s in snippets} == {"openkoi-memory", "url"}
     for name in TOOL_SPECS:
         assert f"| `{name}` |" in TEXT, name
+
+
+def test_the_package_surface():
+    import shared_core.server as server
+
+    assert sorted(server.__all__) == server.__all__
+    for name in server.__all__:
+        assert getattr(server, name) is not None
