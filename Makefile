@@ -11,7 +11,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,langchain,classic,llama-index,documents,pptx,tokens
+EXTRAS ?= dev,langchain,classic,llama-index,documents,pptx,tokens,server
 
 .PHONY: demo test install lint bench bench-run bench-1m clean
 

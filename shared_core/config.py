@@ -46,6 +46,7 @@ __all__ = [
     "UsageConfig",
     "ConversationsConfig",
     "WorkspaceConfig",
+    "ServerConfig",
     "default_data_dir",
     "default_config_path",
     "parse_size",
@@ -607,6 +608,29 @@ class LinksConfig:
             raise ConfigError("links: initial_strength and half_strength must be positive, increment >= 0")
 
 
+@dataclass
+class ServerConfig:
+    """``openkoi-memory serve`` (REST API) and ``openkoi-memory mcp`` (docs/server.md)."""
+
+    host: str = "127.0.0.1"  # seed 003: the API is local, http://localhost:3415/api/
+    port: int = 3415  # seed 003
+    tokens_file: str = ""  # "" = $OPENKOI_TOKENS, else tokens.toml beside config.toml
+    max_body_bytes: int = 2**20  # larger request bodies are refused with 413
+    max_upload_bytes: int = 50 * 2**20  # larger document uploads are refused with 413
+    documents_roots: tuple[str, ...] = ()  # folders POST /api/kb/ingest may read from; none: off
+    maintenance: bool = True  # run maintain(if_due=True) on memory.prune_schedule in the background
+    maintenance_poll_seconds: float = 60.0  # how often the background thread asks whether a run is due
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"server.port must be between 0 and 65535, got {self.port}")
+        for name in ("max_body_bytes", "max_upload_bytes"):
+            if getattr(self, name) < 1024:
+                raise ConfigError(f"server.{name} must be at least 1024 bytes, got {getattr(self, name)}")
+        if self.maintenance_poll_seconds <= 0:
+            raise ConfigError("server.maintenance_poll_seconds must be positive")
+
+
 _SECTIONS = {
     "models": ModelsConfig,
     "memory": MemoryConfig,
@@ -622,6 +646,7 @@ _SECTIONS = {
     "usage": UsageConfig,
     "conversations": ConversationsConfig,
     "workspace": WorkspaceConfig,
+    "server": ServerConfig,
 }
 
 
@@ -643,6 +668,7 @@ class Config:
     usage: UsageConfig = field(default_factory=UsageConfig)
     conversations: ConversationsConfig = field(default_factory=ConversationsConfig)
     workspace: WorkspaceConfig = field(default_factory=WorkspaceConfig)
+    server: ServerConfig = field(default_factory=ServerConfig)
     data_dir: Path = field(default_factory=default_data_dir)
 
     @classmethod

@@ -14,10 +14,12 @@ from .documents import ingest, kb
 from .insights import insights
 from .learning import history_command, learnings_command, recall_command, skills_command
 from .lifecycle import links, maintain, prune
+from .server import mcp, serve, token
 from .support import main
 
 __all__ = ["main"]
 
 for command in (maintain, prune, links, insights, recall_command, learnings_command, skills_command, history_command,
-                ingest, kb, sessions, forget, context_command, compact_command, end_session_command, workspace):
+                ingest, kb, sessions, forget, context_command, compact_command, end_session_command, workspace,
+                serve, mcp, token):
     main.add_command(command)
