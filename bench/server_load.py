@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import random
 import socket
 import statistics
@@ -35,9 +34,11 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from machine import describe as describe_machine  # noqa: E402
 
 from shared_core import MemoryStore  # noqa: E402
-from shared_core.db import get_driver  # noqa: E402
 from shared_core.server.auth import TokenFile  # noqa: E402
 
 WORDS = [f"{a}{b}" for a in ("ka", "lo", "mi", "nu", "pe", "ri", "so", "tu", "va", "ze")
@@ -127,16 +128,6 @@ def _pct(ordered: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))] * 1000
 
 
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=2000, help="per phase and kind (default 2000)")
@@ -158,9 +149,7 @@ def main() -> None:
         finally:
             proc.terminate()
             proc.wait(30)
-    print(f"Machine: {_cpu()}, {os.cpu_count()} logical CPUs, "
-          f"{platform.system()} {platform.release()}, Python {platform.python_version()}, "
-          f"SQLite {get_driver().sqlite_version} via {get_driver().name}; load average {load_before:.1f} before, "
+    print(f"Machine: {describe_machine()}; load average {load_before:.1f} before, "
           f"{load_after:.1f} after.")
     print(f"Command: `python bench/server_load.py --requests {args.requests} --clients {args.clients} "
           f"--seed {args.seed}`\n")

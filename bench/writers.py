@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
-import platform
 import random
 import sys
 import tempfile
@@ -25,9 +24,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from machine import describe as describe_machine  # noqa: E402
 
 from shared_core import MemoryStore  # noqa: E402
-from shared_core.db import get_driver  # noqa: E402
 
 WORDS = [f"w{k:04d}" for k in range(5000)]
 
@@ -90,16 +91,6 @@ def run(writers: int, adds: int, searchers: int, turns: bool) -> dict[str, float
             "p99": p99, "p99.9": p999, "max": float(latencies.max()) * 1000, "searches": searches}
 
 
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--writers", type=int, default=4)
@@ -113,8 +104,7 @@ def main() -> None:
     for turns in modes:
         rows.append(("on" if turns else "off", run(args.writers, args.adds, args.searchers, turns)))
         load.append(os.getloadavg()[0])
-    print(f"Machine: {_cpu()}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.release()}, "
-          f"Python {platform.python_version()}, SQLite {get_driver().sqlite_version} via {get_driver().name}; "
+    print(f"Machine: {describe_machine()}; "
           f"load average {', '.join(f'{x:.1f}' for x in load)} (before, after each run).")
     print(f"Command: `python bench/writers.py --writers {args.writers} --adds {args.adds} "
           f"--searchers {args.searchers}{' --compare' if args.compare else ''}`\n")
