@@ -4,12 +4,26 @@
 #                 tests again with the other SQLite driver (.ci/other-driver), then the whole suite
 #                 on PostgreSQL (a private pgserver, or $OPENKOI_TEST_DATABASE_URL)
 #   make test-postgres - only the PostgreSQL run
+# And for docs/benchmarks.md:
+#   make bench     - install the bench extra (the peers), run every benchmark at full size (30-60 minutes
+#                    on 2 cores, the first time longer: the hashing vectors of 100k texts get cached)
+#   make bench-1m  - the 1M-memory point of the scaling curve, added to the last scaling run
+#   make bench-run - the same runs as make bench with $(BENCH_PYTHON), installing nothing; the sizes are
+#                    variables, e.g. make bench-run BENCH_PYTHON=python PEER_SIZES=2000 SCALING_SIZES="1000 3000"
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,langchain,classic,llama-index,documents,pptx,tokens,postgres,langgraph-postgres
+EXTRAS ?= dev,langchain,classic,llama-index,documents,pptx,tokens,server,postgres,langgraph-postgres
 
-.PHONY: demo test test-postgres install lint bench clean
+.PHONY: demo test test-postgres install lint bench bench-run bench-1m clean
+
+BENCH_PYTHON ?= $(BIN)/python
+LOCOMO_PATH ?= $(abspath ../shared/data/locomo10.json)
+export LOCOMO_PATH
+RESULTS ?= bench/results
+CORE_SIZES ?= 10000 100000
+PEER_SIZES ?= 10000 100000
+SCALING_SIZES ?= 1000 10000 100000
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +35,10 @@ $(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	touch $@
+
+$(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS),bench]"
 	touch $@
 
 demo: $(VENV)/.installed-demo
@@ -37,7 +55,31 @@ test-postgres: $(VENV)/.installed-test
 install: $(VENV)/.installed-test
 
 lint: $(VENV)/.installed-test
-	$(BIN)/python -m ruff check shared_core langchain_openkoi llama_index_openkoi tests bench
+	$(BIN)/python -m ruff check shared_core langchain_openkoi llama_index_openkoi tests bench notebooks
+
+# Each script prints Markdown for docs/benchmarks.md (progress goes to stderr); the results land in
+# $(RESULTS)/*.md and *.json, the scaling plot in docs/scaling.png.
+bench: $(VENV)/.installed-bench
+	@$(MAKE) --no-print-directory bench-run
+
+bench-run:
+	@test -f "$(LOCOMO_PATH)" || { echo "LoCoMo data not found at $(LOCOMO_PATH): set LOCOMO_PATH=/path/to/locomo10.json"; exit 1; }
+	@mkdir -p $(RESULTS)
+	$(BENCH_PYTHON) bench/core.py --sizes $(CORE_SIZES) --json $(RESULTS)/core.json > $(RESULTS)/core.md
+	$(BENCH_PYTHON) bench/peers.py --sizes $(PEER_SIZES) --json $(RESULTS)/peers.json > $(RESULTS)/peers.md
+	$(BENCH_PYTHON) bench/scaling.py --sizes $(SCALING_SIZES) --json $(RESULTS)/scaling.json > $(RESULTS)/scaling.md
+	$(BENCH_PYTHON) bench/quality/locomo.py --json $(RESULTS)/locomo-hashing.json > $(RESULTS)/locomo-hashing.md
+	@if $(BENCH_PYTHON) -c "import sentence_transformers" 2>/dev/null; then \
+		$(BENCH_PYTHON) bench/quality/locomo.py --embedder minilm --json $(RESULTS)/locomo-minilm.json \
+			> $(RESULTS)/locomo-minilm.md; \
+	else echo "LoCoMo with all-MiniLM-L6-v2 skipped: pip install -e '.[sentence-transformers]'"; fi
+	@echo "Markdown for docs/benchmarks.md: $(RESULTS)/{core,peers,scaling,locomo-*}.md (raw: *.json);" \
+		"plot: docs/scaling.png. The 1M scaling point: make bench-1m."
+
+bench-1m: $(VENV)/.installed-bench
+	@test -f "$(LOCOMO_PATH)" || { echo "LoCoMo data not found at $(LOCOMO_PATH): set LOCOMO_PATH=/path/to/locomo10.json"; exit 1; }
+	$(BENCH_PYTHON) bench/scaling.py --sizes 1000000 --append --json $(RESULTS)/scaling.json > $(RESULTS)/scaling.md
+	@echo "scaling table with the 1M point: $(RESULTS)/scaling.md; plot: docs/scaling.png"
 
 clean:
 	rm -rf $(VENV) .venv-stdlib build *.egg-info .pytest_cache .ruff_cache

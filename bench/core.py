@@ -18,8 +18,6 @@ import argparse
 import gc
 import hashlib
 import json
-import os
-import platform
 import random
 import statistics
 import sys
@@ -33,15 +31,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from shared_core import HashingEmbedder, MemoryStore, NewMemory  # noqa: E402
-from shared_core.db import get_driver  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench" / "quality"))
+sys.path.insert(0, str(ROOT / "bench"))
 from locomo import DEFAULT_DATA as LOCOMO  # noqa: E402
+from machine import describe as describe_machine  # noqa: E402
 
 CACHE = ROOT / "bench" / ".cache"
 
 
 def locomo_texts() -> tuple[list[str], list[str]]:
+    if not LOCOMO.exists():
+        raise SystemExit(f"LoCoMo data not found at {LOCOMO}: set LOCOMO_PATH to locomo10.json "
+                         "(LoCoMo, snap-research/LoCoMo, data/locomo10.json)")
     data = json.loads(LOCOMO.read_text(encoding="utf-8"))
     turns = [t["text"] for conv in data for key, value in conv["conversation"].items()
              if key.startswith("session_") and isinstance(value, list) for t in value]
@@ -69,6 +71,20 @@ def vectors_for(kind: str, texts: list[str], dims: int = 384, seed: int = 1) -> 
     if kind == "minilm":
         return _minilm(texts)
     raise SystemExit(f"unknown vectors {kind!r}")
+
+
+def vectors_cached(kind: str, texts: list[str], dims: int = 384, seed: int = 1) -> np.ndarray:
+    """``vectors_for``, kept in bench/.cache: the hashing embedder needs minutes for 100k texts on 2 busy cores."""
+    if kind != "hashing":
+        return vectors_for(kind, texts, dims, seed)  # random vectors are instant; minilm caches itself
+    key = hashlib.sha1("\n".join(texts).encode()).hexdigest()[:16]
+    path = CACHE / f"{kind}-{dims}-{len(texts)}-{key}.npy"
+    if path.exists():
+        return np.load(path)
+    vectors = vectors_for(kind, texts, dims, seed)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    np.save(path, vectors)
+    return vectors
 
 
 def _minilm(texts: list[str]) -> np.ndarray:
@@ -102,10 +118,10 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
 
 def run(size: int, kind: str, turns: list[str], questions: list[str], n_queries: int, workdir: Path) -> dict:
     texts = corpus(size, turns)
-    vectors = vectors_for(kind, texts)
+    vectors = vectors_cached(kind, texts)
     rng = random.Random(size)
     query_texts = rng.sample(questions, n_queries)
-    query_vectors = vectors_for(kind, query_texts, seed=2) if kind != "minilm" else _minilm(query_texts)
+    query_vectors = vectors_cached(kind, query_texts, seed=2)
     path = workdir / f"bench-{kind}-{size}.db"
     for suffix in ("", "-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
@@ -173,27 +189,6 @@ def run(size: int, kind: str, turns: list[str], questions: list[str], n_queries:
     return result
 
 
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = ""
-    try:
-        lines = Path("/proc/meminfo").read_text().splitlines()
-        kb = int(next(line for line in lines if line.startswith("MemTotal")).split()[1])
-        mem = f", {kb / 2**20:.0f} GiB RAM"
-    except (OSError, StopIteration):
-        pass
-    driver = get_driver()
-    return (f"{cpu}, {os.cpu_count()} cores{mem}; Python {platform.python_version()}; SQLite {driver.sqlite_version} "
-            f"via {driver.name}; numpy {np.__version__}")
-
-
 def table(rows: list[dict]) -> str:
     head = ("| memories | vectors | ingest /s | single add /s | first search ms | search p50 / p95 ms | "
             "numpy p50 / p95 ms | search / numpy | vector (mirror) p50 / p95 | sqlite-vec p50 / p95 | recall@10 |")
@@ -224,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"running {size:,} x {kind} ...", file=sys.stderr)
                 rows.append(run(size, kind, turns, questions, args.queries, Path(tmp)))
                 print(table(rows[-1:]).splitlines()[-1], file=sys.stderr)
-    print(f"machine: {machine()}\n")
+    print(f"machine: {describe_machine()}\n")
     print(f"command: python bench/core.py {' '.join(argv if argv is not None else sys.argv[1:])}\n")
     print(table(rows))
     if args.json:

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
-import platform
 import random
 import re
 import shlex
@@ -29,6 +27,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from machine import describe as describe_machine  # noqa: E402
 
 from shared_core import MemoryStore  # noqa: E402
 from shared_core.documents import load_document  # noqa: E402
@@ -146,22 +147,6 @@ def run(root: Path, workdir: Path, repeat: int) -> dict[str, dict[str, float]]:
     return out
 
 
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    with MemoryStore.open(":memory:") as store:
-        stats = store.stats()
-    return (f"{cpu}, {os.cpu_count()} logical CPUs (shared), {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()}, SQLite {stats.sqlite_version} via {stats.driver}, "
-            f"embedder {stats.embedder}")
-
-
 def table(results: list[dict[str, dict[str, float]]]) -> list[str]:
     def med(fmt: str, key: str) -> float:
         return statistics.median(r[fmt][key] for r in results)
@@ -218,7 +203,7 @@ def main() -> None:
     lines = table(results)
     section = "\n".join([
         HEADING, "",
-        f"Machine: {machine()}.",
+        f"Machine: {describe_machine()}.",
         f"Command: `{command}` ({len(FORMATS) * args.per_format} generated documents, corpus made in "
         f"{generated:.0f} s; medians of {args.repeats} runs, each into a fresh store file).",
         "",

@@ -7,6 +7,7 @@ True
 """
 
 from .chat_store import OpenKoiChatStore, OpenKoiDBChatStore
+from .embeddings import LlamaIndexEmbedder, OpenKoiEmbedding
 from .filters import to_openkoi_filter
 from .kvstore import OpenKoiDocumentStore, OpenKoiIndexStore, OpenKoiKVStore
 from .memory_block import OpenKoiMemoryBlock
@@ -25,6 +26,8 @@ __all__ = [
     "OpenKoiDBChatStore",
     "OpenKoiMemoryBlock",
     "OpenKoiReader",
+    "OpenKoiEmbedding",
+    "LlamaIndexEmbedder",
     "openkoi_storage_context",
     "to_openkoi_filter",
 ]

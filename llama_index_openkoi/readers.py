@@ -20,7 +20,6 @@ logged, and the other files are read; with ``raise_on_error=True`` the reader ra
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -29,17 +28,14 @@ from llama_index.core.readers.base import BaseReader
 from llama_index.core.schema import Document
 
 from shared_core.documents import (
-    DocumentError,
     IngestFailure,
     Limits,
     LoadedDocument,
-    load_document,
 )
-from shared_core.documents.discovery import discover
+from shared_core.documents.discovery import DocumentWalk
 
 __all__ = ["OpenKoiReader"]
 
-logger = logging.getLogger("openkoi.llama_index.readers")
 
 # shown to the LLM and the embedder; the rest of the metadata (paths, sizes, counts) is bookkeeping
 _VISIBLE = frozenset({"title", "author", "page", "page_end", "slide", "slide_end", "sheet", "heading", "heading_end"})
@@ -85,25 +81,11 @@ class OpenKoiReader(BaseReader):
         :attr:`skipped` describe the latest run (files a folder walk passed over are skipped,
         as in ``ingest``).
         """
-        self.failed, self.skipped = [], []
-        found = discover(paths, recursive=self.recursive, include=self.include, exclude=self.exclude)
-        self.skipped.extend(found.skipped)
-        for missing in found.missing:
-            self._fail(DocumentError("unreadable", "does not exist", path=missing))
-        for path in found.files:
-            try:
-                loaded = load_document(path, limits=self.limits)
-            except DocumentError as exc:
-                self._fail(exc)
-                continue
+        walk = DocumentWalk(paths, recursive=self.recursive, include=self.include, exclude=self.exclude,
+                            limits=self.limits, raise_on_error=self.raise_on_error)
+        self.failed, self.skipped = walk.failed, walk.skipped
+        for loaded in walk:
             yield from self._documents(loaded, dict(extra_info or {}))
-
-    def _fail(self, error: DocumentError) -> None:
-        if self.raise_on_error:
-            raise error
-        failure = IngestFailure(str(error.path), error.reason, error.message)
-        logger.warning("skipped %s", failure)
-        self.failed.append(failure)
 
     def _documents(self, loaded: LoadedDocument, extra: dict[str, Any]) -> Iterator[Document]:
         base = {

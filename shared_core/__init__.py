@@ -63,6 +63,7 @@ from .recall import Recall
 from .search import Hit, ScoreParts, SearchResults
 from .store import MemoryStore, StoreStats
 from .tasks import TaskOutcome, TaskRecord
+from .tools import MemoryTools, ToolSpec
 from .workspace import Workspace
 
 __version__ = "0.1.0"
@@ -141,5 +142,7 @@ __all__ = [
     "StoredFact",
     "Categorizer",
     "Workspace",
+    "MemoryTools",
+    "ToolSpec",
     "__version__",
 ]

@@ -27,6 +27,7 @@ first tier of the category-scoped search (:mod:`shared_core.category_search`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -126,6 +127,7 @@ Question: {text}
 Answer with JSON only: {{"categories": ["<category>", ...]}} (an empty list if none fits)"""
 
 
+@functools.lru_cache(maxsize=1 << 16)  # words repeat across texts; bulk loads categorise many
 def normal_word(word: str) -> str:
     """A word's comparison form: casefolded, without a possessive 's or a plural s (see the module docs)."""
     word = word.casefold().replace("\u2019", "'")

@@ -47,6 +47,7 @@ __all__ = [
     "ConversationsConfig",
     "WorkspaceConfig",
     "DatabaseConfig",
+    "ServerConfig",
     "default_data_dir",
     "default_config_path",
     "parse_size",
@@ -176,6 +177,7 @@ class SearchConfig:
     vector_weight: float = -1.0  # < 0: use the embedder's own recommendation
     similarity_floor: float = -1.0  # < 0: use the embedder's own recommendation
     rrf_k: int = 60
+    keyword_scale: str = "best"  # best | full_match: what BM25 is divided by before fusion (docs/search.md)
     candidates: int = 50  # per side, at least 5 x limit
     text_weight: float = 1.0  # BM25 column weights (seed 002's FTS table: content, tags, source)
     tags_weight: float = 2.0
@@ -193,6 +195,8 @@ class SearchConfig:
             raise ConfigError(
                 f"search.fusion {self.fusion!r} is unknown; use keyword_first, weighted, rrf, keyword or vector"
             )
+        if self.keyword_scale not in {"best", "full_match"}:
+            raise ConfigError(f"search.keyword_scale {self.keyword_scale!r} is unknown; use best or full_match")
         if self.vector_index not in {"auto", "mirror", "sqlite-vec"}:
             raise ConfigError(f"search.vector_index {self.vector_index!r} is unknown; use auto, mirror or sqlite-vec")
         _check_range(self, "max_df_ratio", 0.0, 1.0)
@@ -632,6 +636,29 @@ class DatabaseConfig:
             raise ConfigError("database.exact_scan_rows must not be negative")
 
 
+@dataclass
+class ServerConfig:
+    """``openkoi-memory serve`` (REST API) and ``openkoi-memory mcp`` (docs/server.md)."""
+
+    host: str = "127.0.0.1"  # seed 003: the API is local, http://localhost:3415/api/
+    port: int = 3415  # seed 003
+    tokens_file: str = ""  # "" = $OPENKOI_TOKENS, else tokens.toml beside config.toml
+    max_body_bytes: int = 2**20  # larger request bodies are refused with 413
+    max_upload_bytes: int = 50 * 2**20  # larger document uploads are refused with 413
+    documents_roots: tuple[str, ...] = ()  # folders POST /api/kb/ingest may read from; none: off
+    maintenance: bool = True  # run maintain(if_due=True) on memory.prune_schedule in the background
+    maintenance_poll_seconds: float = 60.0  # how often the background thread asks whether a run is due
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"server.port must be between 0 and 65535, got {self.port}")
+        for name in ("max_body_bytes", "max_upload_bytes"):
+            if getattr(self, name) < 1024:
+                raise ConfigError(f"server.{name} must be at least 1024 bytes, got {getattr(self, name)}")
+        if self.maintenance_poll_seconds <= 0:
+            raise ConfigError("server.maintenance_poll_seconds must be positive")
+
+
 _SECTIONS = {
     "models": ModelsConfig,
     "memory": MemoryConfig,
@@ -648,6 +675,7 @@ _SECTIONS = {
     "conversations": ConversationsConfig,
     "workspace": WorkspaceConfig,
     "database": DatabaseConfig,
+    "server": ServerConfig,
 }
 
 
@@ -670,6 +698,7 @@ class Config:
     conversations: ConversationsConfig = field(default_factory=ConversationsConfig)
     workspace: WorkspaceConfig = field(default_factory=WorkspaceConfig)
     database: DatabaseConfig = field(default_factory=DatabaseConfig)
+    server: ServerConfig = field(default_factory=ServerConfig)
     data_dir: Path = field(default_factory=default_data_dir)
 
     @classmethod

@@ -20,6 +20,7 @@ from .clock import from_iso, to_iso
 from .errors import NotFoundError
 from .memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
 from .ranking import episode_score
+from .validation import time_or_none
 
 if TYPE_CHECKING:
     from .store import MemoryStore
@@ -106,7 +107,7 @@ class Episodes:
     ) -> list[Episode]:
         """Episodes with ``since <= occurred_at < until`` (either end open), oldest first."""
         clauses, params = ["namespace = ?"], [check_namespace(namespace)]
-        start, end = _when(since, "since"), _when(until, "until")
+        start, end = time_or_none(since, "since"), time_or_none(until, "until")
         if start is not None and end is not None and end < start:
             raise ValueError(f"until ({to_iso(end)}) is before since ({to_iso(start)})")
         if start is not None:
@@ -170,17 +171,6 @@ class Episodes:
                     created_at=from_iso(r[8]))
             for r in rows
         ]
-
-
-def _when(value: Any, what: str) -> datetime | None:
-    if value is None:
-        return None
-    if isinstance(value, (datetime, str)):
-        try:
-            return from_iso(value if isinstance(value, str) else to_iso(value))
-        except ValueError:
-            pass
-    raise ValueError(f"{what} must be a datetime or an ISO-8601 time such as 2026-01-31T12:00:00Z, got {value!r}")
 
 
 def erase_namespace(store: Any, namespace: str) -> None:

@@ -119,23 +119,29 @@ class Facts:
                 result = memories.write(item, dedup=False)
                 self._close(old, result, "explicit")
             return _superseding(result, old.id)
-        if dedup and item.id is None:
-            duplicate = memories.find_duplicate(item) if item.kind == "fact" else None
-            if duplicate is not None:
+        check_duplicate = dedup and item.id is None and item.kind == "fact"
+        versioning = item.kind == "fact" and item.id is None and store.config.memory.fact_versioning
+        asks_model = versioning and store.text_model is not None
+        event, old, reason = ("ADD", None, "")
+        if asks_model:  # outside the write lock: a model call may take seconds
+            duplicate = memories.find_duplicate(item) if check_duplicate else None
+            if duplicate is not None:  # spare the model call (checked again below, under the lock)
                 with db.transaction():
                     memories.feedback(duplicate, store.config.memory.reinforce_weight, hit=True)
                 return AddResult(duplicate.id, "reinforced")
-        event, old, reason = ("ADD", None, "")
-        if item.kind == "fact" and item.id is None and store.config.memory.fact_versioning:
             event, old, reason = self._detect(item)
-        item.category = item.category or auto_category
         with db.transaction():
-            if dedup and item.id is None and item.kind == "fact":
-                # again, now that writers are serialised: another process may have added it meanwhile
+            if check_duplicate:
+                # under the write lock: another process adding the same fact at the same moment has
+                # either committed (and is found here) or waits for us (and then finds ours)
                 duplicate = memories.find_duplicate(item)
                 if duplicate is not None:
                     memories.feedback(duplicate, store.config.memory.reinforce_weight, hit=True)
                     return AddResult(duplicate.id, "reinforced")
+            if versioning and not asks_model:  # the rule is a query: run it on what is committed now
+                event, old, reason = self._detect(item)
+            # after detection, in both paths: a machine-chosen category never makes two facts one subject
+            item.category = item.category or auto_category
             if old is not None:
                 fresh = memories.get_row(old.id)
                 if fresh is None or fresh.valid_to is not None:  # changed meanwhile: just add

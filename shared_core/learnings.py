@@ -50,6 +50,7 @@ from .ranking import (
     weeks_since_reinforced,
 )
 from .tokens import count_tokens
+from .validation import unit_or_none
 
 if TYPE_CHECKING:
     from .config import Config
@@ -289,7 +290,7 @@ class Learnings:
         """Bring back a learning pruned into the archive, with a fresh decay clock at ``confidence``
         (default ``memory.learning_initial_confidence``). ``store.restore`` alone would keep the old
         confidence, and the next maintenance would prune it again."""
-        value = self.store.config.memory.learning_initial_confidence if confidence is None else _unit(confidence)
+        value = self.store.config.memory.learning_initial_confidence if confidence is None else unit_or_none(confidence, "confidence")
         db = self.store.db
         with db.lock, db.transaction():
             if not db.scalar("SELECT 1 FROM learnings WHERE id = ?", (learning_id,)):
@@ -319,7 +320,7 @@ class Learnings:
             return [], []
         store = self.store
         cfg = store.config.memory
-        initial = cfg.learning_initial_confidence if confidence is None else _unit(confidence)
+        initial = cfg.learning_initial_confidence if confidence is None else unit_or_none(confidence, "confidence")
         vectors = store.embed([c.content for c in candidates])
         plan: list[tuple[LearningCandidate, np.ndarray, str | None]] = []  # (candidate, vector, existing id)
         fresh: list[tuple[LearningCandidate, np.ndarray, int]] = []  # new ones so far, with their plan index
@@ -645,12 +646,6 @@ def _sentence(value: Any) -> str:
     if not text:
         raise ValueError("a learning's content is empty; write the lesson as one sentence")
     return text
-
-
-def _unit(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-        raise ValueError(f"confidence must be a number between 0 and 1, got {value!r}")
-    return float(value)
 
 
 def _task_ref(db: Any, task_id: str | None) -> str | None:

@@ -10,6 +10,7 @@ row, FTS entry and vector happens in one transaction.
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
@@ -25,10 +26,12 @@ from .clock import Clock, from_iso, to_iso
 from .config import Config
 from .db import Database
 from .embed import Embedder, as_matrix, content_hash
+from .embed.hashes import content_hashes
 from .errors import NotFoundError
 from .index.filters import Filter, parse_filter
 from .index.scope import Scope
 from .index.vectors import RowState, VectorIndex, epoch_of, stamp_of
+from .validation import time_or_none, unit_or_none
 
 __all__ = ["Memory", "NewMemory", "AddResult", "MemoryRepository", "KINDS", "DEFAULT_NAMESPACE"]
 
@@ -91,6 +94,16 @@ class Memory:
             if isinstance(value, datetime):
                 out[key] = to_iso(value)
         return out
+
+    def _repr_html_(self) -> str:
+        """One row per field that is set, for Jupyter."""
+        rows = "".join(
+            f"<tr><th style='text-align:left'>{key}</th><td style='text-align:left'>"
+            f"{html.escape(json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value))}"
+            f"</td></tr>"
+            for key, value in self.to_dict().items() if value not in (None, [], {})
+        )
+        return f"<table><caption>memory {html.escape(self.id)}</caption><tbody>{rows}</tbody></table>"
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> Memory:
@@ -253,35 +266,12 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
-def _unit(value: Any, what: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise ValueError(f"{what} must be a number between 0 and 1, got {value!r}")
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{what} must be between 0 and 1, got {value}")
-    return float(value)
-
-
 def _optional_text(value: Any, what: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
         raise TypeError(f"{what} must be a string, got {type(value).__name__}")
     return value
-
-
-def _when(value: Any, what: str) -> datetime | None:
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return from_iso(to_iso(value))
-    if isinstance(value, str):
-        try:
-            return from_iso(value)
-        except ValueError:
-            raise ValueError(f"{what} must be an ISO-8601 time such as 2026-01-31T12:00:00Z, got {value!r}") from None
-    raise TypeError(f"{what} must be a datetime or an ISO-8601 string, got {type(value).__name__}")
 
 
 def _expiry(expires_at: Any, ttl: Any, now: datetime) -> datetime | None:
@@ -297,7 +287,7 @@ def _expiry(expires_at: Any, ttl: Any, now: datetime) -> datetime | None:
         if not seconds > 0 or math.isinf(seconds):
             raise ValueError(f"ttl must be a positive, finite number of seconds, got {ttl!r}")
         return now + timedelta(seconds=seconds)
-    return _when(expires_at, "expires_at")
+    return time_or_none(expires_at, "expires_at")
 
 
 def new_id() -> str:
@@ -333,6 +323,14 @@ class _Prepared:
 # -- the repository -----------------------------------------------------------------------
 
 
+_INSERT = (
+    "INSERT INTO memory_chunks (id, source, text, created_at, kind, namespace, owner_id, tags, category, "
+    "metadata, importance, confidence, pinned, updated_at, expires_at, valid_from, session_id, task_id, "
+    "content_hash, embedding_model, embedded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_WITH_VECTOR = _INSERT.replace("embedded_at)", "embedded_at, embedding)").replace("?)", "?, ?)")
+
+
 class MemoryRepository:
     """SQL for memories. Callers hold the store lock; writes run in ``db.transaction()``."""
 
@@ -366,19 +364,21 @@ class MemoryRepository:
                     category=_optional_text(item.category, "category"),
                     source=_optional_text(item.source, "source") or "agent",
                     metadata_json=_metadata(item.metadata),
-                    importance=_unit(item.importance, "importance"),
-                    confidence=_unit(item.confidence, "confidence"),
+                    importance=unit_or_none(item.importance, "importance"),
+                    confidence=unit_or_none(item.confidence, "confidence"),
                     pinned=bool(item.pinned),
                     session_id=_optional_text(item.session_id, "session_id"),
                     task_id=_optional_text(item.task_id, "task_id"),
                     owner_id=_optional_text(item.owner_id, "owner_id"),
                     expires_at=_expiry(item.expires_at, item.ttl, now),
-                    created_at=_when(item.created_at, "created_at"),
+                    created_at=time_or_none(item.created_at, "created_at"),
                     vector=None,
                     embedding_text=embedding_text,
-                    hash=content_hash(embedding_text),
+                    hash="",  # filled in below, for the whole batch at once
                 )
             )
+        for item_hash, item in zip(content_hashes([p.embedding_text for p in prepared]), prepared, strict=True):
+            item.hash = item_hash
         given = [i for i, item in enumerate(items) if item.vector is not None]
         if given:
             matrix = as_matrix([items[i].vector for i in given], self.embedder.dims, count=len(given), what="vector")
@@ -490,21 +490,43 @@ class MemoryRepository:
         return AddResult(memory_id, "created")
 
     def write_many(self, items: list[_Prepared]) -> list[AddResult]:
-        """Bulk insert without dedup (caller-given ids still upsert)."""
+        """Bulk insert without dedup: one statement batch for the new rows (caller-given ids still upsert)."""
         now = self.clock.now()
+        now_iso = to_iso(now)
+        given = [item.id for item in items if item.id is not None]
+        taken = {m.id for m in self.get_many(given)} if given else set()
         results: list[AddResult] = []
-        fresh: list[tuple[int, np.ndarray, RowState]] = []
+        pending: list[tuple[str, _Prepared]] = []
+
+        def flush() -> None:
+            if not pending:
+                return
+            self.db.executemany(self._insert_sql, [self._row(memory_id, item, now_iso) for memory_id, item in pending])
+            if not self.vectors.inline:
+                rowids = self._rowids([memory_id for memory_id, _ in pending])
+                self.vectors.put_many(
+                    [(rowids[memory_id], item.vector, self._state(item, now)) for memory_id, item in pending])
+            pending.clear()
+
         for item in items:
-            if item.id is not None and self.get_row(item.id) is not None:
+            if item.id is not None and item.id in taken:  # an upsert, or the same id twice in one batch
+                flush()
                 results.append(self.write(item, dedup=False))
                 continue
             memory_id = item.id or new_id()
-            rowid = self._insert(memory_id, item, now)
-            fresh.append((rowid, item.vector, self._state(item, now)))
+            taken.add(memory_id)
+            pending.append((memory_id, item))
             results.append(AddResult(memory_id, "created"))
-        if fresh and not self.vectors.inline:
-            self.vectors.put_many(fresh)
+        flush()
         return results
+
+    def _rowids(self, ids: Sequence[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            out.update(self.db.query(
+                f"SELECT id, chunk_rowid FROM memory_chunks WHERE id IN ({', '.join('?' for _ in part)})", part))
+        return out
 
     def find_duplicate(self, item: _Prepared) -> Memory | None:
         """A live fact in the same namespace with the same text, or cosine above the dedup threshold."""
@@ -555,25 +577,22 @@ class MemoryRepository:
         return rowid
 
     def _insert(self, memory_id: str, item: _Prepared, now: datetime) -> int:
-        created = item.created_at or now
-        columns = [
-            "id", "source", "text", "created_at", "kind", "namespace", "owner_id", "tags", "category", "metadata",
-            "importance", "confidence", "pinned", "updated_at", "expires_at", "valid_from", "session_id", "task_id",
-            "content_hash", "embedding_model", "embedded_at",
-        ]
-        values: list[Any] = [
-            memory_id, item.source, item.text, to_iso(created), item.kind, item.namespace, item.owner_id,
-            json.dumps(item.tags, ensure_ascii=False), item.category, item.metadata_json, item.importance,
-            item.confidence, int(item.pinned), to_iso(now), to_iso(item.expires_at), to_iso(created),
-            item.session_id, item.task_id, item.hash, self.embedder.name, to_iso(now),
-        ]
-        if self.vectors.inline:  # PostgreSQL: the vector is a column of the row
-            columns.append("embedding")
-            values.append(item.vector)
-        cursor = self.db.execute(
-            f"INSERT INTO memory_chunks ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})", values
-        )
+        cursor = self.db.execute(self._insert_sql, self._row(memory_id, item, to_iso(now)))
         return int(cursor.lastrowid)
+
+    @property
+    def _insert_sql(self) -> str:
+        return _INSERT_WITH_VECTOR if self.vectors.inline else _INSERT
+
+    def _row(self, memory_id: str, item: _Prepared, now_iso: str | None) -> tuple[Any, ...]:
+        created = to_iso(item.created_at) if item.created_at is not None else now_iso
+        row = (
+            memory_id, item.source, item.text, created, item.kind, item.namespace, item.owner_id,
+            json.dumps(item.tags, ensure_ascii=False), item.category, item.metadata_json, item.importance,
+            item.confidence, int(item.pinned), now_iso, to_iso(item.expires_at), created,
+            item.session_id, item.task_id, item.hash, self.embedder.name, now_iso,
+        )
+        return (*row, item.vector) if self.vectors.inline else row  # PostgreSQL: the vector is a column
 
     def _replace(self, existing: Memory, item: _Prepared, now: datetime) -> None:
         """Upsert of a caller-given id: new content, kept feedback and access history."""
@@ -628,16 +647,16 @@ class MemoryRepository:
             params.append(_optional_text(category, "category"))
         if importance is not ...:
             sets.append("importance = ?")
-            params.append(_unit(importance, "importance"))
+            params.append(unit_or_none(importance, "importance"))
         if confidence is not ...:
             sets.append("confidence = ?")
-            params.append(_unit(confidence, "confidence"))
+            params.append(unit_or_none(confidence, "confidence"))
         if pinned is not None:
             sets.append("pinned = ?")
             params.append(int(bool(pinned)))
         if expires_at is not ...:
             sets.append("expires_at = ?")
-            params.append(to_iso(_when(expires_at, "expires_at")))
+            params.append(to_iso(time_or_none(expires_at, "expires_at")))
         new_vector: np.ndarray | None = None
         new_hash = memory.content_hash
         if text is not None or vector is not None or embedding_text is not None:
@@ -656,7 +675,7 @@ class MemoryRepository:
                 params += [new_hash, self.embedder.name, to_iso(now)]
         self.db.execute(f"UPDATE memory_chunks SET {', '.join(sets)} WHERE chunk_rowid = ?", (*params, memory.rowid))
         if new_vector is not None:
-            expiry = to_iso(_when(expires_at, "expires_at")) if expires_at is not ... else to_iso(memory.expires_at)
+            expiry = to_iso(time_or_none(expires_at, "expires_at")) if expires_at is not ... else to_iso(memory.expires_at)
             state = RowState(memory.namespace, memory.kind, epoch_of(expiry), memory.valid_to is None,
                              stamp_of(to_iso(now), new_hash))
             self.vectors.put(memory.rowid, new_vector, state, replace=True)
@@ -742,9 +761,9 @@ def scope_for(
     if source is not None:
         conditions.append(Condition("@source", "$in", [source] if isinstance(source, str) else list(source)))
     if since is not None:
-        conditions.append(Condition("@created_at", "$gte", to_iso(_when(since, "since"))))
+        conditions.append(Condition("@created_at", "$gte", to_iso(time_or_none(since, "since"))))
     if until is not None:
-        conditions.append(Condition("@created_at", "$lt", to_iso(_when(until, "until"))))
+        conditions.append(Condition("@created_at", "$lt", to_iso(time_or_none(until, "until"))))
     combined: Filter | None
     if not conditions:
         combined = None

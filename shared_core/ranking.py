@@ -200,14 +200,19 @@ def memory_value_score(
 # -- fusion of the keyword and vector sides ---------------------------------------------------
 
 
-def normalise_bm25(scores: Mapping[int, float]) -> dict[int, float]:
-    """BM25 relative to the best keyword match of this query: the best is 1.0."""
+def normalise_bm25(scores: Mapping[int, float], full_match: float = 0.0) -> dict[int, float]:
+    """BM25 on a 0..1 scale: relative to the larger of a full match's BM25 and the best hit's.
+
+    ``full_match`` is what a row containing every query term once would score (the sum of the
+    terms' idf). A query whose best hit matched only common words then gets small values
+    instead of 1.0; with ``full_match`` 0 this is plain normalisation by the best hit.
+    """
     if not scores:
         return {}
-    best = max(scores.values())
-    if best <= 0:
+    scale = max(max(scores.values()), full_match)
+    if scale <= 0:
         return {key: 0.0 for key in scores}
-    return {key: max(0.0, value) / best for key, value in scores.items()}
+    return {key: max(0.0, value) / scale for key, value in scores.items()}
 
 
 def similarity_excess(similarity: float, floor: float) -> float:
@@ -232,6 +237,7 @@ def fuse(
     vector_weight: float,
     similarity_floor: float,
     rrf_k: int = 60,
+    full_match: float = 0.0,
 ) -> dict[int, FusedScore]:
     """Combine the two sides' scores for every candidate that either side found.
 
@@ -242,7 +248,7 @@ def fuse(
     * ``rrf``: reciprocal rank fusion, sum of 1 / (k + rank) over the sides that found it.
     * ``keyword`` / ``vector``: one side only.
     """
-    keyword = normalise_bm25(bm25)
+    keyword = normalise_bm25(bm25, full_match)
     vector = {key: similarity_excess(value, similarity_floor) for key, value in similarity.items()}
     keys = set(keyword) | set(vector) if method != "keyword" else set(keyword)
     if method == "vector":

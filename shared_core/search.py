@@ -44,6 +44,10 @@ class ScoreParts:
     fusion: str  # the fusion method; "archive" for archive hits, "link" for Hebbian expansion hits
     linked_from: str | None = None  # expansion hits: the hit whose link brought this one in
     link_strength: float | None = None  # expansion hits: that link's strength
+    # BM25 against a full match (a row with every query term once: the sum of their idf, at least
+    # ln(1 + N) / 2): an absolute scale, unlike ``keyword``; near 0 when only common words
+    # matched, about 1 for a row with all the query's terms. For relevance gates.
+    keyword_strength: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -88,6 +92,11 @@ class Hit:
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "text": self.text, "score": self.score, "parts": self.parts.to_dict(),
                 "memory": self.memory.to_dict()}
+
+    def _repr_html_(self) -> str:
+        return (f"<table><caption>hit <code>{html.escape(self.id)}</code>: {html.escape(self.text)}</caption>"
+                f"<tbody><tr><td style='text-align:left'><code>{html.escape(self.explain())}</code></td></tr>"
+                f"</tbody></table>")
 
 
 class SearchResults(list):
@@ -235,7 +244,9 @@ class Searcher:
             missing = [rowid for rowid in bm25 if rowid not in similarity]
             similarity.update(self.vectors.similarities(query_vector, missing))
 
-        fused = fuse(method, bm25, similarity, vector_weight=weight, similarity_floor=floor, rrf_k=cfg.rrf_k)
+        full_match = keyword_query.strength_scale if keyword_query is not None and cfg.keyword_scale == "full_match" else 0.0
+        fused = fuse(method, bm25, similarity, vector_weight=weight, similarity_floor=floor, rrf_k=cfg.rrf_k,
+                     full_match=full_match)
         fused = {rowid: f for rowid, f in fused.items() if f.relevance > 0}
         rows = self.memories.by_rowids(list(fused))
         now = self.clock.now()
@@ -256,6 +267,7 @@ class Searcher:
                 recency=rw,
                 days_since_hit=days,
                 fusion=method,
+                keyword_strength=_strength(bm25.get(rowid, 0.0), keyword_query),
             )
             hits.append(Hit(memory, f.relevance * fw * rw, parts))
         if include_archive and keyword_query is not None:
@@ -289,7 +301,8 @@ class Searcher:
             days = days_between(memory.last_hit_at or memory.created_at, now)
             fw, rw = self._weights(memory, days, rank)
             parts = ScoreParts(bm25=score, keyword=relevance, similarity=None, vector=0.0, relevance=relevance,
-                               feedback=fw, recency=rw, days_since_hit=days, fusion="archive")
+                               feedback=fw, recency=rw, days_since_hit=days, fusion="archive",
+                               keyword_strength=_strength(score, keyword_query))
             hits.append(Hit(memory, relevance * fw * rw, parts))
         return hits
 
@@ -312,3 +325,9 @@ class Searcher:
 
 def _ts(when: datetime | None) -> float:
     return when.timestamp() if when else 0.0
+
+
+def _strength(bm25: float, query: Any) -> float:
+    """BM25 over the query's strength scale (0 when nothing matched or the query has no terms)."""
+    scale = query.strength_scale if query is not None else 0.0
+    return bm25 / scale if bm25 > 0 and scale > 0 else 0.0

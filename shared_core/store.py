@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import html
 import logging
 import os
 import shutil
@@ -114,7 +115,7 @@ class StoreStats:
     by_namespace: dict[str, int] = field(default_factory=dict)
 
     def _repr_html_(self) -> str:
-        rows = "".join(f"<tr><th style='text-align:left'>{k}</th><td style='text-align:left'>{v}</td></tr>"
+        rows = "".join(f"<tr><th style='text-align:left'>{k}</th><td style='text-align:left'>{html.escape(str(v))}</td></tr>"
                        for k, v in self.__dict__.items())
         return f"<table>{rows}</table>"
 

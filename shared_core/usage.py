@@ -36,13 +36,13 @@ from zoneinfo import ZoneInfo
 
 from .clock import from_iso, to_iso
 from .errors import NotFoundError
-from .memories import DEFAULT_NAMESPACE, check_namespace, new_id
+from .memories import COLUMNS, DEFAULT_NAMESPACE, Memory, check_namespace, new_id
 from .ranking import combination_confidence, recurrence_confidence
 
 if TYPE_CHECKING:
     from .store import MemoryStore
 
-__all__ = ["Usage", "UsageEvent", "UsagePattern", "MiningReport", "PATTERN_STATUSES"]
+__all__ = ["Usage", "UsageEvent", "UsagePattern", "UsageSummary", "MiningReport", "PATTERN_STATUSES"]
 
 PATTERN_STATUSES = ("detected", "proposed", "dismissed", "lapsed")
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
@@ -94,6 +94,33 @@ class MiningReport:
     changed: int = 0
     lapsed: int = 0
     proposed: list[str] = field(default_factory=list)  # SKILL.md paths written
+
+
+@dataclass(frozen=True)
+class UsageSummary:
+    """Seed 003's usage analytics for one namespace: how often what is remembered gets used.
+
+    ``accesses`` sums every memory's ``access_count`` (returned by a search or a lookup, seed
+    003); ``reinforced``/``demoted`` count memories whose feedback score is above/below zero
+    (seed 002); ``events`` are the seed-000 usage events by type.
+    """
+
+    namespace: str
+    memories: int
+    by_kind: dict[str, int]
+    accesses: int
+    accessed: int  # memories returned at least once
+    reinforced: int
+    demoted: int
+    most_accessed: list[Memory]
+    events: int
+    events_by_type: dict[str, int]
+    patterns: int
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.__dict__.items() if k != "most_accessed"}
+        out["most_accessed"] = [m.to_dict() for m in self.most_accessed]
+        return out
 
 
 class Usage:
@@ -186,6 +213,32 @@ class Usage:
                 raise NotFoundError(f"no usage pattern with id {pattern_id!r}")
             row = db.query(f"SELECT {_PATTERN_COLUMNS} FROM usage_patterns WHERE id = ?", (pattern_id,))
         return _pattern(row[0])
+
+    def summary(self, *, namespace: str = DEFAULT_NAMESPACE, top: int = 10) -> UsageSummary:
+        """Access frequency and feedback of the namespace's memories, and its usage events (seed 003)."""
+        check_namespace(namespace)
+        if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+            raise ValueError(f"top must be a whole number >= 0, got {top!r}")
+        db = self.store.db
+        with db.lock:
+            by_kind = {k: int(n) for k, n in db.query(
+                "SELECT kind, count(*) FROM memory_chunks WHERE namespace = ? GROUP BY kind ORDER BY kind", (namespace,))}
+            accesses, accessed, reinforced, demoted = db.query(
+                "SELECT coalesce(sum(access_count), 0), coalesce(sum(access_count > 0), 0), coalesce(sum(score > 0), 0), "
+                "coalesce(sum(score < 0), 0) FROM memory_chunks WHERE namespace = ?", (namespace,))[0]
+            top_rows = db.query(
+                f"SELECT {', '.join(COLUMNS)} FROM memory_chunks WHERE namespace = ? AND access_count > 0 "
+                "ORDER BY access_count DESC, last_access_at DESC, chunk_rowid LIMIT ?", (namespace, top))
+            by_type = {t: int(n) for t, n in db.query(
+                "SELECT event_type, count(*) FROM usage_events WHERE namespace = ? GROUP BY event_type "
+                "ORDER BY event_type", (namespace,))}
+            patterns = int(db.scalar("SELECT count(*) FROM usage_patterns WHERE namespace = ?", (namespace,)) or 0)
+        return UsageSummary(
+            namespace=namespace, memories=sum(by_kind.values()), by_kind=by_kind, accesses=int(accesses),
+            accessed=int(accessed), reinforced=int(reinforced), demoted=int(demoted),
+            most_accessed=[Memory.from_row(r) for r in top_rows], events=sum(by_type.values()),
+            events_by_type=by_type, patterns=patterns,
+        )
 
     # -- mining -------------------------------------------------------------------------------
 

@@ -203,8 +203,10 @@ def _line(section: str, text: str, **kw: Any) -> AddendumItem:
 
 
 def build_addendum(manager: MemoryManager, conversation_id: str | None, query: str | None,
-                   token_budget: int | None, *, namespace: str | None = None) -> ContextAddendum:
-    """See the module docs."""
+                   token_budget: int | None, *, namespace: str | None = None,
+                   include_summary: bool = True) -> ContextAddendum:
+    """See the module docs. ``include_summary=False`` leaves out the conversation's summary (for callers
+    whose messages already carry it as a ``[Compacted history]`` message)."""
     store = manager.store
     cfg = store.config.context
     if token_budget is None:
@@ -235,7 +237,7 @@ def build_addendum(manager: MemoryManager, conversation_id: str | None, query: s
         for file in space.system_files():
             for line in file.text.splitlines():
                 candidates["system_files"].append(_line("system_files", line, group=f"## {file.name}"))
-    summary = _working_summary(manager, session, conversation_id, ns)
+    summary = _working_summary(manager, session, conversation_id, ns) if include_summary else None
     if summary is not None:
         text, summary_id = summary
         for line in text.splitlines():

@@ -413,9 +413,14 @@ class MemoryManager:
         return out[:limit]
 
     def build_context(self, conversation_id: str | None, query: str | None = None, token_budget: int | None = None,
-                      *, namespace: str | None = None) -> ContextAddendum:
-        """The prompt addendum for a conversation, within ``token_budget`` (see :mod:`.addendum`)."""
-        return build_addendum(self, conversation_id, query, token_budget, namespace=namespace)
+                      *, namespace: str | None = None, include_summary: bool = True) -> ContextAddendum:
+        """The prompt addendum for a conversation, within ``token_budget`` (see :mod:`.addendum`).
+
+        ``include_summary=False``: leave out the conversation's own summary, when the messages sent
+        with the prompt already hold it (a ``[Compacted history]`` message kept in the message list).
+        """
+        return build_addendum(self, conversation_id, query, token_budget, namespace=namespace,
+                              include_summary=include_summary)
 
     # -- internals --------------------------------------------------------------------------------
 

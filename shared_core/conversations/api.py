@@ -32,6 +32,7 @@ from ..errors import ConfigError, NotFoundError, StorageError
 from ..index.sanitize import query_terms
 from ..memories import DEFAULT_NAMESPACE, Memory, NewMemory, check_namespace
 from ..tokens import count_tokens
+from ..validation import time_or_none, unit_or_none
 from .embedding_doc import build_embedding_document
 from .records import (
     MemorySummary,
@@ -47,8 +48,6 @@ from .records import (
     new_message_id,
     normalise_attachments,
     optional_text,
-    unit_or_none,
-    when,
 )
 from .repository import MessageRepository
 from .transcripts import TranscriptDir, transcript_line, transcript_name
@@ -456,7 +455,7 @@ class Conversations:
                 metadata=json_object(item.metadata, "metadata"), attachments=attachments,
                 platform=optional_text(item.platform, "platform"), channel=optional_text(item.channel, "channel"),
                 person=optional_text(item.person, "person"), bot_id=optional_text(item.bot_id, "bot_id"),
-                sent_at=when(item.sent_at, "sent_at") or now, stored_at=now, tier="short",
+                sent_at=time_or_none(item.sent_at, "sent_at") or now, stored_at=now, tier="short",
                 importance=unit_or_none(item.importance, "importance"), pinned=bool(item.pinned),
                 active=item.active,
             )
@@ -607,6 +606,13 @@ class Conversations:
             return self._repo.session_messages(session.id, after_seq=after_seq, limit=limit, last=last,
                                                offset=offset, active=_state(active))
 
+    def stored_ids(self, message_ids: Iterable[str]) -> set[str]:
+        """Which of these message ids are stored (in any session): what an adapter that appends a
+        growing list (a LangGraph thread) checks before embedding, so it appends only what is new."""
+        wanted = [_message_id(m) for m in ([message_ids] if isinstance(message_ids, str) else message_ids)]
+        with self._db.lock:
+            return set(self._repo.messages_by_ids(wanted)) if wanted else set()
+
     def count(self, session_id: str, *, namespace: str | None = None, active: bool | None = None) -> int:
         """How many messages a session holds (0 for an unknown session); ``active`` as in :meth:`messages`."""
         with self._db.lock:
@@ -690,6 +696,29 @@ class Conversations:
             for message in oldest:
                 message.active = False
             return oldest
+
+    def deactivate(self, session_id: str, message_ids: Iterable[str], *, namespace: str | None = None) -> list[Message]:
+        """Move these messages of the session out of its active window; return the ones moved.
+
+        Like :meth:`deactivate_oldest`, for a caller that chose the messages itself (a context
+        manager that keeps the leading system prompt and compacts what follows it). Ids of
+        other sessions, unknown ids and messages already inactive are passed over.
+        """
+        wanted = [_message_id(m) for m in ([message_ids] if isinstance(message_ids, str) else message_ids)]
+        with self._db.lock:
+            with self._db.transaction():
+                session = self._repo.session(_session_id(session_id))
+                if session is None or (namespace is not None and session.namespace != namespace) or not wanted:
+                    return []
+                found = self._repo.messages_by_ids(wanted)
+                chosen = sorted((m for m in found.values() if m.session_id == session.id and m.active),
+                                key=lambda m: m.seq)
+                self._repo.set_active([m.id for m in chosen], False)
+                if chosen:
+                    self._repo.update_session(session.id, updated_at=self._store.clock.now())
+            for message in chosen:
+                message.active = False
+            return chosen
 
     def delete_oldest(self, session_id: str, n: int, *, namespace: str | None = None,
                       active: bool | None = None) -> list[Message]:
@@ -865,7 +894,7 @@ class Conversations:
             if include_summaries and len(results) < minimum:
                 terms = query_terms(query)
                 summaries = self._repo.summaries(
-                    namespace, since=when(since, "since"), until=when(until, "until"), terms=terms,
+                    namespace, since=time_or_none(since, "since"), until=time_or_none(until, "until"), terms=terms,
                     session_id=_session_id(session_id) if session_id is not None else None, limit=limit,
                 ) if terms else []
                 if summaries:

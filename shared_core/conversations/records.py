@@ -8,14 +8,13 @@ its ``memoryStage``, ``pinned`` its ``isPinned``, ``namespace`` its ``userId``).
 from __future__ import annotations
 
 import json
-import math
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..clock import from_iso, to_iso
+from ..clock import to_iso
 
 __all__ = ["Session", "Message", "NewMessage", "MemorySummary", "WorkingSummary", "TIERS", "new_message_id"]
 
@@ -284,27 +283,6 @@ def json_list(value: Any, what: str) -> list[Any]:
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple)):
         raise TypeError(f"{what} must be a list, got {type(value).__name__}")
     return _json_copy(list(value), what)
-
-
-def unit_or_none(value: Any, what: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise ValueError(f"{what} must be a number between 0 and 1, got {value!r}")
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{what} must be between 0 and 1, got {value}")
-    return float(value)
-
-
-def when(value: Any, what: str) -> datetime | None:
-    if value is None:
-        return None
-    if isinstance(value, (datetime, str)):
-        try:
-            return from_iso(to_iso(value) if isinstance(value, datetime) else value)
-        except ValueError:
-            raise ValueError(f"{what} must be an ISO-8601 time such as 2026-01-31T12:00:00Z, got {value!r}") from None
-    raise TypeError(f"{what} must be a datetime or an ISO-8601 string, got {type(value).__name__}")
 
 
 def _jsonable(data: dict[str, Any]) -> dict[str, Any]:

@@ -114,15 +114,6 @@ def apply_migrations(conn: Any, *, dims: int, now_iso: str, path: str) -> list[i
             f"{path} was written by a newer openkoi-memory (schema version {current}; this version "
             f"knows up to {newest}); upgrade with: pip install -U openkoi-memory"
         )
-    if current == 0:
-        clash = conn.execute(
-            "SELECT name FROM sqlite_master WHERE name IN ('memory_chunks', 'learnings', 'tasks')"
-        ).fetchone()
-        if clash:
-            raise SchemaError(
-                f"{path} already has a table named {clash[0]!r} that openkoi-memory did not create; "
-                "use a different file"
-            )
     applied = []
     done = applied_versions(conn)
     for migration in available_migrations():
@@ -130,9 +121,12 @@ def apply_migrations(conn: Any, *, dims: int, now_iso: str, path: str) -> list[i
             continue
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if migration.version in applied_versions(conn):  # another process got here first
+            present = applied_versions(conn)  # read under the write lock: other processes may be opening it too
+            if migration.version in present:  # another process got here first
                 conn.execute("COMMIT")
                 continue
+            if not present:
+                _refuse_foreign_tables(conn, path)
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS _migrations ("
                 "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
@@ -149,3 +143,14 @@ def apply_migrations(conn: Any, *, dims: int, now_iso: str, path: str) -> list[i
             raise
         applied.append(migration.version)
     return applied
+
+
+def _refuse_foreign_tables(conn: Any, path: str) -> None:
+    """A file without our ``_migrations`` but with tables of our names belongs to something else."""
+    clash = conn.execute(
+        "SELECT name FROM sqlite_master WHERE name IN ('memory_chunks', 'learnings', 'tasks')"
+    ).fetchone()
+    if clash:
+        raise SchemaError(
+            f"{path} already has a table named {clash[0]!r} that openkoi-memory did not create; use a different file"
+        )

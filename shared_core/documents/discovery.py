@@ -9,10 +9,12 @@ of types no loader reads; iWork folder bundles (``Report.pages/``) count as file
 from __future__ import annotations
 
 import fnmatch
+import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .loaders import IWORK_EXTENSIONS, SUPPORTED_EXTENSIONS
 
@@ -108,3 +110,58 @@ def _walk(root: Path, recursive: bool) -> Iterable[tuple[Path, str]]:
                 continue
             path = base / name
             yield path, path.relative_to(root).as_posix()
+
+
+class DocumentWalk:
+    """Every readable document under ``paths``, loaded file by file the way ``ingest`` finds them.
+
+    Iterate it for :class:`~shared_core.documents.LoadedDocument` objects. A file that cannot be
+    read (and a path that does not exist) is logged and recorded in :attr:`failed` as an
+    :class:`~shared_core.documents.IngestFailure` while the walk goes on, unless
+    ``raise_on_error`` (then its :class:`~shared_core.documents.DocumentError` is raised); files a
+    folder walk passed over are in :attr:`skipped`. The framework readers and loaders wrap this.
+    """
+
+    def __init__(
+        self,
+        paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+        *,
+        recursive: bool = True,
+        include: str | Sequence[str] | None = None,
+        exclude: str | Sequence[str] | None = None,
+        limits: Any = None,
+        raise_on_error: bool = False,
+    ) -> None:
+        self.paths = paths
+        self.recursive = recursive
+        self.include = include
+        self.exclude = exclude
+        self.limits = limits
+        self.raise_on_error = raise_on_error
+        self.failed: list[Any] = []
+        self.skipped: list[tuple[str, str]] = []
+
+    def __iter__(self) -> Iterator[Any]:
+        from .errors import DocumentError
+        from .loaders import load_document
+        from .report import IngestFailure  # imported here: report.py imports this module
+
+        found = discover(self.paths, recursive=self.recursive, include=self.include, exclude=self.exclude)
+        self.skipped.extend(found.skipped)
+
+        def fail(error: DocumentError) -> None:
+            if self.raise_on_error:
+                raise error
+            failure = IngestFailure(str(error.path), error.reason, error.message)
+            logging.getLogger("openkoi.documents").warning("skipped %s", failure)
+            self.failed.append(failure)
+
+        for missing in found.missing:
+            fail(DocumentError("unreadable", "does not exist", path=missing))
+        for path in found.files:
+            try:
+                loaded = load_document(path, limits=self.limits)
+            except DocumentError as exc:
+                fail(exc)
+                continue
+            yield loaded

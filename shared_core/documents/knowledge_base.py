@@ -43,7 +43,7 @@ from .safety import Limits
 if TYPE_CHECKING:
     from ..store import MemoryStore
 
-__all__ = ["KnowledgeBase", "KnowledgeHit", "Progress"]
+__all__ = ["KnowledgeBase", "KnowledgeHit", "Progress", "document_metadata", "chunk_metadata"]
 
 Progress = Callable[[int, int, str], None]  # (files done, files in total, the file just done)
 
@@ -244,7 +244,7 @@ class KnowledgeBase:
                     id=existing.id if existing else new_id(), namespace=namespace, file_name=loaded.file_name,
                     content_type=loaded.mime_type, size_bytes=loaded.size_bytes, total_chunks=len(item.chunks),
                     blob_path=item.blob_path, uploaded_at=existing.uploaded_at if existing else now, updated_at=now,
-                    metadata={"format": loaded.format, **loaded.metadata}, content_hash=item.content_hash,
+                    metadata=document_metadata(loaded), content_hash=item.content_hash,
                     chunker=chunker.signature,
                 )
                 if existing is not None:
@@ -389,11 +389,28 @@ class KnowledgeBase:
         return True
 
 
-def _chunk_metadata(document: Document, chunk: Chunk) -> dict[str, Any]:
-    out = {"document_id": document.id, "file_name": document.file_name, **chunk.metadata}
-    if document.metadata.get("title"):
-        out["title"] = document.metadata["title"]
+def document_metadata(loaded: LoadedDocument) -> dict[str, Any]:
+    """What a document's record keeps as its metadata: the format, then what the loader found."""
+    return {"format": loaded.format, **loaded.metadata}
+
+
+def chunk_metadata(chunk: Chunk, *, file_name: str, title: str | None = None,
+                   document_id: str | None = None) -> dict[str, Any]:
+    """A chunk's index metadata: its document and file, index, offsets and location, the title.
+
+    The same for the knowledge base and for loaders that hand chunks to a framework
+    (``document_id`` is left out when the chunk is not stored as part of a document).
+    """
+    out: dict[str, Any] = {"document_id": document_id} if document_id is not None else {}
+    out.update({"file_name": file_name, **chunk.metadata})
+    if title:
+        out["title"] = title
     return out
+
+
+def _chunk_metadata(document: Document, chunk: Chunk) -> dict[str, Any]:
+    return chunk_metadata(chunk, file_name=document.file_name, title=document.metadata.get("title"),
+                          document_id=document.id)
 
 
 def _knowledge_hit(hit: Hit, share: float) -> KnowledgeHit:

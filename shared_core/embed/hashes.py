@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["fnv1a_64", "content_hash", "EMBEDDING_TEXT_VERSION"]
+__all__ = ["fnv1a_64", "fnv1a_64_many", "content_hash", "content_hashes", "EMBEDDING_TEXT_VERSION"]
 
 EMBEDDING_TEXT_VERSION = "memory-record-embedding-text-v1:"
 
@@ -26,6 +26,34 @@ def fnv1a_64(data: bytes | str) -> int:
         value ^= byte
         value = (value * _FNV_PRIME) & _MASK
     return value
+
+
+def fnv1a_64_many(items: list[bytes]) -> list[int]:
+    """``fnv1a_64`` of many byte strings at once: one numpy step per byte position, across all items."""
+    import numpy as np
+
+    if not items:
+        return []
+    lengths = np.fromiter((len(b) for b in items), dtype=np.int64, count=len(items))
+    width = int(lengths.max())
+    padded = np.zeros((len(items), max(width, 1)), dtype=np.uint8)
+    for row, data in enumerate(items):
+        padded[row, : len(data)] = np.frombuffer(data, dtype=np.uint8)
+    value = np.full(len(items), _FNV_OFFSET, dtype=np.uint64)
+    prime = np.uint64(_FNV_PRIME)
+    for column in range(width):
+        live = lengths > column  # items shorter than this column are finished
+        mixed = (value ^ padded[:, column].astype(np.uint64)) * prime  # uint64 arithmetic wraps, as FNV wants
+        value = np.where(live, mixed, value)
+    return [int(v) for v in value]
+
+
+def content_hashes(embedding_texts: list[str]) -> list[str]:
+    """``content_hash`` of many texts, vectorised (bulk loads hash thousands at once)."""
+    if len(embedding_texts) < 16:  # numpy's per-call overhead outweighs the loop for a few texts
+        return [content_hash(text) for text in embedding_texts]
+    prefix = EMBEDDING_TEXT_VERSION
+    return [f"{v:016x}" for v in fnv1a_64_many([(prefix + t).encode("utf-8") for t in embedding_texts])]
 
 
 def content_hash(embedding_text: str) -> str:

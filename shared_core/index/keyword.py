@@ -11,6 +11,7 @@ tokenizer), so the lookup always matches what the index stored.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,17 +27,30 @@ TOKENIZER = "porter unicode61 remove_diacritics 2"  # must match migration 0002'
 
 @dataclass(frozen=True)
 class KeywordQuery:
-    """A sanitised query: the words asked for, those used, and the match expression.
+    """A sanitised query: the words asked for, those used, the match expression, and ``full_match``.
 
     ``fts`` is in the database's own syntax: an FTS5 expression on SQLite, a ``to_tsquery``
-    text on PostgreSQL (:mod:`.keyword_pg`).
+    text on PostgreSQL (:mod:`.keyword_pg`). ``full_match`` is the BM25 a row would get for
+    containing every used term once at average length: the sum of the terms' idf,
+    ``ln((N - n + 0.5) / (n + 0.5))`` as FTS5 computes it. Dividing by it puts BM25 on an
+    absolute scale: a row that matched only "the" scores near 0 even when it is the best the
+    query found.
     """
 
     terms: tuple[str, ...]
     used: tuple[str, ...]
     fts: str
+    full_match: float = 0.0
+    rows: int = 0  # N, the number of indexed rows the idf values were computed with
     idf: tuple[float, ...] = ()  # PostgreSQL: each used term's inverse document frequency (FTS5 has its own)
     parts: tuple[str, ...] = ()  # PostgreSQL: each used term as a tsquery
+
+    @property
+    def strength_scale(self) -> float:
+        """What ``keyword_strength`` divides BM25 by: the full match, but at least half the idf of a
+        term found in one row (``ln(1 + N) / 2``), so a query of only ubiquitous words (whose idf
+        FTS5 clamps to 1e-6) cannot look like a strong match."""
+        return max(self.full_match, math.log1p(self.rows) / 2)
 
 
 def keyword_index_for(db: Any, config: SearchConfig | None = None) -> Any:
@@ -60,8 +74,13 @@ class KeywordIndex:
 
     def prepare(self, text: str) -> KeywordQuery:
         terms = query_terms(text)
-        used = self._gate(terms) if terms else []
-        return KeywordQuery(tuple(terms), tuple(used), to_fts_query(used))
+        if not terms:
+            return KeywordQuery((), (), "")
+        rows = int(self.db.scalar("SELECT max(chunk_rowid) FROM memory_chunks") or 0)
+        freq = self._document_frequencies(terms)
+        used = self._gate(terms, freq, rows)
+        full = sum(_idf(rows, freq[terms.index(t)]) for t in used if freq[terms.index(t)] > 0)
+        return KeywordQuery(tuple(terms), tuple(used), to_fts_query(used), full, rows)
 
     def search(self, query: KeywordQuery, scope: Scope, limit: int) -> list[tuple[int, float]]:
         """(chunk_rowid, BM25 as a positive number), best first, within ``scope``."""
@@ -115,19 +134,21 @@ class KeywordIndex:
 
     # -- document-frequency gate -------------------------------------------------------------
 
-    def _gate(self, terms: list[str]) -> list[str]:
-        rows = int(self.db.scalar("SELECT max(chunk_rowid) FROM memory_chunks") or 0)
-        limit = max(self.config.df_gate_min_rows, self.config.max_df_ratio * rows)
-        if rows <= limit:  # nothing can be common enough to drop
-            return terms
+    def _document_frequencies(self, terms: list[str]) -> list[int]:
+        """How many rows contain each term (its rarest stem), from FTS5's own vocabulary."""
         stems = self._stems(terms)
         all_stems = sorted({s for group in stems for s in group})
         if not all_stems:
-            return terms
+            return [0] * len(terms)
         marks = ", ".join("?" for _ in all_stems)
         df = dict(self.db.query(f"SELECT term, doc FROM memory_fts_vocab WHERE term IN ({marks})", all_stems))
-        freq = [min((df.get(s, 0) for s in group), default=0) for group in stems]
-        kept = [t for t, f in zip(terms, freq, strict=False) if f <= limit]
+        return [min((df.get(s, 0) for s in group), default=0) for group in stems]
+
+    def _gate(self, terms: list[str], freq: list[int], rows: int) -> list[str]:
+        limit = max(self.config.df_gate_min_rows, self.config.max_df_ratio * rows)
+        if rows <= limit:  # nothing can be common enough to drop
+            return terms
+        kept = [t for t, f in zip(terms, freq, strict=True) if f <= limit]
         if kept:
             return kept
         rarest = sorted(range(len(terms)), key=lambda i: freq[i])[:2]
@@ -160,3 +181,8 @@ class KeywordIndex:
         for doc, term in found:
             groups[int(doc) - 1].append(term)
         return groups
+
+
+def _idf(rows: int, containing: int) -> float:
+    """FTS5's BM25 idf: ``ln((N - n + 0.5) / (n + 0.5))``, at least 1e-6 as FTS5 clamps it."""
+    return max(1e-6, math.log((rows - containing + 0.5) / (containing + 0.5)))

@@ -27,20 +27,18 @@ counted on the GIN index otherwise (a rare word's list is short).
 
 from __future__ import annotations
 
-import math
 import time
 import unicodedata
 from typing import Any
 
 from ..config import SearchConfig
-from .keyword import KeywordQuery
+from .keyword import KeywordQuery, _idf
 from .sanitize import query_terms
 from .scope import Scope
 
 __all__ = ["PgKeywordIndex", "fold"]
 
 TS_CONFIG = "openkoi"  # migration 0001's text search configuration
-_IDF_FLOOR = 1e-6  # FTS5's floor for a word in more than half the rows
 _K1, _B = 1.2, 0.75  # FTS5's BM25 constants
 
 
@@ -80,10 +78,12 @@ class PgKeywordIndex:
         if rows > limit:  # the gate: leave out words too common to matter (their weight is tiny)
             kept = [i for i in used if counts[i] <= limit]
             used = kept or sorted(sorted(used, key=lambda i: counts[i])[:2])
-        idf = tuple(max(_IDF_FLOOR, math.log((rows - counts[i] + 0.5) / (counts[i] + 0.5))) for i in used)
+        idf = tuple(_idf(rows, counts[i]) for i in used)
+        full = sum(weight for i, weight in zip(used, idf, strict=True) if counts[i] > 0)  # as on SQLite
         parts = tuple(queries[i] for i in used)
         combined = " | ".join(f"({q})" for q in parts)
-        return KeywordQuery(tuple(terms), tuple(terms[i] for i in used), combined, idf, parts)
+        return KeywordQuery(tuple(terms), tuple(terms[i] for i in used), combined, full_match=full, rows=rows,
+                            idf=idf, parts=parts)
 
     def _rows(self) -> int:
         """N for the idf: the planner's count on a big table, an exact one on a small table."""

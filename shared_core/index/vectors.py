@@ -37,6 +37,16 @@ from .scope import Scope
 __all__ = ["VectorIndex", "RowState", "epoch_of", "stamp_of", "vector_index_for"]
 
 _BATCH = 500  # rowids per IN (...) list
+
+
+def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """Row-by-vector products with numpy's own single-threaded loop, not BLAS.
+
+    A matrix-vector product is memory-bound, so threads gain little, and a multi-threaded
+    BLAS waits for its slowest thread: on a busy 2-core machine a 10k x 384 product took
+    11.5 ms through BLAS and 0.6 ms through einsum.
+    """
+    return np.einsum("ij,j->i", matrix, vector)
 _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
 
@@ -323,9 +333,9 @@ class VectorIndex:
             return []
         if slots.size <= max(self.config.exact_scan_rows, k):
             if slots.size * 2 > mirror.size:
-                sims = (mirror.vectors[: mirror.size] @ query)[slots]
+                sims = _dot(mirror.vectors[: mirror.size], query)[slots]
             else:
-                sims = mirror.vectors[slots] @ query
+                sims = _dot(mirror.vectors[slots], query)
             candidates = slots
         else:
             query_code = np.packbits(query > 0)
@@ -333,7 +343,7 @@ class VectorIndex:
             pool = min(slots.size, max(self.config.rerank_pool, 20 * k))
             nearest = np.argpartition(distances, pool - 1)[:pool]
             candidates = slots[nearest]
-            sims = mirror.vectors[candidates] @ query
+            sims = _dot(mirror.vectors[candidates], query)
         top = min(k, sims.size)
         best = np.argpartition(-sims, top - 1)[:top]
         best = best[np.argsort(-sims[best], kind="stable")]
@@ -349,7 +359,7 @@ class VectorIndex:
             if not pairs:
                 return {}
             slots = np.fromiter((s for _, s in pairs), dtype=np.int64, count=len(pairs))
-            sims = mirror.vectors[slots] @ query
+            sims = _dot(mirror.vectors[slots], query)
             return {r: float(s) for (r, _), s in zip(pairs, sims, strict=False)}
         out: dict[int, float] = {}
         blob = query.astype(np.float32).tobytes()

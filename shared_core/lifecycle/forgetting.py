@@ -113,7 +113,7 @@ class ForgettingReport:
         return out
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{h}</th>" for h in ("tier", "threshold", "candidates", "groups", "skipped (< min)",
+        head = "".join(f"<th>{h}</th>" for h in ("tier", "threshold", "candidates", "groups", "skipped (&lt; min)",
                                                   "deferred", "promoted", "compressed", "summaries"))
         rows = "".join(
             f"<tr><td>{t.tier} &rarr; {t.next_tier}</td><td>{t.threshold:g}</td><td>{t.candidates}</td>"

@@ -122,6 +122,8 @@ class Maintenance:
         with self._locks.hold(LOCK_KEY, LOCK_TTL_MS) as lock:
             if lock is None:
                 return MaintenanceReport("skipped_locked", now)
+            if if_due and not self.is_due():  # another process ran it between our check and the lock
+                return MaintenanceReport("not_due", now, next_due=self.next_due())
             report = MaintenanceReport("ran", now)
             for name in chosen:
                 report.steps.append(self._step(name, getattr(self, f"_{name}")))

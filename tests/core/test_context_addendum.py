@@ -160,6 +160,10 @@ def test_the_working_summary_is_the_newest_of_compaction_and_working_memory(stor
     assert addendum.working_summary and "Biscuit" in "\n".join(i.text for i in addendum.working_summary)
     assert addendum.working_summary[0].id == store.memory_manager.compactions("thread-1")[0].summary_id
     assert store.memory_manager.build_context("thread-2", "dog", 1000).working_summary == []
+    # a caller whose messages already carry the [Compacted history] message leaves it out
+    without = store.memory_manager.build_context("thread-1", "dog", 1000, include_summary=False)
+    assert without.working_summary == [] and "Summary of this conversation" not in without.render()
+    assert "Biscuit" in without.render()  # the fact is still recalled
 
 
 def test_a_conversations_namespace_is_used(store):

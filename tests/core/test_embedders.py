@@ -97,3 +97,12 @@ def test_sentence_transformer_embedder_explains_what_is_missing(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", fake_import)
     with pytest.raises(ImportError, match=r"openkoi-memory\[sentence-transformers\]"):
         SentenceTransformerEmbedder()
+
+
+def test_batch_hashes_equal_single_hashes():
+    from shared_core.embed.hashes import content_hashes, fnv1a_64_many
+
+    texts = ["", "a", "Grüße aus Köln", "東京 " * 50] + [f"text number {i}" for i in range(40)]
+    assert content_hashes(texts) == [content_hash(t) for t in texts]
+    assert content_hashes(texts[:3]) == [content_hash(t) for t in texts[:3]]
+    assert fnv1a_64_many([b"", b"a", b"foobar"]) == [0xCBF29CE484222325, 0xAF63DC4C8601EC8C, 0x85944171F73967E8]

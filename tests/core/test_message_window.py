@@ -55,6 +55,32 @@ def test_deactivate_oldest_keeps_history_transcript_and_index(file_store):
         convs.deactivate_oldest("s", -1)
 
 
+def test_deactivate_named_messages(file_store):
+    convs = file_store.conversations
+    stored = _fill(convs, 5)
+    other = convs.append("t", "user", "another session")
+    moved = convs.deactivate("s", [stored[3].message_id, stored[1].message_id, other.message_id, "no-such-id"])
+    assert _texts(moved) == ["message 1", "message 3"] and not any(m.active for m in moved)  # in session order
+    assert _texts(convs.messages("s", active=True)) == ["message 0", "message 2", "message 4"]
+    assert convs.messages("t")[0].active and len(convs.transcript("s")) == 5
+    assert convs.deactivate("s", [stored[1].message_id]) == []  # already out of the window
+    assert convs.deactivate("s", stored[0].message_id)[0].content == "message 0"  # one id as a string
+    assert convs.deactivate("s", [stored[2].message_id], namespace="elsewhere") == []
+    assert convs.deactivate("nope", [stored[2].message_id]) == [] and convs.deactivate("s", []) == []
+    with pytest.raises(ValueError, match="message id"):
+        convs.deactivate("s", [""])
+
+
+def test_stored_ids(store):
+    convs = store.conversations
+    first = convs.append("s", "user", "hello", message_id="lc-1")
+    convs.append("t", "user", "other session", message_id="lc-2")
+    assert convs.stored_ids(["lc-1", "lc-2", "lc-3"]) == {"lc-1", "lc-2"}
+    assert convs.stored_ids("lc-1") == {first.message_id} and convs.stored_ids([]) == set()
+    convs.delete("lc-1")
+    assert convs.stored_ids(["lc-1"]) == set()
+
+
 def test_the_flag_survives_reopening(tmp_path, clock):
     path = tmp_path / "window.db"
     with MemoryStore.open(path, clock=clock, config={}) as store:

@@ -178,3 +178,23 @@ def test_document_frequency_gate_drops_only_common_words(clock):
         assert s.search("what did the team say about zeppelins", fusion="keyword").ids[0] == target
         only_common = s._keyword.prepare("what did the team say")
         assert len(only_common.used) == 2  # the rarest two are kept when all are common
+
+
+def test_keyword_strength_is_absolute(store):
+    for i in range(30):
+        store.add(f"the note number {i} is in the list", dedup=False)
+    target = store.add("the zeppelin landed in the field", dedup=False)
+    (common,) = store.search("the", fusion="keyword", limit=1)
+    assert common.parts.keyword == 1.0 and common.parts.keyword_strength < 0.2  # best hit, but weak
+    (strong,) = store.search("zeppelin field", fusion="keyword", limit=1)
+    assert strong.id == target and strong.parts.keyword_strength > 0.8
+
+
+def test_keyword_scale_option_changes_only_the_fusion_scale(clock):
+    with MemoryStore.open(":memory:", clock=clock, config={"search": {"keyword_scale": "full_match"}}) as s:
+        for i in range(20):
+            s.add(f"the note number {i} is in the list", dedup=False)
+        s.add("the zeppelin landed", dedup=False)
+        hits = s.search("the zeppelin", fusion="keyword", limit=5)
+        assert hits[0].parts.keyword == 1.0  # the full match
+        assert all(h.parts.keyword < 0.2 for h in hits[1:])  # matched only "the": weak on the absolute scale

@@ -5,6 +5,10 @@ import langchain_openkoi
 EXPECTED_ALL = [
     "LangChainEmbedder",
     "OpenKoiAsyncSaver",
+    "OpenKoiChatMessageHistory",
+    "OpenKoiDocumentLoader",
+    "OpenKoiMemory",
+    "OpenKoiMemoryMiddleware",
     "OpenKoiRetriever",
     "OpenKoiSaver",
     "OpenKoiStore",

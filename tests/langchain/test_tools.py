@@ -111,3 +111,48 @@ def test_tools_over_a_langgraph_store_and_formatting(store):
     assert format_hits([]) == ""
     hit = store.search("oolong", namespace="users.alice.")[0]
     assert format_hits([hit]) == f"[id:{mid}] Alice likes oolong (fact; score {hit.score:.3f})"
+
+
+def test_memory_save_also_writes_the_workspace_daily_log(file_store):
+    tools = {t.name: t for t in create_memory_tools(file_store, namespace="user:priya")}
+    saved = tools["memory_save"].invoke({"content": "The user's cat is called Whiskerino"})
+    assert saved.endswith(" in pets")  # categorised by the core on add
+    workspace = file_store.memory_manager.workspace("user:priya")
+    log = workspace.read("memory/2026-01-01.md")
+    assert "- 00:00 [memory_save] The user's cat is called Whiskerino" in log
+    assert file_store.get(_id(saved)).source == "memory_save"
+    # the day's log is indexed with the workspace, so memory_search finds the line there too
+    found = tools["memory_search"].invoke({"query": "Whiskerino", "limit": 10})
+    kinds = {line.split("(")[-1].split(";")[0] for line in found.splitlines()}
+    assert {"fact", "workspace"} <= kinds
+
+
+def test_memory_search_covers_hand_written_workspace_files(file_store):
+    tools = {t.name: t for t in create_memory_tools(file_store, namespace="user:priya", include=["memory_search"])}
+    workspace = file_store.memory_manager.workspace("user:priya")
+    workspace.init()  # the seed's files, from short templates
+    workspace.file("USER.md").write_text("# User\n\nPriya is a night-shift nurse in Lisbon.\n", encoding="utf-8")
+    found = tools["memory_search"].invoke({"query": "night-shift nurse"})
+    best = found.split("\n[id:")[0]  # a workspace chunk keeps its line breaks
+    assert best.startswith("[id:ws_") and "Priya is a night-shift nurse in Lisbon." in best and "(workspace;" in best
+    # another namespace's workspace stays out
+    other = {t.name: t for t in create_memory_tools(file_store, namespace="user:bob", include=["memory_search"])}
+    assert other["memory_search"].invoke({"query": "night-shift nurse"}) == "Nothing matched in memory."
+
+
+def test_memory_search_still_finds_langgraph_store_items(store):
+    graph = OpenKoiStore(store=store)
+    graph.put(("users", "alice"), "tea", {"content": "Alice drinks oolong tea"})
+    tools = {t.name: t for t in create_memory_tools(graph, namespace=("users", "alice"), include=["memory_search"])}
+    assert "oolong" in tools["memory_search"].invoke({"query": "oolong tea"})
+
+
+def test_memory_recall_is_the_core_three_tier_recall(store):
+    tools = {t.name: t for t in create_memory_tools(store, namespace="u", include=["memory_save", "memory_recall"])}
+    for fact in ("The user's cat is called Whiskerino", "The user's dog is called Rex",
+                 "The user works at Acme as a nurse"):
+        tools["memory_save"].invoke({"content": fact})
+    recalled = tools["memory_recall"].invoke({"query": "what is the cat called?"})
+    expected = store.memory_manager.recall_facts("what is the cat called?", namespace="u", limit=5)
+    assert [line.split("]")[0][4:] for line in recalled.splitlines()] == expected.hits.ids
+    assert "Whiskerino" in recalled.splitlines()[0]

@@ -2,38 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 
+from llama_index_openkoi import OpenKoiEmbedding
 from shared_core import HashingEmbedder
 
 __all__ = ["HashEmbedding", "sample_nodes", "source"]
 
 
-class HashEmbedding(BaseEmbedding):
+def HashEmbedding(embed_dim: int = 64) -> OpenKoiEmbedding:  # noqa: N802 - reads like the class it was
     """A LlamaIndex embedding model with real (spelling-level) similarity and no network."""
-
-    embed_dim: int = 64
-    _embedder: Any = PrivateAttr()
-
-    def __init__(self, embed_dim: int = 64, **kwargs: Any) -> None:
-        super().__init__(embed_dim=embed_dim, model_name=f"hash-{embed_dim}", **kwargs)
-        self._embedder = HashingEmbedder(dims=embed_dim)
-
-    def _vector(self, text: str) -> list[float]:
-        return [float(x) for x in self._embedder.embed([text])[0]]
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._vector(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._vector(text)
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._vector(query)
+    return OpenKoiEmbedding(HashingEmbedder(dims=embed_dim))
 
 
 def source(doc_id: str) -> dict:

@@ -12,6 +12,8 @@ EXPECTED = [
     "OpenKoiDBChatStore",
     "OpenKoiMemoryBlock",
     "OpenKoiReader",
+    "OpenKoiEmbedding",
+    "LlamaIndexEmbedder",
     "openkoi_storage_context",
     "to_openkoi_filter",
 ]

@@ -183,3 +183,23 @@ def test_reader_ids_let_a_pipeline_skip_unchanged_files(handbook, tmp_path):
     storage.vector_store.close()
     with MemoryStore.open(tmp_path / "pipeline.db") as raw:  # nodes and dedup hashes in one file
         assert raw.count(kind="node") == len(nodes)
+
+
+def test_embeddings_cross_the_boundary_both_ways(tmp_path):
+    from llama_index.core.embeddings import MockEmbedding
+
+    from llama_index_openkoi import LlamaIndexEmbedder, OpenKoiEmbedding
+    from shared_core import MemoryStore
+
+    local = OpenKoiEmbedding()
+    assert local.dims == 384 and len(local.get_text_embedding("hello")) == 384
+    a, b, c = (local.get_text_embedding(t) for t in ("deploy the server", "deploy the servers", "banana bread"))
+    assert sum(x * y for x, y in zip(a, b, strict=True)) > sum(x * y for x, y in zip(a, c, strict=True))
+
+    wrapped = LlamaIndexEmbedder(MockEmbedding(embed_dim=8))
+    assert wrapped.dims == 8 and wrapped.name == "llama-index/MockEmbedding/unknown"  # its model_name
+    with MemoryStore.open(tmp_path / "m.db", embedder=wrapped) as store:
+        mid = store.add("stored with the LlamaIndex model")
+        assert store.search("stored with the LlamaIndex model").ids == [mid]
+    with pytest.raises(TypeError, match="BaseEmbedding"):
+        LlamaIndexEmbedder(object())  # type: ignore[arg-type]

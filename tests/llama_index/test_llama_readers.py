@@ -122,7 +122,7 @@ def test_limits_apply(tmp_path, store):
 
 
 def test_lazy_loading_reads_one_file_at_a_time(folder, monkeypatch):
-    import llama_index_openkoi.readers as readers
+    import shared_core.documents.loaders as readers  # the walk every reader shares
 
     loaded = []
     original = readers.load_document

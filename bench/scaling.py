@@ -1,0 +1,119 @@
+"""Scaling curve: ingest and search cost from 1k to 1M memories, plotted to docs/scaling.png.
+
+    python bench/scaling.py                                   # 1k, 10k, 100k
+    python bench/scaling.py --sizes 1000000 --append          # the 1M point, added to the last run's
+    python bench/scaling.py --sizes 1000 5000 --plot /tmp/s.png --json /tmp/s.json   # a quick check
+
+Each size is one bench/core.py run (the same corpus, vectors, queries and measurements:
+bulk ingest, single adds, hybrid search, vector search through the mirror and through
+sqlite-vec, and numpy's exact scan as the floor). The rows go to a JSON file
+(``--json``, default bench/results/scaling.json); ``--append`` merges the new sizes into
+it (replacing a size measured before), so the slow 1M point can be its own run. The plot
+is drawn from everything in that file; the Markdown table is printed.
+
+1M needs about 4 GB of RAM (the vectors, and the store's mirror of them, 1.5 GB each),
+about 3 GB of temporary disk for the store file, and, the first time, the hashing
+embedder's time for 1M texts (tens of minutes on 2 cores; cached in bench/.cache after).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+from core import locomo_texts, run, table  # noqa: E402
+from machine import describe as machine  # noqa: E402
+
+DEFAULT_JSON = BENCH / "results" / "scaling.json"
+DEFAULT_PLOT = BENCH.parent / "docs" / "scaling.png"
+SEARCHES = [  # (result key, label) in the order they are drawn
+    ("hybrid", "search() hybrid, default"),
+    ("vector", "vector search (mirror)"),
+    ("sqlite_vec", "vector search (sqlite-vec vec0)"),
+    ("numpy", "numpy exact scan (floor)"),
+]
+
+
+def plot(rows: list[dict], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = sorted(rows, key=lambda r: r["size"])
+    sizes = [r["size"] for r in rows]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    for key, label in SEARCHES:
+        p50 = [r[f"{key}_p50"] for r in rows]
+        p95 = [r[f"{key}_p95"] for r in rows]
+        (line,) = left.plot(sizes, p50, marker="o", label=label)
+        left.fill_between(sizes, p50, p95, color=line.get_color(), alpha=0.12)
+    left.set(xscale="log", yscale="log", xlabel="memories", ylabel="ms per query (p50; band to p95)",
+             title="search, top-10")
+    left.grid(True, which="both", alpha=0.3)
+    left.legend(fontsize=8)
+    right.plot(sizes, [r["ingest_per_s"] for r in rows], marker="o", label="add_many (precomputed vectors)")
+    right.plot(sizes, [r["single_add_per_s"] for r in rows], marker="o",
+               label="add() one at a time (embeds, dedup on)")
+    right.set(xscale="log", yscale="log", xlabel="memories already stored", ylabel="memories per second",
+              title="ingest")
+    right.grid(True, which="both", alpha=0.3)
+    right.legend(fontsize=8)
+    fig.suptitle(title, fontsize=9)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    parser.add_argument("--vectors", default="hashing", choices=["hashing", "random", "minilm"])
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"results file (default {DEFAULT_JSON})")
+    parser.add_argument("--append", action="store_true", help="merge into the results file instead of replacing it")
+    parser.add_argument("--plot", type=Path, default=DEFAULT_PLOT, help=f"PNG to write (default {DEFAULT_PLOT})")
+    args = parser.parse_args(argv)
+    if min(args.sizes) <= 10:
+        parser.error("sizes must be above 10 (top-10 search)")
+
+    previous = json.loads(args.json.read_text()) if args.append and args.json.exists() else {"rows": []}
+    turns, questions = locomo_texts()
+    load_before = os.getloadavg()[0]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="openkoi-scaling-") as tmp:
+        for size in args.sizes:
+            print(f"running {size:,} x {args.vectors} ...", file=sys.stderr)
+            rows.append(run(size, args.vectors, turns, questions, args.queries, Path(tmp)))
+            rows[-1]["load_avg"] = [load_before, os.getloadavg()[0]]
+            print(table(rows[-1:]).splitlines()[-1], file=sys.stderr)
+    measured = {r["size"] for r in rows}
+    merged = sorted([r for r in previous["rows"] if r["size"] not in measured or r["vectors"] != args.vectors]
+                    + rows, key=lambda r: (r["vectors"], r["size"]))
+    command = f"python bench/scaling.py {' '.join(argv if argv is not None else sys.argv[1:])}".strip()
+    runs = [*previous.get("runs", []), {"command": command, "machine": machine(), "sizes": args.sizes}]
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({"runs": runs, "rows": merged}, indent=2))
+
+    drawn = [r for r in merged if r["vectors"] == args.vectors]
+    loads = [x for r in drawn for x in r.get("load_avg", [])]
+    busy = f"; 1-min load average {min(loads):.1f}-{max(loads):.1f}" if loads else ""
+    plot(drawn, args.plot, f"openkoi-memory, {args.vectors} vectors, 384-d; {machine()}{busy}")
+    print(f"machine: {machine()}\n")
+    print(f"load average (1 min) at start: {load_before:.2f}\n")
+    for r in runs:
+        print(f"command: {r['command']}\n")
+    print(table(drawn))
+    print(f"\nplot: {args.plot}\nresults: {args.json}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

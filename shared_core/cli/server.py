@@ -1,0 +1,207 @@
+"""``openkoi-memory serve`` (REST API + MCP over HTTP), ``openkoi-memory mcp`` and ``openkoi-memory token``.
+
+The server modules need the ``server`` extra (mcp, fastapi, uvicorn); they are imported only when
+one of these commands runs, so the rest of the CLI works without it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import sys
+from typing import Any
+
+import click
+
+from ..errors import ConfigError
+from ..memories import DEFAULT_NAMESPACE
+from .support import friendly_errors, open_store
+
+__all__ = ["serve", "mcp", "token"]
+
+
+def _need_server_extra() -> None:
+    try:
+        import fastapi  # noqa: F401
+        import mcp  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise click.ClickException(
+            f"the server needs the 'server' extra ({exc.name} is missing): pip install 'openkoi-memory[server]'"
+        ) from None
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback IP address (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _tokens(path: str | None, no_auth: bool, host: str) -> Any:
+    """The token file (created with a first token if missing), or None for --no-auth on loopback."""
+    from ..server.auth import TokenFile
+
+    if no_auth:
+        if not is_loopback(host):
+            raise click.ClickException(
+                f"refusing to serve {host} without tokens: anyone who can reach it could read and change every "
+                "memory. Drop --no-auth (tokens are created on first run), or bind 127.0.0.1")
+        click.echo("warning: serving without authentication (loopback only)", err=True)
+        return None
+    tokens, created = TokenFile.load_or_create(path or None)
+    if created is not None:
+        click.echo(f"created {tokens.path} (mode 600) with a token for every namespace:\n  {created}\n"
+                   f"send it as: Authorization: Bearer {created}", err=True)
+    if not tokens.entries:
+        if not is_loopback(host):
+            raise click.ClickException(f"{tokens.path} holds no tokens; refusing to serve {host} without one "
+                                       "(add one: openkoi-memory token add NAME)")
+        click.echo(f"warning: {tokens.path} holds no tokens, so every request will be refused", err=True)
+    return tokens
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(stream=sys.stderr, level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+_host = click.option("--host", default=None, help="Address to bind (default server.host: 127.0.0.1).")
+_port = click.option("--port", type=click.IntRange(0, 65535), default=None, help="Port (default server.port: 3415).")
+_tokens_file = click.option("--tokens-file", type=click.Path(dir_okay=False), default=None, envvar="OPENKOI_TOKENS",
+                            help="The tokens file (default ~/.openkoi/tokens.toml; env OPENKOI_TOKENS).")
+_no_auth = click.option("--no-auth", is_flag=True, help="Serve without tokens (refused unless bound to loopback).")
+_log_level = click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
+                          show_default=True)
+
+
+@click.command()
+@_host
+@_port
+@_tokens_file
+@_no_auth
+@click.option("--no-mcp", is_flag=True, help="Do not serve the MCP endpoint at /mcp.")
+@click.option("--no-maintenance", is_flag=True, help="Do not run maintenance on its schedule.")
+@_log_level
+@click.pass_context
+@friendly_errors
+def serve(ctx: click.Context, host: str | None, port: int | None, tokens_file: str | None, no_auth: bool,
+          no_mcp: bool, no_maintenance: bool, log_level: str) -> None:
+    """Serve the REST API (seed 003: http://127.0.0.1:3415/api/) and MCP at /mcp, with bearer tokens."""
+    _need_server_extra()
+    import uvicorn
+
+    from ..server.rest import create_app
+    from ..server.scheduler import MaintenanceScheduler
+    from ..store import MemoryStore
+
+    _setup_logging(log_level)
+    store = open_store(ctx, one_shot=False)
+    cfg = store.config.server
+    host = host or cfg.host
+    port = cfg.port if port is None else port
+    tokens = _tokens(tokens_file or cfg.tokens_file, no_auth, host)
+    scheduler = None
+    if cfg.maintenance and not no_maintenance:
+        # its own connection: a long run holds that one, and requests go on on the server's
+        runner = store if store.path == ":memory:" else MemoryStore.open(store.path, config=store.config)
+        if runner is not store:
+            ctx.call_on_close(runner.close)
+        scheduler = MaintenanceScheduler(runner)
+    app = create_app(store, tokens=tokens, scheduler=scheduler, mcp=not no_mcp, host=host)
+    shown = f"[{host}]" if ":" in host else host
+    click.echo(f"openkoi-memory serving {store.path} on http://{shown}:{port}/api/"
+               + ("" if no_mcp else f" (MCP: http://{shown}:{port}/mcp)"), err=True)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, lifespan="on", server_header=False)
+
+
+@click.command()
+@click.option("-n", "--namespace", default=DEFAULT_NAMESPACE, show_default=True,
+              help="The server's namespace (a user, an agent, a project).")
+@click.option("--fixed-namespace", is_flag=True,
+              help="Tools do not take a namespace argument: every call uses --namespace.")
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
+              help="stdio (what Claude Desktop and IDEs launch) or streamable HTTP at /mcp.")
+@_host
+@_port
+@_tokens_file
+@_no_auth
+@_log_level
+@click.pass_context
+@friendly_errors
+def mcp(ctx: click.Context, namespace: str, fixed_namespace: bool, transport: str, host: str | None,
+        port: int | None, tokens_file: str | None, no_auth: bool, log_level: str) -> None:
+    """Serve the memory and knowledge-base tools over MCP (stdio by default)."""
+    _need_server_extra()
+    import anyio
+
+    from ..server.mcp_server import create_mcp_server, mcp_http_app, run_stdio
+
+    _setup_logging("warning" if transport == "stdio" and log_level == "info" else log_level)
+    store = open_store(ctx, one_shot=False)
+    server = create_mcp_server(store, namespace=namespace, namespace_argument=not fixed_namespace)
+    if transport == "stdio":
+        anyio.run(run_stdio, server)
+        return
+    import uvicorn
+
+    cfg = store.config.server
+    host = host or cfg.host
+    port = cfg.port if port is None else port
+    tokens = _tokens(tokens_file or cfg.tokens_file, no_auth, host)
+    app = mcp_http_app(server, tokens=tokens, host=host, max_body_bytes=cfg.max_body_bytes)
+    click.echo(f"openkoi-memory MCP on http://{host}:{port}/mcp", err=True)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, lifespan="on", server_header=False)
+
+
+@click.group()
+def token() -> None:
+    """Manage the server's bearer tokens (the tokens file, mode 600)."""
+
+
+def _token_file(path: str | None) -> Any:
+    from ..server.auth import TokenFile
+
+    return TokenFile.load_or_create(path or None)[0]
+
+
+@token.command("add")
+@click.argument("name")
+@click.option("-n", "--namespace", "namespaces", multiple=True,
+              help="A namespace it may use (repeatable): exact, or a prefix ending in '*'. Default: '*' (all).")
+@_tokens_file
+@friendly_errors
+def token_add(name: str, namespaces: tuple[str, ...], tokens_file: str | None) -> None:
+    """Create a token named NAME and print it (only its SHA-256 is stored)."""
+    tokens = _token_file(tokens_file)
+    try:
+        secret = tokens.add(name, namespaces or ("*",))
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(secret)
+    click.echo(f"added {name!r} to {tokens.path} for {', '.join(namespaces or ('*',))}; "
+               "the token is shown only now", err=True)
+
+
+@token.command("list")
+@_tokens_file
+@friendly_errors
+def token_list(tokens_file: str | None) -> None:
+    """The tokens' names and namespaces (never the tokens)."""
+    tokens = _token_file(tokens_file)
+    for entry in tokens.entries:
+        click.echo(f"{entry.name}\t{', '.join(entry.namespaces)}")
+
+
+@token.command("revoke")
+@click.argument("name")
+@_tokens_file
+@friendly_errors
+def token_revoke(name: str, tokens_file: str | None) -> None:
+    """Remove the token named NAME (running servers notice at their next request)."""
+    tokens = _token_file(tokens_file)
+    if not tokens.revoke(name):
+        raise click.ClickException(f"there is no token named {name!r} in {tokens.path}")
+    click.echo(f"revoked {name!r}", err=True)

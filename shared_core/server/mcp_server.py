@@ -1,0 +1,184 @@
+"""The MCP server (``openkoi-memory mcp``): the memory and knowledge-base tools over the official SDK.
+
+The tools are :mod:`shared_core.tools` (one spec and one implementation each); this module lists
+them with their JSON schemas and runs calls on a worker thread. The namespace is the server's
+(``--namespace``) or, unless ``--fixed-namespace``, the call's optional ``namespace`` argument.
+Over streamable HTTP the bearer token of the request limits which namespaces a call may use.
+
+>>> from shared_core import MemoryStore
+>>> server = create_mcp_server(MemoryStore.open(":memory:"), namespace="user:alice")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp.types as types
+from mcp.server.lowlevel import Server
+
+from ..errors import OpenKoiError
+from ..memories import DEFAULT_NAMESPACE, Memory, check_namespace
+from ..tools import TOOL_SPECS, MemoryTools, ToolParam
+from .asgi import PRINCIPAL_KEY, BearerAuth, BodyLimit
+from .auth import ANONYMOUS, Principal, TokenFile
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+__all__ = ["create_mcp_server", "run_stdio", "http_endpoint", "mcp_http_app", "NAMESPACE_PARAM"]
+
+logger = logging.getLogger("openkoi.server")
+
+NAMESPACE_PARAM = ToolParam(
+    "namespace", "string", "Whose memory to use (a user, an agent, a project), e.g. 'user:alice'; leave out "
+    "for the server's namespace.", default=None, nullable=True)
+
+_INSTRUCTIONS = """Long-term memory that survives sessions (openkoi-memory).
+Before answering, call memory_query with key nouns and synonyms (or memory_recall for facts about the user);
+after a result helped, call memory_reinforce with its [id:...]; demote or update what is wrong.
+Store new facts, decisions and preferences with memory_store or memory_save.
+searchKnowledgeBase, getFullDocumentContent and listKnowledgeBaseDocuments read the user's uploaded documents."""
+
+
+def create_mcp_server(
+    store: MemoryStore,
+    *,
+    namespace: str = DEFAULT_NAMESPACE,
+    namespace_argument: bool = True,
+    tools: Sequence[str] | None = None,
+    on_save: Callable[[Memory], None] | None = None,
+    name: str = "openkoi-memory",
+) -> Server:
+    """An MCP server (the SDK's low-level ``Server``) offering ``tools`` (default: all eleven).
+
+    ``namespace``: the server's namespace. ``namespace_argument``: whether each tool also takes an
+    optional ``namespace`` argument (per-call namespaces); when false, the schemas do not mention it.
+    ``on_save(memory)``: the ``memory_save`` hook (a workspace's daily log).
+    """
+    check_namespace(namespace)
+    chosen = tuple(TOOL_SPECS) if tools is None else tuple(tools)
+    unknown = sorted(set(chosen) - set(TOOL_SPECS))
+    if unknown:
+        raise ValueError(f"unknown tools {unknown}; choose from {', '.join(TOOL_SPECS)}")
+    bound = MemoryTools(store, namespace, on_save=on_save)
+    extra = (NAMESPACE_PARAM,) if namespace_argument else ()
+    listing = [
+        types.Tool(
+            name=spec.name,
+            description=spec.description,
+            input_schema=spec.input_schema(extra),
+            annotations=types.ToolAnnotations(
+                read_only_hint=spec.read_only, destructive_hint=False, idempotent_hint=spec.read_only,
+                open_world_hint=False),
+        )
+        for spec in (TOOL_SPECS[n] for n in chosen)
+    ]
+    schemas = {tool.name: tool.input_schema for tool in listing}
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listing)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name not in schemas:
+            return _error(f"there is no tool {params.name!r}; the tools are {', '.join(schemas)}")
+        arguments = dict(params.arguments or {})
+        target = namespace
+        if namespace_argument:
+            given = arguments.pop("namespace", None)
+            if given is not None:
+                if not isinstance(given, str) or not given.strip():
+                    return _error("namespace must be a non-empty string such as 'user:alice'")
+                target = given
+        principal = _principal(ctx)
+        if not principal.allows(target):
+            return _error(f"this token may not use the namespace {target!r}")
+        try:
+            text = await anyio.to_thread.run_sync(bound.for_namespace(target).call, params.name, arguments)
+        except (OpenKoiError, ValueError, TypeError, KeyError) as exc:
+            return _error(str(exc))
+        except Exception:  # never a traceback to the client; the log has it
+            logger.exception("MCP tool %s failed", params.name)
+            return _error(f"{params.name} failed on the server; see its log")
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=False)
+
+    return Server(
+        name,
+        version=_version(),
+        instructions=_INSTRUCTIONS,
+        get_tool_input_schema=schemas.get,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def _principal(ctx: Any) -> Principal:
+    """The request's token over HTTP; stdio is the local user's own process (every namespace)."""
+    request = getattr(ctx, "request", None)
+    if request is None:
+        return ANONYMOUS
+    principal = request.scope.get("state", {}).get(PRINCIPAL_KEY)
+    return principal if isinstance(principal, Principal) else Principal("none", ())
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=f"Error: {message}")], is_error=True)
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+async def run_stdio(server: Server) -> None:
+    """Serve over stdin/stdout until the client closes them (what Claude Desktop and IDEs launch)."""
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def http_endpoint(server: Server, *, host: str = "127.0.0.1") -> tuple[Any, Any]:
+    """``(asgi_app, session_manager)`` serving ``server`` over streamable HTTP (stateless, JSON responses).
+
+    Run ``session_manager.run()`` in the application's lifespan. On a loopback address the SDK's
+    DNS-rebinding protection is on (a web page cannot reach the server through a hostile DNS name).
+    """
+    from mcp.server.streamable_http_manager import (
+        StreamableHTTPASGIApp,
+        StreamableHTTPSessionManager,
+    )
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    if host in ("127.0.0.1", "localhost", "::1"):
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+    else:
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # bearer tokens guard it
+    manager = StreamableHTTPSessionManager(app=server, json_response=True, stateless=True, security_settings=security)
+    return StreamableHTTPASGIApp(manager), manager
+
+
+def mcp_http_app(server: Server, *, tokens: TokenFile | None, host: str = "127.0.0.1",
+                 max_body_bytes: int = 2**20) -> Any:
+    """An ASGI app with only the MCP endpoint (``/mcp``), behind bearer tokens and a body limit."""
+    import contextlib
+
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    endpoint, manager = http_endpoint(server, host=host)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> Any:
+        async with manager.run():
+            yield
+
+    app = Starlette(routes=[Route("/mcp", endpoint=endpoint, methods=["GET", "POST", "DELETE"])], lifespan=lifespan)
+    return BearerAuth(BodyLimit(app, max_body_bytes), tokens)

@@ -1,0 +1,62 @@
+"""The benchmark scripts still run (tiny sizes, random vectors, no LoCoMo file needed).
+
+They measure nothing here: this keeps ``make bench`` from rotting between full runs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+TURNS = [f"turn {i}: we talked about hiking, the ferry at {i % 24}:00 and a cat called Mochi" for i in range(60)]
+QUESTIONS = [f"what did we say about topic {i}?" for i in range(40)]
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_peers_in_one_run(monkeypatch, tmp_path, capsys):
+    peers = _load("peers")
+    monkeypatch.setattr(peers, "locomo_texts", lambda: (TURNS, QUESTIONS))
+    out = tmp_path / "peers.json"
+    assert peers.main(["--sizes", "300", "--queries", "8", "--min-queries", "4", "--vectors", "random",
+                       "--json", str(out)]) == 0
+    rows = {r["system"]: r for r in json.loads(out.read_text())["rows"]}
+    assert {"numpy", "openkoi vector", "openkoi hybrid"} <= set(rows)
+    for name, row in rows.items():
+        assert row["queries"] == 8 and row["p50"] > 0
+        if name not in ("openkoi hybrid", "Chroma"):  # hybrid is not a vector search; HNSW approximates
+            assert row["recall10"] == 1.0, name
+    assert rows["openkoi vector"]["search_ratio"] == 1.0 and rows["openkoi vector"]["ingest_s"] > 0
+    printed = capsys.readouterr()
+    assert "| 300 | openkoi vector |" in printed.out
+    for key, peer_class in peers.PEERS.items():  # every absent peer says how to get it
+        if key not in ("numpy", "openkoi") and peer_class.name not in rows:
+            assert f"{peer_class.name}: skipped: pip install" in printed.err
+
+
+def test_peers_refuses_unknown_names():
+    peers = _load("peers")
+    with pytest.raises(SystemExit):
+        peers.main(["--peers", "openkoi,pinecone"])
+
+
+def test_scaling_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    scaling = _load("scaling")
+    rows = [{"size": n, "ingest_per_s": 3000.0, "single_add_per_s": 80.0,
+             **{f"{key}_{p}": n / 1000 * (2 if p == "p95" else 1) for key, _ in scaling.SEARCHES for p in ("p50", "p95")}}
+            for n in (1000, 10000, 100000)]
+    target = tmp_path / "docs" / "scaling.png"
+    scaling.plot(rows, target, "test")
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
