@@ -25,7 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    return {"PYTHONPATH": str(ROOT), "PATH": os.environ["PATH"], "HOME": str(tmp_path / "home"),
+    # the PostgreSQL test run's variables pass through, so the server opens the memory the test reads
+    inherited = {k: v for k, v in os.environ.items() if k.startswith("OPENKOI_TEST_")}
+    pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return {**inherited, "PYTHONPATH": pythonpath, "PATH": os.environ["PATH"], "HOME": str(tmp_path / "home"),
             "OPENKOI_DATA": str(tmp_path / "data")}
 
 
