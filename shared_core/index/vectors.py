@@ -193,14 +193,20 @@ class _Mirror:
         return mask
 
     def hamming(self, slots: np.ndarray, query_code: np.ndarray) -> np.ndarray:
+        """Hamming distance from ``query_code`` to the codes of ``slots``."""
+        # a scope holding most rows reads the codes in place instead of copying them out
+        whole = slots.size * 2 > self.size
+        codes = self.codes[: self.size] if whole else self.codes[slots]
         if self.words:
-            codes = self.codes[slots].view(np.uint64)
-            x = codes ^ query_code.view(np.uint64)
+            x = codes.view(np.uint64) ^ query_code.view(np.uint64)
         else:
-            x = self.codes[slots] ^ query_code
-        if hasattr(np, "bitwise_count"):
-            return np.bitwise_count(x).sum(axis=1, dtype=np.int32)
-        return _POPCOUNT[x.view(np.uint8)].sum(axis=1, dtype=np.int32)  # numpy < 2.0
+            x = codes ^ query_code
+        counts = np.bitwise_count(x) if hasattr(np, "bitwise_count") else _POPCOUNT[x.view(np.uint8)]  # numpy < 2.0
+        # column by column: numpy's row-wise sum over a few columns costs 4x as much
+        distances = counts[:, 0].astype(np.uint16)
+        for column in range(1, counts.shape[1]):
+            distances += counts[:, column]
+        return distances[slots] if whole else distances
 
 
 def vector_index_for(db: Any, dims: int, config: SearchConfig, database: Any = None) -> Any:
