@@ -62,8 +62,9 @@ def corpus(n: int, turns: list[str], seed: int = 7) -> list[str]:
 
 
 def vectors_for(kind: str, texts: list[str], dims: int = 384, seed: int = 1) -> np.ndarray:
-    if kind == "hashing":
-        return HashingEmbedder(dims).embed(texts)
+    if kind == "hashing":  # in parts: the embedder's work arrays for a million texts at once would not fit in RAM
+        embedder = HashingEmbedder(dims)
+        return np.concatenate([embedder.embed(texts[i : i + 10_000]) for i in range(0, len(texts), 10_000)])
     if kind == "random":
         rng = np.random.default_rng(seed + len(texts))
         x = rng.standard_normal((len(texts), dims)).astype(np.float32)

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..errors import DriverError, SchemaError, StorageError, StoreClosedError
 from .driver import Driver, connect, connect_companion, get_driver
+from .transactions import NestedTransactions
 
 try:
     import fcntl
@@ -33,7 +34,7 @@ __all__ = ["Database"]
 _BUSY_RETRIES = 50
 
 
-class Database:
+class Database(NestedTransactions):
     """A connection to one openkoi-memory file (or ``:memory:``).
 
     :class:`~shared_core.db.postgres.PostgresDatabase` has the same interface for a memory on
@@ -108,68 +109,27 @@ class Database:
 
     # -- transactions --------------------------------------------------------------------------
 
-    @property
-    def in_transaction(self) -> bool:
-        return self._depth > 0
+    def _open_outer(self) -> None:
+        self._turns.acquire()
+        try:
+            self._begin()
+        except BaseException:
+            self._turns.release()
+            raise
+        self._changes_at_begin = self.conn.total_changes
 
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        """A write transaction; nested calls are savepoints. Rolls back on any exception."""
-        with self.lock:
-            self.check_open()
-            if self.read_only:
-                raise StorageError(f"{self.path} was opened read-only; open it without read_only=True to write")
-            if self._depth == 0:
-                self._turns.acquire()
-                try:
-                    self._begin()
-                except BaseException:
-                    self._turns.release()
-                    raise
-                self._changes_at_begin = self.conn.total_changes
-                self._depth = 1
-                self._after_commit = [[]]
-                try:
-                    yield
-                except BaseException:
-                    self._depth = 0
-                    try:
-                        self._rollback()
-                    finally:
-                        self._turns.release()
-                    raise
-                else:
-                    self._depth = 0
-                    try:
-                        self._commit()
-                    except BaseException:
-                        self._rollback()
-                        raise
-                    finally:
-                        self._turns.release()
-                    callbacks = self._after_commit[0]
-                    self._after_commit = []
-                    self._on_rollback = []
-                    for callback in callbacks:
-                        callback()
-            else:
-                name = f"sp{self._depth}"
-                self.execute(f"SAVEPOINT {name}")
-                self._depth += 1
-                self._after_commit.append([])
-                try:
-                    yield
-                except BaseException:
-                    self._depth -= 1
-                    self._after_commit.pop()
-                    self.execute(f"ROLLBACK TO {name}")
-                    self.execute(f"RELEASE {name}")
-                    raise
-                else:
-                    self._depth -= 1
-                    inner = self._after_commit.pop()
-                    self._after_commit[-1].extend(inner)
-                    self.execute(f"RELEASE {name}")
+    def _commit_outer(self) -> None:
+        self._commit()
+        self._turns.release()
+
+    def _abort(self) -> None:
+        try:
+            self._rollback()
+        finally:
+            self._turns.release()
+
+    def _savepoint_execute(self, sql: str) -> None:
+        self.execute(sql)
 
     @property
     def has_uncommitted_writes(self) -> bool:
@@ -218,8 +178,7 @@ class Database:
                 time.sleep(min(0.05 * (attempt + 1), 0.5))
 
     def _rollback(self) -> None:
-        self._after_commit = []
-        callbacks, self._on_rollback = self._on_rollback, []
+        callbacks = self._forget_callbacks()
         with contextlib.suppress(self.driver.Error):
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")

@@ -38,6 +38,7 @@ import numpy as np
 
 from ..errors import DriverError, SchemaError, StorageError, StoreClosedError
 from .pg_translate import Catalog, DialectError, Translated, translate
+from .transactions import NestedTransactions
 
 __all__ = ["PostgresDatabase", "is_postgres_url", "parse_url", "PgTarget"]
 
@@ -270,7 +271,7 @@ class Result:
         return iter(self.fetchall())
 
 
-class PostgresDatabase:
+class PostgresDatabase(NestedTransactions):
     """A memory in a PostgreSQL schema, with the interface of :class:`shared_core.db.Database`."""
 
     dialect = "postgresql"
@@ -477,68 +478,29 @@ class PostgresDatabase:
 
     # -- transactions --------------------------------------------------------------------------
 
-    @property
-    def in_transaction(self) -> bool:
-        return self._depth > 0
+    def _open_outer(self) -> None:
+        with self.translate_errors():
+            conn = self._pool.getconn()
+        try:
+            self._ready(conn)
+            with self.translate_errors():
+                conn.execute(f"BEGIN; SELECT pg_advisory_xact_lock({_LOCK_CLASS}, {self._lock_key})")
+        except BaseException:
+            self._pool.putconn(conn)
+            raise
+        self._tx_conn, self._tx_thread = conn, threading.get_ident()
+        self._writes = False
 
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        """A write transaction; nested calls are savepoints. Rolls back on any exception."""
-        with self.lock:
-            self.check_open()
-            if self.read_only:
-                raise StorageError(f"{self.path} was opened read-only; open it without read_only=True to write")
-            if self._depth == 0:
-                with self.translate_errors():
-                    conn = self._pool.getconn()
-                try:
-                    self._ready(conn)
-                    with self.translate_errors():
-                        conn.execute(f"BEGIN; SELECT pg_advisory_xact_lock({_LOCK_CLASS}, {self._lock_key})")
-                except BaseException:
-                    self._pool.putconn(conn)
-                    raise
-                self._tx_conn, self._tx_thread = conn, threading.get_ident()
-                self._depth, self._writes = 1, False
-                self._after_commit = [[]]
-                try:
-                    yield
-                except BaseException:
-                    self._depth = 0
-                    self._rollback()
-                    raise
-                else:
-                    self._depth = 0
-                    try:
-                        with self.translate_errors():
-                            conn.execute("COMMIT")
-                    except BaseException:
-                        self._rollback()
-                        raise
-                    self._finish()
-                    callbacks = self._after_commit[0]
-                    self._after_commit = []
-                    self._on_rollback = []
-                    for callback in callbacks:
-                        callback()
-            else:
-                name = f"sp{self._depth}"
-                self._tx_execute(f"SAVEPOINT {name}")
-                self._depth += 1
-                self._after_commit.append([])
-                try:
-                    yield
-                except BaseException:
-                    self._depth -= 1
-                    self._after_commit.pop()
-                    self._tx_execute(f"ROLLBACK TO SAVEPOINT {name}")
-                    self._tx_execute(f"RELEASE SAVEPOINT {name}")
-                    raise
-                else:
-                    self._depth -= 1
-                    inner = self._after_commit.pop()
-                    self._after_commit[-1].extend(inner)
-                    self._tx_execute(f"RELEASE SAVEPOINT {name}")
+    def _commit_outer(self) -> None:
+        with self.translate_errors():
+            self._tx_conn.execute("COMMIT")
+        self._finish()
+
+    def _abort(self) -> None:
+        self._rollback()
+
+    def _savepoint_execute(self, sql: str) -> None:
+        self._tx_execute(sql)
 
     def _tx_execute(self, sql: str) -> None:
         with self.translate_errors():
@@ -554,8 +516,7 @@ class PostgresDatabase:
             self.refresh_catalog()
 
     def _rollback(self) -> None:
-        self._after_commit = []
-        callbacks, self._on_rollback = self._on_rollback, []
+        callbacks = self._forget_callbacks()
         conn = self._tx_conn
         if conn is not None:
             with contextlib.suppress(self._psycopg.Error):
