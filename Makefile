@@ -8,6 +8,8 @@
 #   make bench     - install the bench extra (the peers), run every benchmark at full size (30-60 minutes
 #                    on 2 cores, the first time longer: the hashing vectors of 100k texts get cached)
 #   make bench-1m  - the 1M-memory point of the scaling curve, added to the last scaling run
+#   make bench-postgres - the PostgreSQL backend at 10k and 100k beside SQLite (a private pgserver, ~30 minutes);
+#                    PG_SIZES=1000000 PG_VECTORS=hashing for the 1M run (about an hour and a half)
 #   make bench-run - the same runs as make bench with $(BENCH_PYTHON), installing nothing; the sizes are
 #                    variables, e.g. make bench-run BENCH_PYTHON=python PEER_SIZES=2000 SCALING_SIZES="1000 3000"
 PYTHON ?= python3
@@ -15,7 +17,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 EXTRAS ?= dev,langchain,classic,llama-index,documents,pptx,tokens,server,postgres,langgraph-postgres
 
-.PHONY: demo test test-postgres install lint bench bench-run bench-1m clean
+.PHONY: demo test test-postgres install lint bench bench-run bench-1m bench-postgres clean
 
 BENCH_PYTHON ?= $(BIN)/python
 LOCOMO_PATH ?= $(abspath ../shared/data/locomo10.json)
@@ -24,6 +26,8 @@ RESULTS ?= bench/results
 CORE_SIZES ?= 10000 100000
 PEER_SIZES ?= 10000 100000
 SCALING_SIZES ?= 1000 10000 100000
+PG_SIZES ?= 10000 100000
+PG_VECTORS ?= hashing,random
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -80,6 +84,13 @@ bench-1m: $(VENV)/.installed-bench
 	@test -f "$(LOCOMO_PATH)" || { echo "LoCoMo data not found at $(LOCOMO_PATH): set LOCOMO_PATH=/path/to/locomo10.json"; exit 1; }
 	$(BENCH_PYTHON) bench/scaling.py --sizes 1000000 --append --json $(RESULTS)/scaling.json > $(RESULTS)/scaling.md
 	@echo "scaling table with the 1M point: $(RESULTS)/scaling.md; plot: docs/scaling.png"
+
+bench-postgres: $(VENV)/.installed-bench
+	@test -f "$(LOCOMO_PATH)" || { echo "LoCoMo data not found at $(LOCOMO_PATH): set LOCOMO_PATH=/path/to/locomo10.json"; exit 1; }
+	@mkdir -p $(RESULTS)
+	$(BENCH_PYTHON) bench/postgres.py --sizes $(PG_SIZES) --vectors $(PG_VECTORS) --sqlite \
+		--json $(RESULTS)/postgres.json > $(RESULTS)/postgres.md
+	@echo "Markdown for docs/benchmarks.md and docs/scaling.md: $(RESULTS)/postgres.md"
 
 clean:
 	rm -rf $(VENV) .venv-stdlib build *.egg-info .pytest_cache .ruff_cache
