@@ -23,6 +23,7 @@ import json
 import os
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -66,7 +67,7 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
               title="ingest")
     right.grid(True, which="both", alpha=0.3)
     right.legend(fontsize=8)
-    fig.suptitle(title, fontsize=9)
+    fig.suptitle(textwrap.fill(title, 150), fontsize=9)  # the machine line is long
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
