@@ -23,6 +23,8 @@ BENCH_PYTHON ?= $(BIN)/python
 LOCOMO_PATH ?= $(abspath ../shared/data/locomo10.json)
 export LOCOMO_PATH
 RESULTS ?= bench/results
+# numpy's scan (the floor the benchmarks compare with) on one BLAS thread: steady on a shared machine
+export OPENBLAS_NUM_THREADS ?= 1
 CORE_SIZES ?= 10000 100000
 PEER_SIZES ?= 10000 100000
 SCALING_SIZES ?= 1000 10000 100000
@@ -69,7 +71,9 @@ bench: $(VENV)/.installed-bench
 bench-run:
 	@test -f "$(LOCOMO_PATH)" || { echo "LoCoMo data not found at $(LOCOMO_PATH): set LOCOMO_PATH=/path/to/locomo10.json"; exit 1; }
 	@mkdir -p $(RESULTS)
-	$(BENCH_PYTHON) bench/core.py --sizes $(CORE_SIZES) --json $(RESULTS)/core.json > $(RESULTS)/core.md
+	$(BENCH_PYTHON) bench/core.py --sizes $(CORE_SIZES) --json $(RESULTS)/core.json \
+		--vectors $$($(BENCH_PYTHON) -c "import sentence_transformers" 2>/dev/null && echo hashing,random,minilm || echo hashing,random) \
+		> $(RESULTS)/core.md
 	$(BENCH_PYTHON) bench/peers.py --sizes $(PEER_SIZES) --json $(RESULTS)/peers.json > $(RESULTS)/peers.md
 	$(BENCH_PYTHON) bench/scaling.py --sizes $(SCALING_SIZES) --json $(RESULTS)/scaling.json > $(RESULTS)/scaling.md
 	$(BENCH_PYTHON) bench/quality/locomo.py --json $(RESULTS)/locomo-hashing.json > $(RESULTS)/locomo-hashing.md

@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             version = conn.execute("SELECT version(), (SELECT extversion FROM pg_extension WHERE extname = 'vector')"
                                    ).fetchone()
         del server
-    print(f"machine: {core.machine()}; {version[0].split(' on ')[0]}, pgvector {version[1]}\n")
+    print(f"machine: {core.describe_machine()}; {version[0].split(' on ')[0]}, pgvector {version[1]}\n")
     print(f"command: python bench/postgres.py {' '.join(argv if argv is not None else sys.argv[1:])}\n")
     print(table(rows))
     if sqlite_rows:

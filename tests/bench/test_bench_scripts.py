@@ -60,3 +60,17 @@ def test_scaling_plot(tmp_path):
     target = tmp_path / "docs" / "scaling.png"
     scaling.plot(rows, target, "test")
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.sqlite_only  # it starts its own PostgreSQL; the PostgreSQL session need not run it twice
+def test_postgres_bench_runs(monkeypatch, tmp_path, capsys):
+    pytest.importorskip("pgserver")
+    pytest.importorskip("psycopg")
+    postgres = _load("postgres")
+    monkeypatch.setattr(postgres.core, "locomo_texts", lambda: (TURNS, QUESTIONS))
+    out = tmp_path / "postgres.json"
+    assert postgres.main(["--sizes", "300", "--vectors", "random", "--queries", "5", "--processes", "1",
+                          "--json", str(out)]) == 0
+    (row,) = json.loads(out.read_text())["postgres"]
+    assert row["size"] == 300 and row["ingest_per_s"] > 0 and 0 <= row["recall10"] <= 1 and row["qps"] > 0
+    assert "| 300 | random |" in capsys.readouterr().out
