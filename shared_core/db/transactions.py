@@ -9,6 +9,7 @@ on-rollback callbacks are this one class.
 from __future__ import annotations
 
 import contextlib
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -17,10 +18,9 @@ from ..errors import StorageError
 __all__ = ["NestedTransactions"]
 
 
-class NestedTransactions:
-    """Mixin; the class sets ``lock``, ``path``, ``read_only``, ``_depth = 0``, ``_after_commit = []``,
-    ``_on_rollback = []`` and defines ``check_open``, ``_open_outer``, ``_commit_outer``, ``_abort``
-    (roll back the outer transaction and release what ``_open_outer`` took) and ``_savepoint_execute``."""
+class NestedTransactions(ABC):
+    """Base of both databases; the subclass sets ``lock``, ``path``, ``read_only``, ``_depth = 0``,
+    ``_after_commit = []`` and ``_on_rollback = []`` and implements the abstract methods below."""
 
     lock: Any
     path: Any
@@ -93,17 +93,22 @@ class NestedTransactions:
 
     # -- the backend's part --------------------------------------------------------------------
 
+    @abstractmethod
     def check_open(self) -> None:
-        raise NotImplementedError
+        """Raise if the store is closed."""
 
+    @abstractmethod
     def _open_outer(self) -> None:
-        raise NotImplementedError
+        """Begin the outer transaction (and take the memory's write lock)."""
 
+    @abstractmethod
     def _commit_outer(self) -> None:
-        raise NotImplementedError
+        """Commit the outer transaction and release what ``_open_outer`` took."""
 
+    @abstractmethod
     def _abort(self) -> None:
-        raise NotImplementedError
+        """Roll the outer transaction back, release what ``_open_outer`` took, run ``_on_rollback``."""
 
+    @abstractmethod
     def _savepoint_execute(self, sql: str) -> None:
-        raise NotImplementedError
+        """Run a SAVEPOINT / ROLLBACK TO / RELEASE statement on the transaction's connection."""
