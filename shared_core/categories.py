@@ -182,6 +182,10 @@ class Categorizer:
                         self._singles.setdefault(form, []).append((category, form))
                 elif (f" {form} ", category, form) not in self._phrases:
                     self._phrases.append((f" {form} ", category, form))
+        # each phrase under its first word: a text is checked only for phrases whose first word it has
+        self._phrases_by_first: dict[str, list[tuple[str, str, str]]] = {}
+        for phrase in self._phrases:
+            self._phrases_by_first.setdefault(phrase[2].split(" ", 1)[0], []).append(phrase)
         self._order = {category: i for i, category in enumerate(table)}
         self.categories: tuple[str, ...] = tuple(table)
         self.default = default.strip() if isinstance(default, str) else ""
@@ -205,9 +209,10 @@ class Categorizer:
         for word in words:
             for category, keyword in self._singles.get(word, ()):
                 found.setdefault(category, set()).add(keyword)
-        if self._phrases:
+        candidates = [p for word in set(words) for p in self._phrases_by_first.get(word, ())]
+        if candidates:
             joined = " " + " ".join(words) + " "
-            for phrase, category, keyword in self._phrases:
+            for phrase, category, keyword in candidates:
                 if phrase in joined:
                     found.setdefault(category, set()).add(keyword)
         ranked = sorted(found.items(), key=lambda item: (-len(item[1]), self._order[item[0]]))

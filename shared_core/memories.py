@@ -539,10 +539,9 @@ class MemoryRepository:
         if row:
             return Memory.from_row(row[0])
         scope = Scope(namespaces=(item.namespace,), kinds=("fact",), live_at=now_iso)
-        best = self.vectors.search(item.vector, 1, scope, now=self.clock.now().timestamp())
-        if best and best[0][1] > self.config.memory.fact_dedup_threshold:
-            return self.by_rowids([best[0][0]]).get(best[0][0])
-        return None
+        best = self.vectors.best_above(item.vector, self.config.memory.fact_dedup_threshold, scope,
+                                       now=self.clock.now().timestamp())
+        return self.by_rowids([best[0]]).get(best[0]) if best else None
 
     def insert_full(self, memory: Memory, vector: np.ndarray) -> int:
         """Insert a complete record as it was (restore, import): feedback and timestamps kept."""

@@ -183,7 +183,7 @@ class MemoryStore:
         target = default_target(cfg) if path is None else os.fspath(path)
         if target != ":memory:" and not is_postgres_url(target):
             target = str(Path(target).expanduser())
-        db = open_database(target, read_only=read_only, pool_size=cfg.database.pool_size)
+        db = open_database(target, read_only=read_only, settings=cfg.database)
         try:
             store = cls._attach(db, embedder, cfg, clock, reembed)
         except BaseException:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..config import DatabaseConfig
 from .database import Database
 from .driver import Driver, connect, get_driver
 from .migrations import apply_migrations, latest_version, schema_version
@@ -20,10 +21,14 @@ __all__ = [
 ]
 
 
-def open_database(target: str, *, read_only: bool = False, pool_size: int = 8) -> Any:
-    """A ``postgresql://`` URL opens :class:`PostgresDatabase`; anything else is an SQLite file (or ``:memory:``)."""
+def open_database(target: str, *, read_only: bool = False, settings: DatabaseConfig | None = None) -> Any:
+    """A ``postgresql://`` URL opens :class:`PostgresDatabase`; anything else is an SQLite file (or ``:memory:``).
+
+    ``settings``: the ``[database]`` section (pool size, page cache); defaults when None.
+    """
+    settings = settings or DatabaseConfig()
     if is_postgres_url(target):
         from .postgres import PostgresDatabase
 
-        return PostgresDatabase(target, read_only=read_only, pool_size=pool_size)
-    return Database(target, read_only=read_only)
+        return PostgresDatabase(target, read_only=read_only, pool_size=settings.pool_size)
+    return Database(target, read_only=read_only, cache_mb=settings.cache_mb)

@@ -43,13 +43,16 @@ class Database(NestedTransactions):
 
     dialect = "sqlite"
 
-    def __init__(self, path: str, *, read_only: bool = False, busy_timeout_ms: int = 10_000) -> None:
+    def __init__(self, path: str, *, read_only: bool = False, busy_timeout_ms: int = 10_000, cache_mb: int = 64) -> None:
         self.path = path
         self.read_only = read_only
         self.driver: Driver = get_driver()
         if path != ":memory:":
             _prepare_location(Path(path), read_only)
         self.conn = connect(path, read_only=read_only, busy_timeout_ms=busy_timeout_ms)
+        # SQLite's default page cache is 2 MB; a memory of 100k rows has ~200 MB of pages, and
+        # writes that miss the cache (index leaves, vec0 chunks, FTS5 segments) cost 1.5x as much
+        self.conn.execute(f"PRAGMA cache_size = {-1024 * int(cache_mb)}")
         self.lock = threading.RLock()
         self._turns = _WriterTurns(None if read_only or path == ":memory:" else path)
         self._depth = 0

@@ -14,10 +14,10 @@ It knows spelling, not meaning: "car" and "automobile" are unrelated to it. Its
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import math
+import itertools
 import re
+import threading
 from collections import Counter
 from collections.abc import Sequence
 
@@ -31,6 +31,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _BLOCK = 4096  # features projected at a time (bounds the temporary sign matrix)
+_MAX_FEATURES = 1 << 18  # features remembered with their packed directions (about 30 MB at 384 dims)
 
 
 class HashingEmbedder:
@@ -60,64 +61,119 @@ class HashingEmbedder:
             dtype=np.uint64,
         )[:dims]
         self._salts = salts ^ np.arange(dims, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        self._kind_weight = {"w": word_weight, "b": bigram_weight, "t": trigram_weight, "s": 1.0}
+        self._lock = threading.Lock()
+        self._forget()
 
     def __repr__(self) -> str:
         return f"HashingEmbedder(dims={self.dims})"
 
     def features(self, text: str) -> Counter[str]:
-        """The weighted features of one text (exposed for tests and curiosity)."""
+        """The features of one text and how often each occurs: the definition :meth:`embed` computes."""
         words = [w.casefold() for w in _WORD.findall(text)]
-        feats: Counter[str] = Counter()
-        for word in words:
-            feats["w:" + word] += 1
-        for a, b in zip(words, words[1:], strict=False):
-            feats["b:" + a + " " + b] += 1
+        feats = ["w:" + word for word in words]
+        feats += ["b:" + a + " " + b for a, b in zip(words, words[1:], strict=False)]
         for word in words:
             padded = f"<{word}>"
-            for i in range(len(padded) - 2):
-                feats["t:" + padded[i : i + 3]] += 1
+            feats += ["t:" + padded[i : i + 3] for i in range(len(padded) - 2)]
         if not feats and text.strip():  # punctuation or symbols only: hash the text itself
-            feats["s:" + text.strip()] += 1
-        return feats
+            feats.append("s:" + text.strip())
+        return Counter(feats)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dims), dtype=np.float32)
-        weight_of = {"w": self.word_weight, "b": self.bigram_weight, "t": self.trigram_weight, "s": 1.0}
-        rows: list[int] = []
-        keys: list[int] = []
-        weights: list[float] = []
-        for row, text in enumerate(texts):
-            for feat, count in self.features(text).items():
-                rows.append(row)
-                keys.append(_hash64(feat))
-                weight = weight_of[feat[0]]
-                weights.append(weight * (1.0 + math.log(count)) if count > 1 else weight)
-        if not keys:
-            return out
-        unique, inverse = np.unique(np.array(keys, dtype=np.uint64), return_inverse=True)
-        rows_arr = np.asarray(rows)
-        weights_arr = np.asarray(weights, dtype=np.float32)
-        for start in range(0, len(unique), _BLOCK):
-            block = unique[start : start + _BLOCK]
-            mask = (inverse >= start) & (inverse < start + len(block))
-            # each (text, feature) pair occurs once, so plain assignment builds the weight matrix
-            weight_matrix = np.zeros((len(texts), len(block)), dtype=np.float32)
-            weight_matrix[rows_arr[mask], inverse[mask] - start] = weights_arr[mask]
-            out += weight_matrix @ self._signs(block)
+        """Each text's features' directions, weighted (x (1 + ln count) for repeats) and summed, L2-normalised."""
+        with self._lock:
+            if len(self._ids) > _MAX_FEATURES:
+                self._forget()
+            per_text = [self._feature_ids(text) for text in texts]
+            self._derive_pending()
+            out = np.zeros((len(texts), self.dims), dtype=np.float32)
+            ids = np.fromiter(itertools.chain.from_iterable(per_text), dtype=np.int64)
+            if not ids.size:
+                return out
+            # each (text, feature) pair once, with its count; then the distinct features' columns
+            rows = np.repeat(np.arange(len(texts), dtype=np.int64), [len(t) for t in per_text])
+            keys, counts = np.unique((rows << 32) | ids, return_counts=True)
+            rows, ids = keys >> 32, keys & 0xFFFFFFFF
+            weights = self._weights[ids] * np.where(counts > 1, 1.0 + np.log(counts), 1.0).astype(np.float32)
+            if len(texts) == 1:  # sorted and distinct already
+                features, cols = ids, np.arange(len(ids))
+            else:
+                features, cols = np.unique(ids, return_inverse=True)
+            for start in range(0, len(features), _BLOCK):
+                block = features[start : start + _BLOCK]
+                mask = (cols >= start) & (cols < start + len(block))
+                weight_matrix = np.zeros((len(texts), len(block)), dtype=np.float32)
+                weight_matrix[rows[mask], cols[mask] - start] = weights[mask]  # each pair occurs once
+                bits = np.unpackbits(self._codes[block], axis=1, count=self.dims).astype(np.float32)
+                out += weight_matrix @ (1.0 - 2.0 * bits)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out
 
-    def _signs(self, keys: np.ndarray) -> np.ndarray:
+    # -- features as numbers -----------------------------------------------------------------
+    #
+    # Each feature string gets a small integer id the first time it is seen, and its direction
+    # is derived once and kept as packed sign bits (48 bytes at 384 dims); each word keeps the
+    # ids of its own features. Embedding a text of known words is then a few dictionary lookups
+    # per word instead of hashing and mixing ``dims`` numbers per feature. The tables are
+    # dropped and rebuilt past ``_MAX_FEATURES`` features; results never depend on them.
+
+    def _forget(self) -> None:
+        self._ids: dict[str, int] = {}
+        self._word_ids: dict[str, list[int]] = {}
+        self._pending: list[str] = []  # features with an id but no direction yet
+        self._codes = np.zeros((4096, self.dims // 8), dtype=np.uint8)
+        self._weights = np.zeros(4096, dtype=np.float32)
+
+    def _feature_ids(self, text: str) -> list[int]:
+        words = [w.casefold() for w in _WORD.findall(text)]
+        ids: list[int] = []
+        for word in words:
+            word_ids = self._word_ids.get(word)
+            if word_ids is None:
+                padded = f"<{word}>"
+                word_ids = self._word_ids[word] = [self._id("w:" + word)] + [
+                    self._id("t:" + padded[i : i + 3]) for i in range(len(padded) - 2)]
+            ids += word_ids
+        ids += [self._id("b:" + a + " " + b) for a, b in zip(words, words[1:], strict=False)]
+        if not ids and text.strip():  # punctuation or symbols only: hash the text itself
+            ids.append(self._id("s:" + text.strip()))
+        return ids
+
+    def _id(self, feature: str) -> int:
+        fid = self._ids.get(feature)
+        if fid is None:
+            fid = self._ids[feature] = len(self._ids)
+            self._pending.append(feature)
+        return fid
+
+    def _derive_pending(self) -> None:
+        """Directions and weights of the features that got ids since the last call."""
+        if not self._pending:
+            return
+        first = len(self._ids) - len(self._pending)
+        if len(self._ids) > len(self._weights):
+            size = 1 << (len(self._ids) - 1).bit_length()
+            self._codes = np.concatenate([self._codes, np.zeros((size - len(self._codes), self.dims // 8), np.uint8)])
+            self._weights = np.concatenate([self._weights, np.zeros(size - len(self._weights), np.float32)])
+        keys = np.fromiter((_hash64(f) for f in self._pending), dtype=np.uint64, count=len(self._pending))
+        for start in range(0, len(keys), _BLOCK):  # bounds the temporary (features x dims) mixing arrays
+            part = keys[start : start + _BLOCK]
+            self._codes[first + start : first + start + len(part)] = np.packbits(self._negative(part), axis=1)
+        self._weights[first : len(self._ids)] = [self._kind_weight[f[0]] for f in self._pending]
+        self._pending = []
+
+    def _negative(self, keys: np.ndarray) -> np.ndarray:
+        """For each key, which of the ``dims`` directions' components are -1 (a splitmix64 mix of key and salt)."""
         x = keys[:, None] ^ self._salts[None, :]
         x ^= x >> np.uint64(30)
         x *= _MIX1
         x ^= x >> np.uint64(27)
         x *= _MIX2
         x ^= x >> np.uint64(31)
-        return np.where(x >> np.uint64(63), np.float32(-1.0), np.float32(1.0))
+        return (x >> np.uint64(63)).astype(bool)
 
 
-@functools.lru_cache(maxsize=1 << 17)  # words and trigrams repeat across texts
 def _hash64(feature: str) -> int:
     return int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")

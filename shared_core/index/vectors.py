@@ -37,6 +37,7 @@ from .scope import Scope
 __all__ = ["VectorIndex", "RowState", "epoch_of", "stamp_of", "vector_index_for"]
 
 _BATCH = 500  # rowids per IN (...) list
+_SMALL_MIRROR = 1024  # rows below which a near-duplicate check just scans every vector
 
 
 def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
@@ -47,7 +48,38 @@ def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     11.5 ms through BLAS and 0.6 ms through einsum.
     """
     return np.einsum("ij,j->i", matrix, vector)
+
+
 _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+
+def _popcount(words: np.ndarray) -> np.ndarray:
+    """Set bits of each uint64 in ``words``."""
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(words)
+    return _POPCOUNT[words.view(np.uint8)].reshape(-1, 8).sum(axis=1, dtype=np.uint8)  # numpy < 2.0
+
+
+def sign_code(vectors: np.ndarray, words: int) -> np.ndarray:
+    """The sign bits of a vector (or of each row of a matrix) packed into ``words`` uint64 words."""
+    bits = np.packbits(vectors > 0, axis=-1)
+    pad = words * 8 - bits.shape[-1]
+    if pad:
+        bits = np.pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, pad)])
+    return np.ascontiguousarray(bits).view(np.uint64)
+
+
+def sign_bit_bound(threshold: float, bits: int, sigmas: float = 6.0) -> int | None:
+    """How many of ``bits`` sign bits two vectors with cosine similarity ``threshold`` can differ in.
+
+    The sign of a projection differs between two vectors with probability angle / pi (the
+    SimHash argument), so their Hamming distance over ``bits`` sign bits is binomial around
+    ``bits x arccos(threshold) / pi``; the bound is that mean plus ``sigmas`` standard
+    deviations. None when the bound does not separate anything (a threshold near zero).
+    """
+    p = math.acos(max(-1.0, min(1.0, threshold))) / math.pi
+    bound = int(bits * p + sigmas * math.sqrt(bits * p * (1 - p))) + 1
+    return bound if bound < bits // 2 else None
 
 
 @dataclass(frozen=True)
@@ -84,7 +116,7 @@ class _Mirror:
 
     def __init__(self, dims: int) -> None:
         self.dims = dims
-        self.words = dims // 64 if dims % 64 == 0 else 0  # uint64 words per code, if it divides
+        self.words = -(-dims // 64)  # uint64 words per sign code (the last one zero-padded)
         self.capacity = 0
         self.size = 0
         self.slot: dict[int, int] = {}
@@ -108,7 +140,11 @@ class _Mirror:
         self.expires = grow(getattr(self, "expires", None), (capacity,), np.float64, math.inf)
         self.current = grow(getattr(self, "current", None), (capacity,), bool, True)
         self.vectors = grow(getattr(self, "vectors", None), (capacity, d), np.float32)
-        self.codes = grow(getattr(self, "codes", None), (capacity, d // 8), np.uint8)
+        # column-major: word w of every code is one contiguous array, scanned at memory speed
+        codes = np.zeros((self.words, capacity), dtype=np.uint64)
+        if getattr(self, "codes", None) is not None:
+            codes[:, : self.size] = self.codes[:, : self.size]
+        self.codes = codes
         self.capacity = capacity
 
     def _code(self, name: str, table: dict[str, int]) -> int:
@@ -135,7 +171,7 @@ class _Mirror:
         self.current[slot] = state.current
         if vector is not None:
             self.vectors[slot] = vector
-            self.codes[slot] = np.packbits(vector > 0)
+            self.codes[:, slot] = sign_code(vector, self.words)
             self.stamps[rowid] = state.stamp
 
     def remove(self, rowid: int) -> None:
@@ -149,9 +185,10 @@ class _Mirror:
 
     def _compact(self) -> None:
         keep = np.flatnonzero(self.alive[: self.size])
-        for name in ("rowids", "alive", "ns", "kind", "expires", "current", "vectors", "codes"):
+        for name in ("rowids", "alive", "ns", "kind", "expires", "current", "vectors"):
             array = getattr(self, name)
             array[: len(keep)] = array[keep]
+        self.codes[:, : len(keep)] = self.codes[:, keep]
         self.alive[len(keep) : self.size] = False
         self.size = len(keep)
         self.slot = {int(r): i for i, r in enumerate(self.rowids[: self.size])}
@@ -170,43 +207,56 @@ class _Mirror:
         self.expires[:n] = [s.expires for s in states]
         self.current[:n] = [s.current for s in states]
         self.vectors[:n] = vectors
-        self.codes[:n] = np.packbits(vectors > 0, axis=1)
+        for start in range(0, n, 65536):  # in parts: the sign matrix of a million rows is large
+            part = vectors[start : start + 65536]
+            self.codes[:, start : start + len(part)] = sign_code(part, self.words).T
         self.slot = {int(r): i for i, r in enumerate(rowids)}
         self.stamps = {int(r): s.stamp for r, s in zip(rowids, states, strict=False)}
 
-    def mask(self, scope: Scope, now: float) -> np.ndarray:
-        n = self.size
-        mask = self.alive[:n].copy()
+    def mask(self, scope: Scope, now: float, slots: np.ndarray | None = None) -> np.ndarray:
+        """Which slots (all of them, or just ``slots``) are live and in ``scope``'s own columns."""
+        def take(array: np.ndarray) -> np.ndarray:
+            return array[: self.size] if slots is None else array[slots]
+
+        mask = take(self.alive).copy()
         if scope.namespaces is not None:
             codes = [self.ns_codes[ns] for ns in scope.namespaces if ns in self.ns_codes]
-            mask &= self.ns[:n] == codes[0] if len(codes) == 1 else np.isin(self.ns[:n], codes)
+            mask &= take(self.ns) == codes[0] if len(codes) == 1 else np.isin(take(self.ns), codes)
         if scope.namespace_prefix:
             codes = [c for name, c in self.ns_codes.items() if name.startswith(scope.namespace_prefix)]
-            mask &= np.isin(self.ns[:n], codes)
+            mask &= np.isin(take(self.ns), codes)
         if scope.kinds is not None:
             codes = [self.kind_codes[k] for k in scope.kinds if k in self.kind_codes]
-            mask &= self.kind[:n] == codes[0] if len(codes) == 1 else np.isin(self.kind[:n], codes)
+            mask &= take(self.kind) == codes[0] if len(codes) == 1 else np.isin(take(self.kind), codes)
         if scope.live_at is not None:
-            mask &= self.expires[:n] > now
+            mask &= take(self.expires) > now
         if scope.current_only:
-            mask &= self.current[:n]
+            mask &= take(self.current)
         return mask
 
-    def hamming(self, slots: np.ndarray, query_code: np.ndarray) -> np.ndarray:
-        """Hamming distance from ``query_code`` to the codes of ``slots``."""
-        # a scope holding most rows reads the codes in place instead of copying them out
-        whole = slots.size * 2 > self.size
-        codes = self.codes[: self.size] if whole else self.codes[slots]
-        if self.words:
-            x = codes.view(np.uint64) ^ query_code.view(np.uint64)
-        else:
-            x = codes ^ query_code
-        counts = np.bitwise_count(x) if hasattr(np, "bitwise_count") else _POPCOUNT[x.view(np.uint8)]  # numpy < 2.0
-        # column by column: numpy's row-wise sum over a few columns costs 4x as much
-        distances = counts[:, 0].astype(np.uint16)
-        for column in range(1, counts.shape[1]):
-            distances += counts[:, column]
-        return distances[slots] if whole else distances
+    def hamming(self, slots: np.ndarray | None, query_code: np.ndarray, words: range | int | None = None) -> np.ndarray:
+        """Hamming distance from ``query_code`` to the codes of ``slots`` (None: every slot).
+
+        ``words``: compare only these words of each code (an int: the first that many), a
+        cheaper, coarser distance.
+        """
+        if words is None:
+            words = range(self.words)
+        elif isinstance(words, int):
+            words = range(words)
+        # a scope holding most rows reads the codes in place instead of gathering them
+        whole = slots is None or slots.size * 2 > self.size
+        small = 64 * len(words) <= 255  # the sum fits in a byte: no widening pass
+        distances: np.ndarray | None = None
+        for word in words:
+            column = self.codes[word, : self.size] if whole else self.codes[word, slots]
+            counts = _popcount(column ^ query_code[word])
+            if distances is None:
+                distances = counts if small else counts.astype(np.uint16)
+            else:
+                distances += counts
+        assert distances is not None
+        return distances if slots is None or not whole else distances[slots]
 
 
 def vector_index_for(db: Any, dims: int, config: SearchConfig, database: Any = None) -> Any:
@@ -344,8 +394,7 @@ class VectorIndex:
                 sims = _dot(mirror.vectors[slots], query)
             candidates = slots
         else:
-            query_code = np.packbits(query > 0)
-            distances = mirror.hamming(slots, query_code)
+            distances = mirror.hamming(slots, sign_code(query, mirror.words))
             pool = min(slots.size, max(self.config.rerank_pool, 20 * k))
             nearest = np.argpartition(distances, pool - 1)[:pool]
             candidates = slots[nearest]
@@ -354,6 +403,47 @@ class VectorIndex:
         best = np.argpartition(-sims, top - 1)[:top]
         best = best[np.argsort(-sims[best], kind="stable")]
         return [(int(mirror.rowids[candidates[i]]), float(sims[i])) for i in best]
+
+    def best_above(
+        self, query: np.ndarray, threshold: float, scope: Scope, *, now: float
+    ) -> tuple[int, float] | None:
+        """The most similar row in ``scope`` if its cosine similarity exceeds ``threshold``, else None.
+
+        The near-duplicate check of every ``add``. A row that similar differs from the query in
+        few sign bits (:func:`sign_bit_bound`), so the mirror first compares only the first two
+        words of each code with that bound (a fifth of a full scan), then the whole codes of the
+        rows that pass with the whole code's bound, and scores the few left exactly (the
+        ``rerank_pool`` nearest, should more be left). On LoCoMo texts, pairs above 0.9 differed
+        in at most 26 of the first 128 bits (bound 43) for all-MiniLM-L6-v2 and hashing vectors.
+        """
+        mirror = None
+        if self.uses_mirror and not scope.needs_row_filter and not (
+            self._mirror is None and self.db.has_uncommitted_writes
+        ):
+            mirror = self.sync()
+        prefix_words = min(2, mirror.words) if mirror is not None else 0
+        prefix_bound = sign_bit_bound(threshold, 64 * prefix_words) if prefix_words else None
+        if mirror is None or prefix_bound is None or mirror.size <= _SMALL_MIRROR:
+            best = self.search(query, 1, scope, now=now)
+            return best[0] if best and best[0][1] > threshold else None
+        code = sign_code(query, mirror.words)
+        distances = mirror.hamming(None, code, prefix_words)
+        near = np.flatnonzero(distances <= prefix_bound)
+        if mirror.words > prefix_words and near.size:  # the rest of each code, for the few that passed
+            distances = distances[near] + mirror.hamming(near, code, range(prefix_words, mirror.words)).astype(np.uint16)
+            keep = distances <= (sign_bit_bound(threshold, 64 * mirror.words) or 64 * mirror.words)
+            near, distances = near[keep], distances[keep]
+        else:
+            distances = distances[near]
+        in_scope = mirror.mask(scope, now, near)
+        near, distances = near[in_scope], distances[in_scope]
+        if near.size == 0:
+            return None
+        if near.size > self.config.rerank_pool:
+            near = near[np.argpartition(distances, self.config.rerank_pool - 1)[: self.config.rerank_pool]]
+        sims = _dot(mirror.vectors[near], query)
+        i = int(np.argmax(sims))
+        return (int(mirror.rowids[near[i]]), float(sims[i])) if sims[i] > threshold else None
 
     def similarities(self, query: np.ndarray, rowids: Sequence[int]) -> dict[int, float]:
         """Exact cosine similarity of ``query`` to each of ``rowids`` (rows without a vector are left out)."""

@@ -137,6 +137,13 @@ class PgVectorIndex:
                 return self._exact(vector, k, sql, params)
             ef *= 4
 
+    def best_above(
+        self, query: np.ndarray, threshold: float, scope: Scope, *, now: float
+    ) -> tuple[int, float] | None:
+        """The most similar row in ``scope`` if its cosine similarity exceeds ``threshold``, else None."""
+        best = self.search(query, 1, scope, now=now)
+        return best[0] if best and best[0][1] > threshold else None
+
     def _exact(self, vector: np.ndarray, k: int, sql: str, params: list[Any]) -> list[tuple[int, float]]:
         rows = self.db.query(
             f"SELECT c.chunk_rowid, 1 - ({self.expression} <=> ?) AS similarity FROM memory_chunks c "

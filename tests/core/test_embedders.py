@@ -106,3 +106,55 @@ def test_batch_hashes_equal_single_hashes():
     assert content_hashes(texts) == [content_hash(t) for t in texts]
     assert content_hashes(texts[:3]) == [content_hash(t) for t in texts[:3]]
     assert fnv1a_64_many([b"", b"a", b"foobar"]) == [0xCBF29CE484222325, 0xAF63DC4C8601EC8C, 0x85944171F73967E8]
+
+
+def test_hashing_vectors_are_pinned():
+    # vectors already stored under the name openkoi-hashing-v1-* must never change: these are the
+    # first components from the original implementation (feature by feature, no caches)
+    e = HashingEmbedder()
+    first, repeated = e.embed(["The production server runs on Fly.io", "a b a b a b"])
+    assert first[:6] == pytest.approx([0.0764693, -0.0436035, 0.0467775, 0.0600364, 0.0107377, -0.0764693], abs=1e-6)
+    assert repeated[:6] == pytest.approx([-0.0275905, -0.0227295, -0.0024305, 0.0527505, 0.0478895, -0.0024305],
+                                         abs=1e-6)
+    weighted = HashingEmbedder(96, word_weight=2.0).embed(["Grüße aus Köln"])[0]
+    assert weighted[:6] == pytest.approx([-0.2205406, -0.1102703, 0.0441081, 0.0220541, -0.1323243, 0.0882162],
+                                         abs=1e-6)
+
+
+def _by_definition(e: HashingEmbedder, text: str) -> np.ndarray:
+    """The embedding spelled out from ``features()``: one direction per feature, weighted, summed, normalised."""
+    from shared_core.embed.hashing import _hash64
+
+    total = np.zeros(e.dims)
+    kind_weight = {"w": e.word_weight, "b": e.bigram_weight, "t": e.trigram_weight, "s": 1.0}
+    for feature, count in e.features(text).items():
+        negative = e._negative(np.array([_hash64(feature)], dtype=np.uint64))[0]
+        weight = kind_weight[feature[0]] * (1 + np.log(count) if count > 1 else 1)
+        total += weight * np.where(negative, -1.0, 1.0)
+    norm = np.linalg.norm(total)
+    return total / norm if norm else total
+
+
+def test_hashing_embedder_computes_its_definition_alone_and_in_batches(monkeypatch):
+    import shared_core.embed.hashing as hashing
+
+    texts = ["The production server runs on Fly.io", "the the the server", "Grüße aus Köln, İstanbul", "!!!", "",
+             "a b a b a b", "deploy the server on friday"]
+    expected = np.array([_by_definition(HashingEmbedder(), t) for t in texts])
+    e = HashingEmbedder()
+    assert np.allclose(e.embed(texts), expected, atol=1e-6)
+    assert np.allclose([e.embed([t])[0] for t in texts], expected, atol=1e-6)  # now from remembered features
+    monkeypatch.setattr(hashing, "_MAX_FEATURES", 10)  # forgets its tables on every call: same vectors
+    assert np.allclose(e.embed(texts), expected, atol=1e-6)
+    assert np.allclose([e.embed([t])[0] for t in texts], expected, atol=1e-6)
+
+
+def test_hashing_embedder_is_thread_safe():
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [f"note {i} about the {i % 7} servers in region {i % 13}" for i in range(400)]
+    expected = HashingEmbedder().embed(texts)
+    shared = HashingEmbedder()
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda t: shared.embed([t])[0], texts))
+    assert np.allclose(results, expected, atol=1e-6)

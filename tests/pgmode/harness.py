@@ -180,9 +180,10 @@ class Harness:
         postgres._POOLS.linger = True
         harness = self
 
-        def open_database(target: str, *, read_only: bool = False, pool_size: int = 8) -> Any:
+        def open_database(target: str, *, read_only: bool = False, settings: Any = None) -> Any:
+            pool_size = settings.pool_size if settings is not None else 8
             if postgres.is_postgres_url(target) or harness.bypass:
-                return original(target, read_only=read_only, pool_size=pool_size)
+                return original(target, read_only=read_only, settings=settings)
             if target == ":memory:":
                 schema = harness.allocate()
                 db = PostgresDatabase(schema_url(harness.base_url, schema), read_only=read_only, alias=":memory:",

@@ -1,0 +1,99 @@
+"""The near-duplicate check of ``add``: the mirror's two-stage sign-bit scan agrees with an exact scan."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from shared_core import MemoryStore
+from shared_core.index.scope import Scope
+from shared_core.index.vectors import sign_bit_bound, sign_code
+
+
+def test_sign_bit_bound_numbers():
+    # p = arccos(0.9) / pi = 0.14357; over 128 bits: mean 18.38, sd 3.966; mean + 6 sd = 42.2 -> 43
+    assert math.isclose(math.acos(0.9) / math.pi, 0.14357, abs_tol=1e-5)
+    assert sign_bit_bound(0.9, 128) == 43
+    assert sign_bit_bound(0.9, 384) == 97
+    assert sign_bit_bound(0.99, 128) == 20  # p = 0.04505: mean 5.77, sd 2.35 -> 19.9 -> 20
+    assert sign_bit_bound(0.0, 128) is None  # a bound at half the bits separates nothing
+
+
+def test_sign_code_packs_signs_into_words():
+    vector = np.array([1.0, -1.0] * 48 + [-0.5] * 4, dtype=np.float32)  # 100 dims: two words, the second padded
+    code = sign_code(vector, 2)
+    assert code.dtype == np.uint64 and code.shape == (2,)
+    bits = np.unpackbits(code.view(np.uint8))
+    assert bits[:100].tolist() == [1, 0] * 48 + [0] * 4 and not bits[100:].any()
+    assert np.array_equal(sign_code(np.stack([vector, -vector]), 2)[0], code)
+
+
+def _unit(rng: np.random.Generator, n: int, dims: int = 384) -> np.ndarray:
+    x = rng.standard_normal((n, dims)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _at_similarity(rng: np.random.Generator, base: np.ndarray, cos: float) -> np.ndarray:
+    """A unit vector with exactly cosine ``cos`` to ``base``."""
+    noise = rng.standard_normal(base.size).astype(np.float32)
+    noise -= (noise @ base) * base
+    noise /= np.linalg.norm(noise)
+    return (cos * base + math.sqrt(1 - cos * cos) * noise).astype(np.float32)
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_best_above_agrees_with_an_exact_scan(seed):
+    rng = np.random.default_rng(seed)
+    rows = _unit(rng, 6000)
+    rows[:200] = rows[:200] + 0.8 * rows[200:400]  # correlated pairs: an anisotropic corner, like real embeddings
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    with MemoryStore.open(":memory:") as store:
+        store.add_many([{"text": f"row {i}", "vector": v, "namespace": "a" if i % 5 else "b"}
+                        for i, v in enumerate(rows)])
+        vectors = store.memories.vectors
+        scope = Scope(namespaces=("a",), kinds=("fact",))
+        rowid_of = {m.text: m.rowid for m in store.list(namespace="a", limit=None)}
+        checked = 0
+        for i in range(0, 6000, 37):
+            for cos in (0.999, 0.95, 0.91, 0.89, 0.5):
+                query = _at_similarity(rng, rows[i], cos)
+                found = vectors.best_above(query, 0.9, scope, now=0.0)
+                sims = rows @ query
+                sims[[j for j in range(6000) if j % 5 == 0]] = -2  # namespace "b" is out of scope
+                best = int(np.argmax(sims))
+                if sims[best] > 0.9:
+                    assert found is not None and found[0] == rowid_of[f"row {best}"]
+                    assert found[1] == pytest.approx(sims[best], abs=1e-5)
+                    checked += 1
+                else:
+                    assert found is None
+        assert checked > 100
+
+
+@pytest.mark.sqlite_only
+def test_best_above_with_low_thresholds_and_small_mirrors():
+    rng = np.random.default_rng(7)
+    rows = _unit(rng, 3000)
+    with MemoryStore.open(":memory:") as store:
+        store.add_many([{"text": f"row {i}", "vector": v} for i, v in enumerate(rows)])
+        vectors = store.memories.vectors
+        scope = Scope(namespaces=("default",), kinds=("fact",))
+        query = _at_similarity(rng, rows[42], 0.3)
+        sims = rows @ query
+        found = vectors.best_above(query, 0.2, scope, now=0.0)  # no useful bit bound: an exact top-1 search
+        assert found is not None and found[1] == pytest.approx(float(sims.max()), abs=1e-5)
+        assert vectors.best_above(query, 0.99, scope, now=0.0) is None
+
+
+def test_a_reworded_fact_reinforces_the_stored_one_in_a_big_namespace():
+    with MemoryStore.open(":memory:") as store:
+        store.add_many([f"background note {i} about topic {i % 97} and item {i % 89}" for i in range(5000)])
+        first = store.add("The production server runs on Fly.io in Frankfurt since March", namespace="default")
+        again = store.add("The production server runs on Fly.io in Frankfurt since march!", namespace="default")
+        assert again.event == "reinforced" and again == first
+        assert store.get(first).score == store.config.memory.reinforce_weight
+        other = store.add("The staging server runs on Hetzner in Helsinki", namespace="default")
+        assert other.event == "created"
