@@ -186,6 +186,8 @@ class Categorizer:
         self._phrases_by_first: dict[str, list[tuple[str, str, str]]] = {}
         for phrase in self._phrases:
             self._phrases_by_first.setdefault(phrase[2].split(" ", 1)[0], []).append(phrase)
+        self._single_words = frozenset(self._singles)
+        self._phrase_words = frozenset(self._phrases_by_first)
         self._order = {category: i for i, category in enumerate(table)}
         self.categories: tuple[str, ...] = tuple(table)
         self.default = default.strip() if isinstance(default, str) else ""
@@ -202,28 +204,37 @@ class Categorizer:
 
     def matches(self, text: str) -> list[CategoryMatch]:
         """Every category whose keywords occur in ``text``, best first (ties: the earlier category)."""
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a string, got {type(text).__name__}")
-        words = words_of(text)
-        found: dict[str, set[str]] = {}
-        for word in words:
-            for category, keyword in self._singles.get(word, ()):
-                found.setdefault(category, set()).add(keyword)
-        candidates = [p for word in set(words) for p in self._phrases_by_first.get(word, ())]
-        if candidates:
-            joined = " " + " ".join(words) + " "
-            for phrase, category, keyword in candidates:
-                if phrase in joined:
-                    found.setdefault(category, set()).add(keyword)
-        ranked = sorted(found.items(), key=lambda item: (-len(item[1]), self._order[item[0]]))
+        ranked = sorted(self._found(text).items(), key=self._rank)
         return [CategoryMatch(category, len(keys), tuple(sorted(keys))) for category, keys in ranked]
 
     def rule_category(self, text: str) -> str | None:
         """The rules' category of a fact: the best match, else the default (None when that is "")."""
-        found = self.matches(text)
+        found = self._found(text)
         if found:
-            return found[0].category
+            return min(found.items(), key=self._rank)[0]
         return self.default or None
+
+    def _found(self, text: str) -> dict[str, set[str]]:
+        """category -> the keywords of it that occur in ``text``."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a string, got {type(text).__name__}")
+        raw = _WORD.findall(text)
+        present = {normal_word(word) for word in raw}
+        found: dict[str, set[str]] = {}
+        for word in present & self._single_words:
+            for category, keyword in self._singles[word]:
+                found.setdefault(category, set()).add(keyword)
+        candidates = [p for word in present & self._phrase_words for p in self._phrases_by_first[word]]
+        if candidates:
+            joined = " " + " ".join(normal_word(word) for word in raw) + " "
+            for phrase, category, keyword in candidates:
+                if phrase in joined:
+                    found.setdefault(category, set()).add(keyword)
+        return found
+
+    def _rank(self, item: tuple[str, set[str]]) -> tuple[int, int]:
+        """More matched keywords first, then the earlier category."""
+        return -len(item[1]), self._order[item[0]]
 
     # -- with the optional model ----------------------------------------------------------------
 

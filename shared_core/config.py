@@ -625,10 +625,13 @@ class DatabaseConfig:
     hnsw_ef_search: int = 100  # candidates per HNSW search; raised up to 1,000 when filters leave fewer than k
     exact_scan_rows: int = 2000  # scopes up to this many rows skip the index: an exact scan, fast at this size
     cache_mb: int = 64  # SQLite page cache per connection (SQLite's own default is 2 MB)
+    checkpoint_pages: int = 10_000  # WAL pages that trigger a checkpoint (SQLite's default 1,000; 4 KB each)
 
     def __post_init__(self) -> None:
         if self.cache_mb < 1:
             raise ConfigError("database.cache_mb must be at least 1")
+        if self.checkpoint_pages < 1:
+            raise ConfigError("database.checkpoint_pages must be at least 1")
         if self.pool_size < 1:
             raise ConfigError("database.pool_size must be at least 1")
         if not 2 <= self.hnsw_m <= 100 or not 4 <= self.hnsw_ef_construction <= 1000:

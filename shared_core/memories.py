@@ -295,6 +295,12 @@ def new_id() -> str:
     return secrets.token_hex(8)
 
 
+def new_ids(count: int) -> list[str]:
+    """``count`` fresh ids from one read of the system's random source."""
+    digits = secrets.token_hex(8 * count)
+    return [digits[i : i + 16] for i in range(0, 16 * count, 16)]
+
+
 @dataclass
 class _Prepared:
     """A validated NewMemory, ready to write."""
@@ -486,7 +492,7 @@ class MemoryRepository:
         memory_id = item.id or new_id()
         rowid = self._insert(memory_id, item, now)
         if not self.vectors.inline:
-            self.vectors.put(rowid, item.vector, self._state(item, now), replace=False)
+            self.vectors.put(rowid, item.vector, self._state(item, to_iso(now)), replace=False)
         return AddResult(memory_id, "created")
 
     def write_many(self, items: list[_Prepared]) -> list[AddResult]:
@@ -501,19 +507,20 @@ class MemoryRepository:
         def flush() -> None:
             if not pending:
                 return
-            self.db.executemany(self._insert_sql, [self._row(memory_id, item, now_iso) for memory_id, item in pending])
+            self.db.insert_many(self._insert_sql, [self._row(memory_id, item, now_iso) for memory_id, item in pending])
             if not self.vectors.inline:
                 rowids = self._rowids([memory_id for memory_id, _ in pending])
                 self.vectors.put_many(
-                    [(rowids[memory_id], item.vector, self._state(item, now)) for memory_id, item in pending])
+                    [(rowids[memory_id], item.vector, self._state(item, now_iso)) for memory_id, item in pending])
             pending.clear()
 
+        fresh = iter(new_ids(sum(1 for item in items if item.id is None)))
         for item in items:
             if item.id is not None and item.id in taken:  # an upsert, or the same id twice in one batch
                 flush()
                 results.append(self.write(item, dedup=False))
                 continue
-            memory_id = item.id or new_id()
+            memory_id = item.id or next(fresh)
             taken.add(memory_id)
             pending.append((memory_id, item))
             results.append(AddResult(memory_id, "created"))
@@ -587,8 +594,8 @@ class MemoryRepository:
         created = to_iso(item.created_at) if item.created_at is not None else now_iso
         row = (
             memory_id, item.source, item.text, created, item.kind, item.namespace, item.owner_id,
-            json.dumps(item.tags, ensure_ascii=False), item.category, item.metadata_json, item.importance,
-            item.confidence, int(item.pinned), now_iso, to_iso(item.expires_at), created,
+            json.dumps(item.tags, ensure_ascii=False) if item.tags else "[]", item.category, item.metadata_json,
+            item.importance, item.confidence, int(item.pinned), now_iso, to_iso(item.expires_at), created,
             item.session_id, item.task_id, item.hash, self.embedder.name, now_iso,
         )
         return (*row, item.vector) if self.vectors.inline else row  # PostgreSQL: the vector is a column
@@ -607,10 +614,11 @@ class MemoryRepository:
                 to_iso(item.created_at), existing.rowid,
             ),
         )
-        self.vectors.put(existing.rowid, item.vector, self._state(item, now), replace=True)
+        self.vectors.put(existing.rowid, item.vector, self._state(item, to_iso(now)), replace=True)
 
-    def _state(self, item: _Prepared, now: datetime) -> RowState:
-        return RowState(item.namespace, item.kind, epoch_of(to_iso(item.expires_at)), True, stamp_of(to_iso(now), item.hash))
+    def _state(self, item: _Prepared, now_iso: str) -> RowState:
+        expires = math.inf if item.expires_at is None else item.expires_at.timestamp()
+        return RowState(item.namespace, item.kind, expires, True, stamp_of(now_iso, item.hash))
 
     def update(
         self,

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import html
 import logging
@@ -55,6 +54,7 @@ if TYPE_CHECKING:
     from .insights import Insights
     from .kv import KeyValueStore
     from .learnings import Learnings
+    from .memories import _Prepared
     from .lifecycle.forgetting import ForgettingEngine
     from .lifecycle.links import LinkGraph
     from .lifecycle.maintenance import Maintenance, MaintenanceReport
@@ -352,7 +352,7 @@ class MemoryStore:
             with self._db.transaction():
                 return self._memories.write(prepared, dedup=dedup)
 
-    def _auto_category(self, item: NewMemory, *, rules_only: bool) -> str | None:
+    def _auto_category(self, item: NewMemory | _Prepared, *, rules_only: bool) -> str | None:
         """The category a fact added without one gets (None: keep none); see :mod:`shared_core.categories`."""
         if item.kind != "fact" or item.category is not None or not self.config.memory.auto_categorize:
             return None
@@ -384,9 +384,7 @@ class MemoryStore:
         materialised = list(items)
         total = len(materialised)
         for raw in materialised:
-            item = _as_new_memory(raw, namespace)
-            auto_category = self._auto_category(item, rules_only=True)  # bulk loads never call a model per item
-            batch.append(dataclasses.replace(item, category=auto_category) if auto_category else item)
+            batch.append(_as_new_memory(raw, namespace))
             if len(batch) >= batch_size:
                 results.extend(self._write_batch(batch, dedup))
                 batch = []
@@ -402,6 +400,8 @@ class MemoryStore:
         with self._db.lock:
             self._db.check_open()
             prepared = self._memories.prepare(batch)
+            for item in prepared:  # bulk loads never call a model per item: the keyword rules categorise
+                item.category = item.category or self._auto_category(item, rules_only=True)
             with self._db.transaction():
                 if dedup:
                     return [self._memories.write(p, dedup=True) for p in prepared]

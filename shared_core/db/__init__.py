@@ -24,11 +24,11 @@ __all__ = [
 def open_database(target: str, *, read_only: bool = False, settings: DatabaseConfig | None = None) -> Any:
     """A ``postgresql://`` URL opens :class:`PostgresDatabase`; anything else is an SQLite file (or ``:memory:``).
 
-    ``settings``: the ``[database]`` section (pool size, page cache); defaults when None.
+    ``settings``: the ``[database]`` section (pool size, page cache, checkpoints); defaults when None.
     """
     settings = settings or DatabaseConfig()
     if is_postgres_url(target):
         from .postgres import PostgresDatabase
 
         return PostgresDatabase(target, read_only=read_only, pool_size=settings.pool_size)
-    return Database(target, read_only=read_only, cache_mb=settings.cache_mb)
+    return Database(target, read_only=read_only, cache_mb=settings.cache_mb, checkpoint_pages=settings.checkpoint_pages)

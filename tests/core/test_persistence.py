@@ -339,3 +339,16 @@ def test_each_memory_file_has_its_own_data_folder(tmp_path):
         folder = scratch.data_dir
         assert folder.exists() and folder != Path(scratch.config.data_dir)
     assert not folder.exists()  # a :memory: store leaves nothing behind
+
+
+@pytest.mark.sqlite_only
+def test_insert_many_needs_a_plain_values_list(tmp_path):
+    from shared_core.db import Database
+
+    db = Database(str(tmp_path / "x.db"))
+    db.execute("CREATE TABLE t (a, b)")
+    db.insert_many("INSERT INTO t (a, b) VALUES (?, ?)", [(i, str(i)) for i in range(2001)])
+    assert db.scalar("SELECT count(*) FROM t") == 2001 and db.scalar("SELECT sum(a) FROM t") == 2001 * 1000
+    with pytest.raises(ValueError, match="INSERT ... VALUES"):
+        db.insert_many("INSERT INTO t (a, b) VALUES (?, ?) ON CONFLICT DO NOTHING", [(1, "1")])
+    db.close()
