@@ -54,11 +54,11 @@ if TYPE_CHECKING:
     from .insights import Insights
     from .kv import KeyValueStore
     from .learnings import Learnings
-    from .memories import _Prepared
     from .lifecycle.forgetting import ForgettingEngine
     from .lifecycle.links import LinkGraph
     from .lifecycle.maintenance import Maintenance, MaintenanceReport
     from .lifecycle.pruning import Pruner
+    from .memories import _Prepared
     from .procedures import Procedures
     from .recall import Historian
     from .skills import Skills
