@@ -91,22 +91,25 @@ class HashingEmbedder:
             ids = np.fromiter(itertools.chain.from_iterable(per_text), dtype=np.int64)
             if not ids.size:
                 return out
-            # each (text, feature) pair once, with its count; then the distinct features' columns
-            rows = np.repeat(np.arange(len(texts), dtype=np.int64), [len(t) for t in per_text])
-            keys, counts = np.unique((rows << 32) | ids, return_counts=True)
-            rows, ids = keys >> 32, keys & 0xFFFFFFFF
-            weights = self._weights[ids] * np.where(counts > 1, 1.0 + np.log(counts), 1.0).astype(np.float32)
-            if len(texts) == 1:  # sorted and distinct already
-                features, cols = ids, np.arange(len(ids))
-            else:
+            if len(texts) == 1:  # the common case of one text: its distinct features are the columns
+                features, counts = np.unique(ids, return_counts=True)
+                rows, cols = np.zeros(len(features), dtype=np.int64), np.arange(len(features))
+            else:  # each (text, feature) pair once, with its count; then the distinct features' columns
+                rows = np.repeat(np.arange(len(texts), dtype=np.int64), [len(t) for t in per_text])
+                keys, counts = np.unique((rows << 32) | ids, return_counts=True)
+                rows, ids = keys >> 32, keys & 0xFFFFFFFF
                 features, cols = np.unique(ids, return_inverse=True)
+            weights = self._weights[features[cols]]
+            repeated = counts > 1
+            weights[repeated] *= 1.0 + np.log(counts[repeated])
             for start in range(0, len(features), _BLOCK):
                 block = features[start : start + _BLOCK]
                 mask = (cols >= start) & (cols < start + len(block))
                 weight_matrix = np.zeros((len(texts), len(block)), dtype=np.float32)
                 weight_matrix[rows[mask], cols[mask] - start] = weights[mask]  # each pair occurs once
                 bits = np.unpackbits(self._codes[block], axis=1, count=self.dims).astype(np.float32)
-                out += weight_matrix @ (1.0 - 2.0 * bits)
+                # a direction is +1 where its bit is 0 and -1 where it is 1: sum(w) - 2 (w . bits)
+                out += weight_matrix.sum(axis=1, keepdims=True) - 2.0 * (weight_matrix @ bits)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out
