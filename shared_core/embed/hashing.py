@@ -87,32 +87,50 @@ class HashingEmbedder:
                 self._forget()
             per_text = [self._feature_ids(text) for text in texts]
             self._derive_pending()
-            out = np.zeros((len(texts), self.dims), dtype=np.float32)
-            ids = np.fromiter(itertools.chain.from_iterable(per_text), dtype=np.int64)
-            if not ids.size:
-                return out
-            if len(texts) == 1:  # the common case of one text: its distinct features are the columns
-                features, counts = np.unique(ids, return_counts=True)
-                rows, cols = np.zeros(len(features), dtype=np.int64), np.arange(len(features))
-            else:  # each (text, feature) pair once, with its count; then the distinct features' columns
-                rows = np.repeat(np.arange(len(texts), dtype=np.int64), [len(t) for t in per_text])
-                keys, counts = np.unique((rows << 32) | ids, return_counts=True)
-                rows, ids = keys >> 32, keys & 0xFFFFFFFF
-                features, cols = np.unique(ids, return_inverse=True)
-            weights = self._weights[features[cols]]
-            repeated = counts > 1
-            weights[repeated] *= 1.0 + np.log(counts[repeated])
-            for start in range(0, len(features), _BLOCK):
-                block = features[start : start + _BLOCK]
-                mask = (cols >= start) & (cols < start + len(block))
-                weight_matrix = np.zeros((len(texts), len(block)), dtype=np.float32)
-                weight_matrix[rows[mask], cols[mask] - start] = weights[mask]  # each pair occurs once
-                bits = np.unpackbits(self._codes[block], axis=1, count=self.dims).astype(np.float32)
-                # a direction is +1 where its bit is 0 and -1 where it is 1: sum(w) - 2 (w . bits)
-                out += weight_matrix.sum(axis=1, keepdims=True) - 2.0 * (weight_matrix @ bits)
+            out = self._project_one(per_text[0]) if len(texts) == 1 else self._project(per_text)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out
+
+    def _project(self, per_text: list[list[int]]) -> np.ndarray:
+        """The weighted sums of the texts' feature directions (not yet normalised), a block of features at a time."""
+        out = np.zeros((len(per_text), self.dims), dtype=np.float32)
+        ids = np.fromiter(itertools.chain.from_iterable(per_text), dtype=np.int64)
+        if not ids.size:
+            return out
+        # each (text, feature) pair once, with its count; then the distinct features' columns
+        rows = np.repeat(np.arange(len(per_text), dtype=np.int64), [len(t) for t in per_text])
+        keys, counts = np.unique((rows << 32) | ids, return_counts=True)
+        rows, ids = keys >> 32, keys & 0xFFFFFFFF
+        features, cols = np.unique(ids, return_inverse=True)
+        weights = self._weighted(ids, counts)
+        for start in range(0, len(features), _BLOCK):
+            block = features[start : start + _BLOCK]
+            mask = (cols >= start) & (cols < start + len(block))
+            weight_matrix = np.zeros((len(per_text), len(block)), dtype=np.float32)
+            weight_matrix[rows[mask], cols[mask] - start] = weights[mask]  # each pair occurs once
+            out += self._directions_sum(weight_matrix, block)
+        return out
+
+    def _project_one(self, ids: list[int]) -> np.ndarray:
+        """:meth:`_project` for a single text (a single ``add``), in a third of the numpy calls."""
+        if not ids:
+            return np.zeros((1, self.dims), dtype=np.float32)
+        features, counts = np.unique(np.array(ids, dtype=np.int64), return_counts=True)
+        return self._directions_sum(self._weighted(features, counts)[None, :], features)
+
+    def _weighted(self, ids: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """Each feature's weight, times 1 + ln(count) where it occurs more than once."""
+        weights = self._weights[ids]
+        repeated = counts > 1
+        if repeated.any():
+            weights[repeated] *= 1.0 + np.log(counts[repeated])
+        return weights
+
+    def _directions_sum(self, weight_matrix: np.ndarray, features: np.ndarray) -> np.ndarray:
+        """``weight_matrix @ directions``: a direction is +1 where its bit is 0 and -1 where it is 1."""
+        bits = np.unpackbits(self._codes[features], axis=1, count=self.dims).astype(np.float32)
+        return weight_matrix.sum(axis=1, keepdims=True) - 2.0 * (weight_matrix @ bits)
 
     # -- features as numbers -----------------------------------------------------------------
     #
