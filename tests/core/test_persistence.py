@@ -352,3 +352,17 @@ def test_insert_many_needs_a_plain_values_list(tmp_path):
     with pytest.raises(ValueError, match="INSERT ... VALUES"):
         db.insert_many("INSERT INTO t (a, b) VALUES (?, ?) ON CONFLICT DO NOTHING", [(1, "1")])
     db.close()
+
+
+@pytest.mark.sqlite_only
+def test_page_cache_and_checkpoint_settings(tmp_path):
+    from shared_core import ConfigError
+
+    with MemoryStore.open(tmp_path / "a.db") as store:  # the defaults
+        assert store.db.scalar("PRAGMA cache_size") == -64 * 1024
+        assert store.db.scalar("PRAGMA wal_autocheckpoint") == 10_000
+    with MemoryStore.open(tmp_path / "b.db", config={"database": {"cache_mb": 8, "checkpoint_pages": 500}}) as store:
+        assert store.db.scalar("PRAGMA cache_size") == -8 * 1024
+        assert store.db.scalar("PRAGMA wal_autocheckpoint") == 500
+    with pytest.raises(ConfigError, match="cache_mb"):
+        MemoryStore.open(tmp_path / "c.db", config={"database": {"cache_mb": 0}})
