@@ -140,7 +140,7 @@ def normal_word(word: str) -> str:
 
 def words_of(text: str) -> list[str]:
     """The normal forms of the words of ``text``, in order."""
-    return [normal_word(w) for w in _WORD.findall(text)]
+    return list(map(normal_word, _WORD.findall(text)))
 
 
 @dataclass(frozen=True)
@@ -218,15 +218,15 @@ class Categorizer:
         """category -> the keywords of it that occur in ``text``."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a string, got {type(text).__name__}")
-        raw = _WORD.findall(text)
-        present = {normal_word(word) for word in raw}
+        words = words_of(text)
+        present = set(words)
         found: dict[str, set[str]] = {}
         for word in present & self._single_words:
             for category, keyword in self._singles[word]:
                 found.setdefault(category, set()).add(keyword)
         candidates = [p for word in present & self._phrase_words for p in self._phrases_by_first[word]]
         if candidates:
-            joined = " " + " ".join(normal_word(word) for word in raw) + " "
+            joined = " " + " ".join(words) + " "
             for phrase, category, keyword in candidates:
                 if phrase in joined:
                     found.setdefault(category, set()).add(keyword)

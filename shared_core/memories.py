@@ -41,6 +41,7 @@ KINDS = (
     "task", "skill", "note",
 )
 _KIND = re.compile(r"^[a-z][a-z0-9_\-]{0,63}$")
+_KNOWN_KINDS = frozenset(KINDS)
 
 COLUMNS = (
     "chunk_rowid", "id", "text", "kind", "namespace", "tags", "category", "source", "metadata",
@@ -221,6 +222,8 @@ def check_namespace(value: Any) -> str:
 
 
 def _kind(value: Any) -> str:
+    if isinstance(value, str) and value in _KNOWN_KINDS:
+        return value
     if not isinstance(value, str) or not _KIND.match(value):
         raise ValueError(
             f"kind must be a short lowercase name such as 'fact' (known kinds: {', '.join(KINDS)}), got {value!r}"

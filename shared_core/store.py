@@ -342,7 +342,7 @@ class MemoryStore:
             vector=vector, embedding_text=embedding_text,
         )
         # seed 004's auto-categorisation (memory.auto_categorize), decided before the lock: it may ask a model
-        auto_category = self._auto_category(item, rules_only=False)
+        auto_category = self._auto_category(item)
         with self._db.lock:
             self._db.check_open()
             (prepared,) = self._memories.prepare([item])
@@ -352,14 +352,22 @@ class MemoryStore:
             with self._db.transaction():
                 return self._memories.write(prepared, dedup=dedup)
 
-    def _auto_category(self, item: NewMemory | _Prepared, *, rules_only: bool) -> str | None:
+    def _categorize_by_rules(self, items: list[_Prepared]) -> None:
+        """Auto-categorisation for a bulk load: the keyword rules only, never a model call per item."""
+        if not self.config.memory.auto_categorize:
+            return
+        rules = self.memory_manager.categorizer
+        for item in items:
+            if item.kind == "fact" and item.category is None:
+                item.category = rules.rule_category(item.text)
+
+    def _auto_category(self, item: NewMemory) -> str | None:
         """The category a fact added without one gets (None: keep none); see :mod:`shared_core.categories`."""
         if item.kind != "fact" or item.category is not None or not self.config.memory.auto_categorize:
             return None
         if not isinstance(item.text, str) or not item.text.strip():
             return None  # NewMemory's validation reports the bad text
-        categorizer = self.memory_manager.categorizer
-        return categorizer.rule_category(item.text) if rules_only else categorizer.categorize(item.text)
+        return self.memory_manager.categorizer.categorize(item.text)
 
     def add_many(
         self,
@@ -400,8 +408,7 @@ class MemoryStore:
         with self._db.lock:
             self._db.check_open()
             prepared = self._memories.prepare(batch)
-            for item in prepared:  # bulk loads never call a model per item: the keyword rules categorise
-                item.category = item.category or self._auto_category(item, rules_only=True)
+            self._categorize_by_rules(prepared)
             with self._db.transaction():
                 if dedup:
                     return [self._memories.write(p, dedup=True) for p in prepared]
