@@ -70,15 +70,9 @@ class HashingEmbedder:
 
     def features(self, text: str) -> Counter[str]:
         """The features of one text and how often each occurs: the definition :meth:`embed` computes."""
-        words = [w.casefold() for w in _WORD.findall(text)]
-        feats = ["w:" + word for word in words]
-        feats += ["b:" + a + " " + b for a, b in zip(words, words[1:], strict=False)]
-        for word in words:
-            padded = f"<{word}>"
-            feats += ["t:" + padded[i : i + 3] for i in range(len(padded) - 2)]
-        if not feats and text.strip():  # punctuation or symbols only: hash the text itself
-            feats.append("s:" + text.strip())
-        return Counter(feats)
+        words = _words(text)
+        feats = [feature for word in words for feature in _word_features(word)] + _pair_features(words)
+        return Counter(feats or _symbols_feature(text))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Each text's features' directions, weighted (x (1 + ln count) for repeats) and summed, L2-normalised."""
@@ -148,19 +142,16 @@ class HashingEmbedder:
         self._weights = np.zeros(4096, dtype=np.float32)
 
     def _feature_ids(self, text: str) -> list[int]:
-        words = [w.casefold() for w in _WORD.findall(text)]
+        """The ids of ``features(text)``, each as often as it occurs; a word's own ids are remembered."""
+        words = _words(text)
         ids: list[int] = []
         for word in words:
             word_ids = self._word_ids.get(word)
             if word_ids is None:
-                padded = f"<{word}>"
-                word_ids = self._word_ids[word] = [self._id("w:" + word)] + [
-                    self._id("t:" + padded[i : i + 3]) for i in range(len(padded) - 2)]
+                word_ids = self._word_ids[word] = [self._id(f) for f in _word_features(word)]
             ids += word_ids
-        ids += [self._id("b:" + a + " " + b) for a, b in zip(words, words[1:], strict=False)]
-        if not ids and text.strip():  # punctuation or symbols only: hash the text itself
-            ids.append(self._id("s:" + text.strip()))
-        return ids
+        ids += [self._id(f) for f in _pair_features(words)]
+        return ids or [self._id(f) for f in _symbols_feature(text)]
 
     def _id(self, feature: str) -> int:
         fid = self._ids.get(feature)
@@ -194,6 +185,25 @@ class HashingEmbedder:
         x *= _MIX2
         x ^= x >> np.uint64(31)
         return (x >> np.uint64(63)).astype(bool)
+
+
+def _words(text: str) -> list[str]:
+    return [w.casefold() for w in _WORD.findall(text)]
+
+
+def _word_features(word: str) -> list[str]:
+    """A word's own features: the word, and the character trigrams of ``<word>``."""
+    padded = f"<{word}>"
+    return ["w:" + word] + ["t:" + padded[i : i + 3] for i in range(len(padded) - 2)]
+
+
+def _pair_features(words: list[str]) -> list[str]:
+    return ["b:" + a + " " + b for a, b in zip(words, words[1:], strict=False)]
+
+
+def _symbols_feature(text: str) -> list[str]:
+    """For a text of punctuation or symbols only (no words): the text itself; none for blank text."""
+    return ["s:" + text.strip()] if text.strip() else []
 
 
 def _hash64(feature: str) -> int:
