@@ -38,8 +38,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests" / "pgmode"))
 
 import core  # noqa: E402  (bench/core.py: corpus, vectors, percentiles, the SQLite run)
+from harness import utf8_locale  # noqa: E402  (tests/pgmode: initdb under a UTF-8 locale)
 
 from shared_core import HashingEmbedder, MemoryStore, NewMemory  # noqa: E402
 
@@ -48,7 +50,8 @@ def start_server(directory: Path, memory_gb: float) -> tuple[str, object]:
     import pgserver
     import psycopg
 
-    server = pgserver.get_server(directory, cleanup_mode="delete")
+    with utf8_locale():  # "stop", not "delete": the restart below must find the settings on disk
+        server = pgserver.get_server(directory, cleanup_mode="stop")
     url = server.get_uri()
     settings = {"shared_buffers": f"{max(128, int(memory_gb * 1024 / 4))}MB", "maintenance_work_mem": "512MB",
                 "max_connections": "100", "max_wal_size": "4GB"}

@@ -20,9 +20,9 @@ relative to the query's best match.
 
 The document-frequency gate works as on SQLite: words found in more than
 ``max_df_ratio`` of the rows (and more than ``df_gate_min_rows``) are dropped from the
-query. A word's document frequency comes from ANALYZE's statistics when it is one of the
-column's most common lexemes (counting it would read a long posting list), and is
-counted on the GIN index otherwise (a rare word's list is short).
+query. A word's document frequency is counted on the GIN index; in a table of 10,000 rows or
+more it comes from ANALYZE's statistics instead when it is one of the column's most common
+lexemes (counting it would read a long posting list; a rare word's list is short).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ __all__ = ["PgKeywordIndex", "fold"]
 
 TS_CONFIG = "openkoi"  # migration 0001's text search configuration
 _K1, _B = 1.2, 0.75  # FTS5's BM25 constants
+_STATISTICS_FROM_ROWS = 10_000  # below this, N and document frequencies are counted exactly
 
 
 def fold(term: str) -> str:
@@ -89,13 +90,18 @@ class PgKeywordIndex:
         """N for the idf: the planner's count on a big table, an exact one on a small table."""
         estimate = int(self.db.scalar(
             "SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass('memory_chunks')") or 0)
-        if estimate >= 10_000:
+        if estimate >= _STATISTICS_FROM_ROWS:
             return estimate
         return int(self.db.scalar("SELECT count(*) FROM memory_chunks") or 0)
 
     def _document_frequency(self, tsquery: str, lexemes: list[str], rows: int) -> int:
-        """How many rows contain the word: from ANALYZE's most common lexemes when it is one of
-        them (counting those would read a long posting list), else counted on the GIN index."""
+        """How many rows contain the word: in a big table from ANALYZE's most common lexemes when
+        it is one of them (counting those would read a long posting list), else counted on the GIN
+        index. A small table is always counted: its idf then does not depend on whether
+        autovacuum has analysed it yet (ANALYZE's element frequencies are approximate)."""
+        if rows < _STATISTICS_FROM_ROWS:
+            return int(self.db.scalar(
+                "SELECT count(*) FROM memory_chunks WHERE search_text @@ CAST(? AS tsquery)", (tsquery,)) or 0)
         common = self._common_lexemes()
         if lexemes and all(lexeme in common for lexeme in lexemes):
             return int(round(min(common[lexeme] for lexeme in lexemes) * rows))

@@ -223,25 +223,51 @@ class Harness:
         db.close = tracked_close
 
 
+@contextlib.contextmanager
+def utf8_locale():
+    """Run initdb under a UTF-8 locale, whatever the machine's: the database's locale decides how
+    PostgreSQL's text search splits words (under C or POSIX, non-ASCII letters are not letters),
+    so without this the scores of a test depend on the environment of the run (docs/scaling.md
+    asks for a UTF-8 database too)."""
+    import locale
+
+    current = locale.setlocale(locale.LC_CTYPE)
+    for name in ("C.UTF-8", "C.utf8", "en_US.UTF-8"):
+        try:
+            locale.setlocale(locale.LC_CTYPE, name)
+        except locale.Error:
+            continue
+        locale.setlocale(locale.LC_CTYPE, current)
+        break
+    else:  # no UTF-8 locale on this machine: initdb takes what there is
+        yield
+        return
+    saved = {key: os.environ.get(key) for key in ("LC_ALL", "LANG")}
+    os.environ["LC_ALL"] = os.environ["LANG"] = name
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def start_server(directory: Path) -> str:
     """A pgserver (PostgreSQL 16 + pgvector) in ``directory``, tuned for tests; returns its URL."""
     import pgserver
 
+    with utf8_locale():  # "stop", not "delete": the restart below must find the settings on disk
+        server = pgserver.get_server(directory, cleanup_mode="stop")
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        for key, value in {"max_connections": "400", "fsync": "off", "synchronous_commit": "off",
+                           "full_page_writes": "off", "shared_buffers": "128MB"}.items():
+            conn.execute(f"ALTER SYSTEM SET {key} = '{value}'")
+    server.cleanup()  # stop, so the next start reads the settings
     server = pgserver.get_server(directory, cleanup_mode="delete")
-    url = server.get_uri()
-    with psycopg.connect(url, autocommit=True) as conn:
-        wanted = {"max_connections": "400", "fsync": "off", "synchronous_commit": "off",
-                  "full_page_writes": "off", "shared_buffers": "128MB"}
-        current = {k: conn.execute(f"SHOW {k}").fetchone()[0] for k in wanted}
-        changed = [k for k, v in wanted.items() if current[k] != v]
-        for key in changed:
-            conn.execute(f"ALTER SYSTEM SET {key} = '{wanted[key]}'")
-    if {"max_connections", "shared_buffers"} & set(changed):
-        server.cleanup()  # stop, so the next start reads the settings
-        server = pgserver.get_server(directory, cleanup_mode="delete")
-        url = server.get_uri()
     _SERVERS.append(server)
-    return url
+    return server.get_uri()
 
 
 _SERVERS: list[Any] = []
