@@ -9,7 +9,7 @@ import pytest
 
 from shared_core import MemoryStore
 from shared_core.index.scope import Scope
-from shared_core.index.vectors import sign_bit_bound, sign_code
+from shared_core.index.vectors import _popcount, centred_threshold, sign_bit_bound, sign_code
 
 
 def test_sign_bit_bound_numbers():
@@ -30,6 +30,14 @@ def test_sign_code_packs_signs_into_words():
     assert np.array_equal(sign_code(np.stack([vector, -vector]), 2)[0], code)
 
 
+def test_popcount_without_numpy_2_counts_the_same_bits(monkeypatch):
+    words = np.random.default_rng(5).integers(0, 2**63, size=(7, 4), dtype=np.uint64)
+    expected = [[bin(int(w)).count("1") for w in row] for row in words]
+    monkeypatch.delattr(np, "bitwise_count", raising=False)  # numpy 1.x has none: the table path
+    assert _popcount(words).tolist() == expected
+    assert _popcount(words[:, 0].copy()).tolist() == [row[0] for row in expected]
+
+
 def _unit(rng: np.random.Generator, n: int, dims: int = 384) -> np.ndarray:
     x = rng.standard_normal((n, dims)).astype(np.float32)
     return x / np.linalg.norm(x, axis=1, keepdims=True)
@@ -43,34 +51,78 @@ def _at_similarity(rng: np.random.Generator, base: np.ndarray, cos: float) -> np
     return (cos * base + math.sqrt(1 - cos * cos) * noise).astype(np.float32)
 
 
+def _check_against_a_scan(store, rows: np.ndarray, rng: np.random.Generator) -> int:
+    """best_above over namespace "a" (rows i % 5 != 0) for queries at several similarities to
+    every 37th row, compared with an exact scan; returns how many found a row above 0.9."""
+    vectors = store.memories.vectors
+    scope = Scope(namespaces=("a",), kinds=("fact",))
+    rowid_of = {m.text: m.rowid for m in store.list(namespace="a", limit=None)}
+    checked = 0
+    for i in range(0, len(rows), 37):
+        for cos in (0.999, 0.95, 0.91, 0.89, 0.5):
+            query = _at_similarity(rng, rows[i], cos)
+            found = vectors.best_above(query, 0.9, scope, now=0.0)
+            sims = rows @ query
+            sims[::5] = -2  # namespace "b" is out of scope
+            best = int(np.argmax(sims))
+            if sims[best] > 0.9:
+                assert found is not None and found[0] == rowid_of[f"row {best}"]
+                assert found[1] == pytest.approx(sims[best], abs=1e-5)
+                checked += 1
+            else:
+                assert found is None
+    return checked
+
+
+def _rows(rows: np.ndarray, start: int = 0) -> list[dict]:
+    return [{"text": f"row {i}", "vector": v, "namespace": "a" if i % 5 else "b"}
+            for i, v in enumerate(rows[start:], start)]
+
+
 @pytest.mark.sqlite_only
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_best_above_agrees_with_an_exact_scan(seed):
     rng = np.random.default_rng(seed)
     rows = _unit(rng, 6000)
-    rows[:200] = rows[:200] + 0.8 * rows[200:400]  # correlated pairs: an anisotropic corner, like real embeddings
+    rows[:200] = rows[:200] + 0.8 * rows[200:400]  # correlated pairs: an anisotropic corner
     rows /= np.linalg.norm(rows, axis=1, keepdims=True)
     with MemoryStore.open(":memory:") as store:
-        store.add_many([{"text": f"row {i}", "vector": v, "namespace": "a" if i % 5 else "b"}
-                        for i, v in enumerate(rows)])
-        vectors = store.memories.vectors
-        scope = Scope(namespaces=("a",), kinds=("fact",))
-        rowid_of = {m.text: m.rowid for m in store.list(namespace="a", limit=None)}
-        checked = 0
-        for i in range(0, 6000, 37):
-            for cos in (0.999, 0.95, 0.91, 0.89, 0.5):
-                query = _at_similarity(rng, rows[i], cos)
-                found = vectors.best_above(query, 0.9, scope, now=0.0)
-                sims = rows @ query
-                sims[[j for j in range(6000) if j % 5 == 0]] = -2  # namespace "b" is out of scope
-                best = int(np.argmax(sims))
-                if sims[best] > 0.9:
-                    assert found is not None and found[0] == rowid_of[f"row {best}"]
-                    assert found[1] == pytest.approx(sims[best], abs=1e-5)
-                    checked += 1
-                else:
-                    assert found is None
-        assert checked > 100
+        store.add_many(_rows(rows))
+        assert _check_against_a_scan(store, rows, rng) > 100
+
+
+@pytest.mark.sqlite_only
+def test_best_above_agrees_with_an_exact_scan_when_every_vector_shares_a_direction():
+    """Embeddings lean one way (their mean has norm ~0.5): the check centres the codes on the mean,
+    which the mirror recomputes as it grows, and its bound still holds."""
+    rng = np.random.default_rng(11)
+    common = _unit(rng, 1)[0]
+    rows = _unit(rng, 4000) + 0.6 * common
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    with MemoryStore.open(":memory:") as store:
+        store.add_many(_rows(rows[:600]))
+        store.search(vector=rows[0], limit=1)  # the mirror loads now, centred on 600 rows ...
+        for start in range(600, 4000, 850):  # ... and recentres at 1,200 and 2,400 rows as more arrive
+            store.add_many(_rows(rows[: start + 850], start))
+        mirror = store.memories.vectors.sync()
+        assert mirror.size == 4000 and np.linalg.norm(mirror.centre) > 0.4
+        assert np.allclose(mirror.centre, rows[:2400].mean(axis=0), atol=1e-6)
+        assert _check_against_a_scan(store, rows, rng) > 50
+
+
+def test_the_centred_threshold_bounds_the_similarity_of_centred_vectors():
+    rng = np.random.default_rng(3)
+    query = _unit(rng, 1)[0]
+    assert centred_threshold(0.9, query, np.zeros_like(query)) == pytest.approx(0.9)
+    for _ in range(300):
+        shift = _unit(rng, 1)[0] * rng.uniform(0.0, 0.9)
+        query = _unit(rng, 1)[0] + rng.uniform(0, 2) * shift  # leaning towards the shift, as embeddings do
+        query /= np.linalg.norm(query)
+        least = centred_threshold(0.9, query, shift)
+        for cos in (0.9001, 0.95, 0.99):
+            other = _at_similarity(rng, query, cos)
+            a, b = query - shift, other - shift
+            assert least is None or a @ b / np.linalg.norm(a) / np.linalg.norm(b) >= least - 1e-6
 
 
 @pytest.mark.sqlite_only
