@@ -171,6 +171,25 @@ def test_add_many_batches_and_reports_ids(store):
     assert store.get(results[1]).tags == ["b"]
 
 
+def test_add_many_writes_the_batches_before_a_bad_one(store):
+    """Batches are prepared a step ahead on another thread; a bad item still stops the load at its
+    own batch, after every batch before it was written, and the thread is gone afterwards."""
+    import threading
+
+    texts = [f"bulk note {i}" for i in range(25)]
+    texts[22] = "   "  # the third batch cannot be prepared
+    progress = []
+    with pytest.raises(ValueError, match="empty"):
+        store.add_many(texts, namespace="bulk", batch_size=10, progress=lambda done, total: progress.append(done))
+    assert store.count(namespace="bulk") == 20 and progress == [10, 20]
+    store.add("first", id="taken-elsewhere", namespace="other")
+    clash = [{"text": f"row {i}"} for i in range(15)] + [{"text": "clash", "id": "taken-elsewhere"}] + [{"text": "z"}] * 9
+    with pytest.raises(ValueError, match="already belongs to namespace"):  # a failed write, not preparation
+        store.add_many(clash, namespace="rows", batch_size=10)
+    assert store.count(namespace="rows") == 10
+    assert not [t for t in threading.enumerate() if t.name.startswith("openkoi-prepare")]
+
+
 def test_add_many_rejects_unknown_fields(store):
     with pytest.raises(ValueError, match="unknown memory fields"):
         store.add_many([{"text": "x", "colour": "red"}])
