@@ -626,6 +626,7 @@ class DatabaseConfig:
     exact_scan_rows: int = 2000  # scopes up to this many rows skip the index: an exact scan, fast at this size
     cache_mb: int = 64  # SQLite page cache per connection (SQLite's own default is 2 MB)
     checkpoint_pages: int = 10_000  # WAL pages that trigger a checkpoint (SQLite's default 1,000; 4 KB each)
+    background_checkpoints: bool = True  # copy committed WAL pages from a thread as well (shared_core/db/checkpoints.py)
 
     def __post_init__(self) -> None:
         if self.cache_mb < 1:

@@ -31,4 +31,5 @@ def open_database(target: str, *, read_only: bool = False, settings: DatabaseCon
         from .postgres import PostgresDatabase
 
         return PostgresDatabase(target, read_only=read_only, pool_size=settings.pool_size)
-    return Database(target, read_only=read_only, cache_mb=settings.cache_mb, checkpoint_pages=settings.checkpoint_pages)
+    return Database(target, read_only=read_only, cache_mb=settings.cache_mb, checkpoint_pages=settings.checkpoint_pages,
+                    background_checkpoints=settings.background_checkpoints)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DriverError, SchemaError, StorageError, StoreClosedError
+from .checkpoints import BackgroundCheckpointer
 from .driver import Driver, connect, connect_companion, get_driver
 from .transactions import NestedTransactions
 
@@ -45,7 +46,7 @@ class Database(NestedTransactions):
     dialect = "sqlite"
 
     def __init__(self, path: str, *, read_only: bool = False, busy_timeout_ms: int = 10_000, cache_mb: int = 64,
-                 checkpoint_pages: int = 10_000) -> None:
+                 checkpoint_pages: int = 10_000, background_checkpoints: bool = True) -> None:
         self.path = path
         self.read_only = read_only
         self.driver: Driver = get_driver()
@@ -61,6 +62,10 @@ class Database(NestedTransactions):
         self.conn.execute(f"PRAGMA wal_autocheckpoint = {int(checkpoint_pages)}")
         self.lock = threading.RLock()
         self._turns = _WriterTurns(None if read_only or path == ":memory:" else path)
+        self._checkpointer = (
+            BackgroundCheckpointer(path, lambda: connect_companion(path, busy_timeout_ms=busy_timeout_ms))
+            if background_checkpoints and not read_only and path != ":memory:" else None
+        )
         self._depth = 0
         # after-commit callbacks per nesting level: a rolled-back savepoint drops its own
         self._after_commit: list[list[Callable[[], None]]] = []
@@ -76,6 +81,8 @@ class Database(NestedTransactions):
             if self._closed:
                 return
             self._closed = True
+            if self._checkpointer is not None:
+                self._checkpointer.close()
             try:
                 if self.path != ":memory:" and not self.read_only:
                     with contextlib.suppress(self.driver.Error):
@@ -147,6 +154,8 @@ class Database(NestedTransactions):
     def _commit_outer(self) -> None:
         self._commit()
         self._turns.release()
+        if self._checkpointer is not None:
+            self._checkpointer.committed(self.conn.total_changes)
 
     def _abort(self) -> None:
         try:
@@ -281,8 +290,16 @@ class Database(NestedTransactions):
     def compact(self) -> None:
         """Rewrite the file without free pages and truncate the WAL (no-op in memory)."""
         if self.path != ":memory:":
-            self.execute("VACUUM")
-            self.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            with self.log_to_ourselves():
+                self.execute("VACUUM")
+                self.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    @contextlib.contextmanager
+    def log_to_ourselves(self) -> Iterator[None]:
+        """No background checkpoint of this store runs meanwhile: a truncating checkpoint finding
+        one at work would leave the WAL, and the bytes in it, as they were."""
+        with self._checkpointer.paused() if self._checkpointer is not None else contextlib.nullcontext():
+            yield
 
     def storage_bytes(self) -> int:
         """Bytes the memory takes: the file and its WAL (the pages, in memory)."""

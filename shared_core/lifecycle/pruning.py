@@ -362,16 +362,17 @@ class Pruner:
             mode = int(db.scalar("PRAGMA auto_vacuum") or 0)
             if mode == 1:  # FULL: SQLite already gave the pages back at commit
                 return 0, False
-            if mode != 2:
-                pages_before = int(db.scalar("PRAGMA page_count") or 0)
-                db.execute("PRAGMA auto_vacuum = INCREMENTAL")
-                db.execute("VACUUM")  # the one full rewrite that makes incremental vacuum possible
-                reclaimed, switched = max(0, pages_before - int(db.scalar("PRAGMA page_count") or 0)), True
-            else:
-                reclaimed = int(db.scalar("PRAGMA freelist_count") or 0)
-                db.query("PRAGMA incremental_vacuum")  # fetch all: each step frees pages
-                switched = False
-            db.query("PRAGMA wal_checkpoint(TRUNCATE)")
+            with db.log_to_ourselves():
+                if mode != 2:
+                    pages_before = int(db.scalar("PRAGMA page_count") or 0)
+                    db.execute("PRAGMA auto_vacuum = INCREMENTAL")
+                    db.execute("VACUUM")  # the one full rewrite that makes incremental vacuum possible
+                    reclaimed, switched = max(0, pages_before - int(db.scalar("PRAGMA page_count") or 0)), True
+                else:
+                    reclaimed = int(db.scalar("PRAGMA freelist_count") or 0)
+                    db.query("PRAGMA incremental_vacuum")  # fetch all: each step frees pages
+                    switched = False
+                db.query("PRAGMA wal_checkpoint(TRUNCATE)")
             return reclaimed, switched
         except StorageError as exc:  # another connection is busy: the archive is done, space comes next time
             logger.warning("size-prune archived rows but could not reclaim space now: %s", exc)

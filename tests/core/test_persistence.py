@@ -366,3 +366,49 @@ def test_page_cache_and_checkpoint_settings(tmp_path):
         assert store.db.scalar("PRAGMA wal_autocheckpoint") == 500
     with pytest.raises(ConfigError, match="cache_mb"):
         MemoryStore.open(tmp_path / "c.db", config={"database": {"cache_mb": 0}})
+
+
+def _checkpoint_threads() -> list:
+    import threading
+
+    return [t for t in threading.enumerate() if t.name == "openkoi-checkpoint"]
+
+
+@pytest.mark.sqlite_only
+def test_background_checkpoints_copy_commits_into_the_file(tmp_path):
+    """With the writer's own checkpoints out of reach, the background thread alone puts committed
+    pages into the database file; it starts after enough commits and stops with the store."""
+    import time
+
+
+    path = tmp_path / "bg.db"
+    with MemoryStore.open(path, config={"database": {"checkpoint_pages": 1_000_000}}) as store:
+        checkpointer = store.db._checkpointer
+        checkpointer.start_after, checkpointer.interval = store.db.conn.total_changes + 30, 0.05
+        store.add("warm-up note", dedup=False)
+        assert not checkpointer.running  # a few rows changed: no thread yet
+        for i in range(10):
+            store.add(f"the zanzibar-quokka marker {i} is in the WAL", dedup=False)
+        assert checkpointer.running
+        deadline = time.monotonic() + 10
+        while b"zanzibar-quokka" not in path.read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert b"zanzibar-quokka" in path.read_bytes()
+    assert not checkpointer.running and not _checkpoint_threads()
+
+
+@pytest.mark.sqlite_only
+def test_background_checkpoints_can_be_turned_off_and_never_block_compaction(tmp_path):
+    with MemoryStore.open(tmp_path / "off.db", config={"database": {"background_checkpoints": False}}) as store:
+        assert store.db._checkpointer is None
+    with MemoryStore.open(tmp_path / "on.db") as store:
+        checkpointer = store.db._checkpointer
+        checkpointer.start_after, checkpointer.interval = 0, 0.0
+        for i in range(30):
+            store.add(f"secret-{i} of user carol", namespace="user:carol", dedup=False)
+            store.add(f"note {i} of user dave", namespace="user:dave", dedup=False)
+        assert checkpointer.running
+        store.erase_namespace("user:carol")  # VACUUM and a truncating checkpoint, the thread held off
+        assert store.count(namespace="user:dave") == 30
+    raw = b"".join(p.read_bytes() for p in tmp_path.glob("on.db*") if p.is_file())
+    assert b"secret-" not in raw and not _checkpoint_threads()
