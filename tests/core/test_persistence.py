@@ -69,6 +69,8 @@ def test_migration_2_carries_data_written_under_migration_1(tmp_path):
         assert memory.text == "legacy zebra fact" and memory.kind == "fact" and memory.namespace == "default"
         assert store.search("zebra", fusion="keyword").ids == ["old-1"]
         assert store.search(vector=vector, fusion="vector").ids == ["old-1"]
+        # migration 42: FTS5 merges segments 16 at a time (single adds at 100k: see the migration)
+        assert store.db.scalar("SELECT v FROM memory_fts_config WHERE k = 'automerge'") == 16
 
 
 @pytest.mark.sqlite_only  # writes _migrations through Database(path); PostgreSQL: test_postgres_backend.py
