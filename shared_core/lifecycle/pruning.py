@@ -370,7 +370,12 @@ class Pruner:
                     reclaimed, switched = max(0, pages_before - int(db.scalar("PRAGMA page_count") or 0)), True
                 else:
                     reclaimed = int(db.scalar("PRAGMA freelist_count") or 0)
-                    db.query("PRAGMA incremental_vacuum")  # fetch all: each step frees pages
+                    left = reclaimed
+                    while left:  # SQLite 3.40 can end a pass with pages that moving the others freed
+                        db.query("PRAGMA incremental_vacuum")  # fetch all: each step frees pages
+                        left, before = int(db.scalar("PRAGMA freelist_count") or 0), left
+                        if left >= before:
+                            break
                     switched = False
                 db.query("PRAGMA wal_checkpoint(TRUNCATE)")
             return reclaimed, switched
