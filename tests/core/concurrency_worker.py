@@ -12,8 +12,10 @@ as ``error <type>: <message>`` (the test fails on any).
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import random
+import signal
 import sys
 import time
 from pathlib import Path
@@ -37,6 +39,8 @@ def wait_for(path: str) -> None:
 
 
 def main(argv: list[str]) -> None:
+    if hasattr(signal, "SIGUSR1"):  # the test asks for every thread's stack when a worker hangs
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     mode, path = argv[0], argv[1]
     out = sys.stdout
     if mode == "open":  # the race is in creating the schema: open only once everyone is ready

@@ -7,6 +7,8 @@ under 500 ms (seed 003's ingestion target under read load).
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import signal
 import subprocess
 import sys
@@ -30,12 +32,27 @@ def _spawn(*args: object) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True)
 
 
-def _finish(proc: subprocess.Popen, timeout: float = 600) -> list[str]:
+def _finish(proc: subprocess.Popen, timeout: float = 200) -> list[str]:
     out, err = proc.communicate(timeout=timeout)
     lines = out.splitlines()
     errors = [line for line in lines if line.startswith("error")]
     assert not errors and proc.returncode == 0, (errors, err[-2000:])
     return lines
+
+
+def _stop(procs: list[subprocess.Popen], *, stacks: bool = False) -> str:
+    """Kill the workers still running; with ``stacks``, first have each print its threads' stacks."""
+    running = [p for p in procs if p.poll() is None]
+    if stacks and hasattr(signal, "SIGUSR1"):
+        for proc in running:
+            proc.send_signal(signal.SIGUSR1)
+        time.sleep(1)
+    report = []
+    for proc in running:
+        proc.kill()
+        with contextlib.suppress(Exception):
+            report.append(f"-- pid {proc.pid} {proc.args[2:4]}:\n{proc.communicate(timeout=10)[1][-4000:]}")
+    return "\n".join(report)
 
 
 def _check_consistent(store: MemoryStore) -> int:
@@ -88,12 +105,22 @@ def test_four_writer_processes_with_concurrent_searches(tmp_path):
     start.touch()
     for thread in threads:
         thread.start()
-    results = [_finish(w) for w in writers]
-    threads[0].join()
-    stop.touch()
-    threads[1].join()
-    searches = [int(_finish(s)[-1].split()[1]) for s in searchers]
-    notebook.close()
+    try:
+        # every writer's acknowledgements are read as they come (a full pipe would stall a writer)
+        with concurrent.futures.ThreadPoolExecutor(len(writers)) as pool:
+            results = list(pool.map(_finish, writers))
+        threads[0].join()
+        stop.touch()
+        threads[1].join()
+        searches = [int(_finish(s)[-1].split()[1]) for s in searchers]
+    except subprocess.TimeoutExpired:
+        pytest.fail("a worker did not finish; the stacks of those still running:\n" + _stop(writers + searchers, stacks=True))
+    finally:
+        stop.touch()
+        for thread in threads:
+            thread.join(timeout=60)
+        notebook.close()
+        _stop(writers + searchers)
     assert not thread_errors
 
     acknowledged = [[line.split() for line in lines] for lines in results]
