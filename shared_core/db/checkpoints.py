@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 import threading
+import traceback
 from collections.abc import Iterator
 from typing import Any
 
@@ -61,12 +63,24 @@ class BackgroundCheckpointer:
         with self._busy:
             yield
 
-    def close(self) -> None:
-        """Stop the thread (after the checkpoint it may be running) and close its connection."""
+    def close(self, timeout: float = 30.0) -> None:
+        """Stop the thread (after the checkpoint it may be running) and close its connection.
+
+        A thread still busy after ``timeout`` seconds is left to end on its own (a daemon thread;
+        its checkpoint is only a copy, the WAL stays valid): closing a store never hangs on it,
+        and the log says where it was.
+        """
         self._stopping.set()
         self._dirty.set()
-        if self._thread is not None:
-            self._thread.join()
+        thread = self._thread
+        if thread is None:
+            return
+        thread.join(timeout)
+        if thread.is_alive():
+            frame = sys._current_frames().get(thread.ident or -1)
+            where = "".join(traceback.format_stack(frame)) if frame is not None else "(no stack)\n"
+            logger.warning("the background checkpoint of %s did not stop within %.0f s; closing without waiting. "
+                           "It was at:\n%s", self.path, timeout, where)
 
     def _run(self) -> None:
         conn = None

@@ -399,6 +399,41 @@ def test_background_checkpoints_copy_commits_into_the_file(tmp_path):
     assert not checkpointer.running and not _checkpoint_threads()
 
 
+def test_closing_never_hangs_on_a_stuck_background_checkpoint(caplog):
+    """A checkpoint that does not return (a hung file system, say) delays close by the timeout,
+    not forever, and the warning shows where the thread was."""
+    import threading
+    import time
+
+    from shared_core.db.checkpoints import BackgroundCheckpointer
+
+    release, entered = threading.Event(), threading.Event()
+
+    class _StuckConnection:
+        def execute(self, sql):
+            entered.set()
+            release.wait(30)
+            return self
+
+        def fetchall(self):
+            return []
+
+        def close(self):
+            pass
+
+    checkpointer = BackgroundCheckpointer("stuck.db", _StuckConnection, interval=0.0, start_after=0)
+    checkpointer.committed(1)
+    assert entered.wait(5)
+    started = time.monotonic()
+    with caplog.at_level("WARNING", logger="shared_core.db.checkpoints"):
+        checkpointer.close(timeout=0.2)
+    assert time.monotonic() - started < 5
+    assert "did not stop within" in caplog.text and "release.wait(30)" in caplog.text
+    release.set()
+    checkpointer._thread.join(5)
+    assert not checkpointer.running
+
+
 @pytest.mark.sqlite_only
 def test_background_checkpoints_can_be_turned_off_and_never_block_compaction(tmp_path):
     with MemoryStore.open(tmp_path / "off.db", config={"database": {"background_checkpoints": False}}) as store:

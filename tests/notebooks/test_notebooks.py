@@ -6,8 +6,11 @@ default hashing embedder, with no network. Their own ``assert`` cells check what
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import importlib.util
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -69,8 +72,22 @@ def test_notebook_runs(path, tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setenv("OPENKOI_DATA", str(tmp_path / "data"))
     monkeypatch.delenv("MPLBACKEND", raising=False)  # the kernel's inline backend turns figures into PNGs
+    # a cell that hangs: the kernel prints every thread's stack (to this test's captured stderr) before it is stopped
+    startup = tmp_path / "ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00-stacks.py").write_text(
+        "import faulthandler, signal\nfaulthandler.register(signal.SIGUSR1, all_threads=True)\n")
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+
+    class Client(NotebookClient):
+        async def _async_handle_timeout(self, timeout, cell=None):
+            with contextlib.suppress(Exception):
+                os.kill(self.km.provisioner.pid, signal.SIGUSR1)
+                await asyncio.sleep(2)
+            return await super()._async_handle_timeout(timeout, cell)
+
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    Client(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
 
     errors = [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs
               if out.output_type == "error"]
