@@ -19,16 +19,20 @@ def fnv1a_64(data: bytes | str) -> int:
     >>> hex(fnv1a_64(b"a"))
     '0xaf63dc4c8601ec8c'
     """
+    return _fnv1a_from(_FNV_OFFSET, data)
+
+
+def _fnv1a_from(value: int, data: bytes | str) -> int:
+    """FNV-1a of ``data`` continued from the state ``value`` (the hash of what came before it)."""
     if isinstance(data, str):
         data = data.encode("utf-8")
-    value = _FNV_OFFSET
     for byte in data:
         value ^= byte
         value = (value * _FNV_PRIME) & _MASK
     return value
 
 
-def fnv1a_64_many(items: list[bytes]) -> list[int]:
+def fnv1a_64_many(items: list[bytes], *, _start: int = _FNV_OFFSET) -> list[int]:
     """``fnv1a_64`` of many byte strings at once: one numpy step per byte position, across all items."""
     import numpy as np
 
@@ -39,7 +43,7 @@ def fnv1a_64_many(items: list[bytes]) -> list[int]:
     padded = np.zeros((len(items), max(width, 1)), dtype=np.uint8)
     for row, data in enumerate(items):
         padded[row, : len(data)] = np.frombuffer(data, dtype=np.uint8)
-    value = np.full(len(items), _FNV_OFFSET, dtype=np.uint64)
+    value = np.full(len(items), _start, dtype=np.uint64)
     prime = np.uint64(_FNV_PRIME)
     for column in range(width):
         live = lengths > column  # items shorter than this column are finished
@@ -52,8 +56,7 @@ def content_hashes(embedding_texts: list[str]) -> list[str]:
     """``content_hash`` of many texts, vectorised (bulk loads hash thousands at once)."""
     if len(embedding_texts) < 16:  # numpy's per-call overhead outweighs the loop for a few texts
         return [content_hash(text) for text in embedding_texts]
-    prefix = EMBEDDING_TEXT_VERSION
-    return [f"{v:016x}" for v in fnv1a_64_many([(prefix + t).encode("utf-8") for t in embedding_texts])]
+    return [f"{v:016x}" for v in fnv1a_64_many([t.encode("utf-8") for t in embedding_texts], _start=_AFTER_PREFIX)]
 
 
 def content_hash(embedding_text: str) -> str:
@@ -62,4 +65,7 @@ def content_hash(embedding_text: str) -> str:
     Changing the prefix version (the way a record becomes text) changes every hash, so
     ``reembed()`` redoes everything after an encoding change, and only what changed otherwise.
     """
-    return f"{fnv1a_64(EMBEDDING_TEXT_VERSION + embedding_text):016x}"
+    return f"{_fnv1a_from(_AFTER_PREFIX, embedding_text):016x}"
+
+
+_AFTER_PREFIX = fnv1a_64(EMBEDDING_TEXT_VERSION)  # every hash starts with the prefix: hashed once
