@@ -126,6 +126,7 @@ def stamp_of(embedded_at: str | None, content_hash: str | None) -> str:
 
 
 _STATE_COLUMNS = "chunk_rowid, namespace, kind, expires_at, valid_to IS NULL, embedded_at, content_hash"
+_JOINED_STATE_COLUMNS = ", ".join(f"c.{column}" for column in _STATE_COLUMNS.split(", "))
 
 
 def _state(row: Sequence[Any]) -> RowState:
@@ -586,23 +587,23 @@ class VectorIndex:
         if self.db.has_uncommitted_writes:
             # this transaction's writes are in the log; they reach the mirror after commit
             return mirror
-        log = self.db.query("SELECT seq, chunk_rowid FROM index_log WHERE seq > ?", (self._last_seq,))
+        # the log past our position and each changed row's state, in one statement (one snapshot); a
+        # log longer than the limit (another process's bulk load, say) is cheaper to reload in full
+        limit = max(5000, mirror.size // 20)
+        log = self.db.query(
+            f"SELECT l.seq, l.chunk_rowid, {_JOINED_STATE_COLUMNS} FROM index_log l LEFT JOIN memory_chunks c "
+            "ON c.chunk_rowid = l.chunk_rowid WHERE l.seq > ? ORDER BY l.seq LIMIT ?",
+            (self._last_seq, limit + 1),
+        )
         if not log:
             return mirror
         # sequence numbers have no gaps (AUTOINCREMENT; a rollback takes its numbers back) except where
         # maintenance trimmed the log's old end: a first number past the next one means we missed some
-        if min(int(r[0]) for r in log) != self._last_seq + 1 or len(log) > max(5000, mirror.size // 20):
+        if int(log[0][0]) != self._last_seq + 1 or len(log) > limit:
             return self._full_load()
-        newest = max(int(r[0]) for r in log)
+        newest = int(log[-1][0])
         changed = list(dict.fromkeys(int(r[1]) for r in log))
-        states: dict[int, RowState] = {}
-        for start in range(0, len(changed), _BATCH):
-            part = changed[start : start + _BATCH]
-            for row in self.db.query(
-                f"SELECT {_STATE_COLUMNS} FROM memory_chunks WHERE chunk_rowid IN ({', '.join('?' for _ in part)})",
-                part,
-            ):
-                states[int(row[0])] = _state(row)
+        states = {int(r[1]): _state(r[2:]) for r in log if r[2] is not None}  # a deleted row joins nothing
         stale = [r for r, s in states.items() if mirror.stamps.get(r) != s.stamp]
         fetched: dict[int, np.ndarray] = {}
         for start in range(0, len(stale), _BATCH):
