@@ -320,6 +320,13 @@ class Database(NestedTransactions):
         )
 
 
+# which thread of this process holds the write turn of each file, through which store object
+_TURN_HOLDERS: dict[tuple[int, int], tuple[int, _WriterTurns]] = {}
+_TURN_HOLDERS_LOCK = threading.Lock()
+if hasattr(os, "register_at_fork"):  # a child holds no turn, whatever its parent's threads held
+    os.register_at_fork(after_in_child=_TURN_HOLDERS.clear)
+
+
 class _WriterTurns:
     """Writers to one file queue on an OS lock (``flock`` of ``<file>-lock``) before ``BEGIN IMMEDIATE``.
 
@@ -330,11 +337,19 @@ class _WriterTurns:
     lock still decides, so connections that do not take it (other libraries, other SQLite
     builds) stay correct, and a killed process releases it with its file descriptors.
     ``OPENKOI_WRITER_TURNS=off`` leaves it out (for file systems whose ``flock`` misbehaves).
+    A thread that holds a file's turn through one store object and asks for it through another
+    would wait for itself: that is an error at once (with or without the ``flock``).
     """
 
     def __init__(self, path: str | None) -> None:
         self._fd: int | None = None
-        if fcntl is None or path is None or os.environ.get("OPENKOI_WRITER_TURNS", "").lower() in ("off", "0", "no"):
+        self._file: tuple[int, int] | None = None  # the database file's identity, however it was named
+        if path is None:
+            return
+        with contextlib.suppress(OSError):
+            stat = os.stat(path)
+            self._file = (stat.st_dev, stat.st_ino)
+        if fcntl is None or os.environ.get("OPENKOI_WRITER_TURNS", "").lower() in ("off", "0", "no"):
             return
         try:
             self._fd = os.open(f"{path}-lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
@@ -342,10 +357,27 @@ class _WriterTurns:
             self._fd = None
 
     def acquire(self) -> None:
+        me = threading.get_ident()
+        if self._file is not None:
+            with _TURN_HOLDERS_LOCK:
+                holder = _TURN_HOLDERS.get(self._file)
+            if holder is not None and holder[0] == me and holder[1] is not self:
+                # this thread's own open transaction would have to end first: it never would
+                raise StorageError(
+                    "this thread already has a write transaction open on the same file through another "
+                    "store object; commit it first (leave its transaction block), or use one MemoryStore per file"
+                )
         if self._fd is not None:
             fcntl.flock(self._fd, fcntl.LOCK_EX)
+        if self._file is not None:
+            with _TURN_HOLDERS_LOCK:
+                _TURN_HOLDERS[self._file] = (me, self)
 
     def release(self) -> None:
+        if self._file is not None:
+            with _TURN_HOLDERS_LOCK:
+                if _TURN_HOLDERS.get(self._file, (0, None))[1] is self:
+                    del _TURN_HOLDERS[self._file]
         if self._fd is not None:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
 

@@ -221,3 +221,33 @@ def test_a_writer_killed_mid_batch_loses_no_acknowledged_write(tmp_path):
         probe = text(0, 10)
         assert store.search(probe, namespace="crash", fusion="vector", limit=1)[0].text == probe
         assert store.search(probe, namespace="crash", fusion="keyword", limit=1)[0].text == probe
+
+
+@pytest.mark.sqlite_only
+def test_a_second_store_writing_inside_the_first_ones_transaction_fails_at_once(tmp_path):
+    """Two store objects on one file in one thread: the second cannot write while the first's
+    transaction is open (it would wait for a commit that never comes). A clear error at once,
+    nothing of the first transaction kept, and both stores usable afterwards."""
+    from shared_core.errors import StorageError
+
+    path = tmp_path / "twice.db"
+    with MemoryStore.open(path) as first, MemoryStore.open(str(path)) as second:
+        started = time.monotonic()
+        with pytest.raises(StorageError, match="another store object"), first.transaction():
+            first.add("written by the first store", dedup=False)
+            second.add("written by the second store", dedup=False)
+        assert time.monotonic() - started < 5
+        assert first.count() == second.count() == 0
+        first.add("the first store again", dedup=False)
+        second.add("the second store again", dedup=False)
+        assert first.count() == second.count() == 2
+
+        # other threads just wait their turn, as before
+        with first.transaction():
+            first.add("held while another thread writes", dedup=False)
+            worker = threading.Thread(target=second.add, args=("from another thread",), kwargs={"dedup": False})
+            worker.start()
+            worker.join(0.3)
+            assert worker.is_alive()
+        worker.join(10)
+        assert not worker.is_alive() and second.count() == 4
