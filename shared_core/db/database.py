@@ -53,6 +53,7 @@ class Database(NestedTransactions):
         if path != ":memory:":
             _prepare_location(Path(path), read_only)
         self.conn = connect(path, read_only=read_only, busy_timeout_ms=busy_timeout_ms)
+        self._busy_timeout_s = busy_timeout_ms / 1000
         # SQLite's default page cache is 2 MB; a memory of 100k rows has ~200 MB of pages, and writes
         # that miss the cache (index leaves, vec0 chunks, FTS5 segments) cost 1.5x as much
         self.conn.execute(f"PRAGMA cache_size = {-1024 * int(cache_mb)}")
@@ -193,24 +194,28 @@ class Database(NestedTransactions):
             self._on_rollback.append(callback)
 
     def _begin(self) -> None:
-        for attempt in range(_BUSY_RETRIES):
-            try:
-                self.conn.execute("BEGIN IMMEDIATE")
-                return
-            except self.driver.OperationalError as exc:
-                if not _is_busy(exc) or attempt == _BUSY_RETRIES - 1:
-                    raise self._translate(exc) from None
-                time.sleep(min(0.05 * (attempt + 1), 0.5))
+        self._execute_when_free("BEGIN IMMEDIATE")
 
     def _commit(self) -> None:
+        self._execute_when_free("COMMIT")
+
+    def _execute_when_free(self, sql: str) -> None:
+        """``sql``, retried while SQLite reports the file busy, for ``busy_timeout`` in all.
+
+        SQLite's busy handler already waits that long for an ordinary lock; some busy cases (a
+        snapshot gone stale, WAL recovery by another connection) return at once, and a retry
+        after a short sleep gets past them. The deadline keeps a lock that is held for good from
+        costing a retry count of full waits (50 x 10 s) before the error.
+        """
+        deadline = time.monotonic() + self._busy_timeout_s
         for attempt in range(_BUSY_RETRIES):
             try:
-                self.conn.execute("COMMIT")
+                self.conn.execute(sql)
                 return
             except self.driver.OperationalError as exc:
-                if not _is_busy(exc) or attempt == _BUSY_RETRIES - 1:
+                if not _is_busy(exc) or attempt == _BUSY_RETRIES - 1 or time.monotonic() >= deadline:
                     raise self._translate(exc) from None
-                time.sleep(min(0.05 * (attempt + 1), 0.5))
+                time.sleep(min(0.05 * (attempt + 1), 0.5, max(0.0, deadline - time.monotonic())))
 
     def _rollback(self) -> None:
         callbacks = self._forget_callbacks()

@@ -251,3 +251,29 @@ def test_a_second_store_writing_inside_the_first_ones_transaction_fails_at_once(
             assert worker.is_alive()
         worker.join(10)
         assert not worker.is_alive() and second.count() == 4
+
+
+@pytest.mark.sqlite_only
+def test_a_lock_held_for_good_is_an_error_after_the_busy_timeout(tmp_path):
+    """Retries after a busy error stay within the busy timeout in all (they once cost 50 full
+    waits: 32 s for a 0.2 s timeout, nine minutes for the default 10 s)."""
+    from shared_core.db.database import Database
+    from shared_core.db.driver import connect_companion
+    from shared_core.errors import StorageError
+
+    path = str(tmp_path / "held.db")
+    db = Database(path, busy_timeout_ms=300)
+    db.execute("CREATE TABLE t (x)")
+    other = connect_companion(path)
+    other.isolation_level = None
+    other.execute("BEGIN IMMEDIATE")  # another program's writer that never commits
+    started = time.monotonic()
+    with pytest.raises(StorageError, match="stayed locked"), db.transaction():
+        db.execute("INSERT INTO t VALUES (1)")
+    assert time.monotonic() - started < 3
+    other.execute("ROLLBACK")
+    with db.transaction():  # free again: writes go through
+        db.execute("INSERT INTO t VALUES (2)")
+    assert db.query("SELECT x FROM t") == [(2,)]
+    other.close()
+    db.close()
