@@ -179,6 +179,24 @@ def test_other_connections_see_writes_through_the_mirror(tmp_path):
         assert set(reader.search("bulk memory", fusion="vector", limit=100).ids) == set(ids)
 
 
+@pytest.mark.sqlite_only  # the in-process mirror is the SQLite backend's
+def test_a_mirror_far_behind_reloads_in_full_and_one_close_behind_catches_up(tmp_path, monkeypatch):
+    path = tmp_path / "shared.db"
+    with MemoryStore.open(path) as reader, MemoryStore.open(path) as writer:
+        first = writer.add("a memory about the garden shed")
+        assert reader.search("garden shed", fusion="vector").ids == [first]
+        index = reader.memories.vectors
+        reloads = []
+        full_load = index._full_load
+        monkeypatch.setattr(index, "_full_load", lambda: reloads.append(1) or full_load())
+        close = writer.add("a memory about the kitchen sink")
+        assert reader.search("kitchen sink", fusion="vector").ids[0] == close and reloads == []
+        many = writer.add_many([f"bulk memory number {i}" for i in range(5002)])  # past the 5,000-entry limit
+        hits = reader.search("bulk memory number 4999", fusion="vector", limit=3).ids
+        assert reloads == [1] and many[4999] in hits
+        assert index._last_seq == int(reader.db.scalar("SELECT max(seq) FROM index_log"))
+
+
 @pytest.mark.sqlite_only  # the file's bytes; PostgreSQL: test_postgres_backend.py
 def test_erase_namespace_leaves_no_byte_behind(tmp_path):
     path = tmp_path / "erase.db"
