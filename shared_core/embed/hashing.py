@@ -32,6 +32,7 @@ _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _BLOCK = 4096  # features projected at a time (bounds the temporary sign matrix)
 _MAX_FEATURES = 1 << 18  # features remembered with their packed directions (about 30 MB at 384 dims)
+_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.float32)  # byte -> its bits
 
 
 class HashingEmbedder:
@@ -123,7 +124,9 @@ class HashingEmbedder:
 
     def _directions_sum(self, weight_matrix: np.ndarray, features: np.ndarray) -> np.ndarray:
         """``weight_matrix @ directions``: a direction is +1 where its bit is 0 and -1 where it is 1."""
-        bits = np.unpackbits(self._codes[features], axis=1, count=self.dims).astype(np.float32)
+        # each byte of the packed codes looked up as its 8 bits in float32: a third faster than
+        # unpacking to uint8 and converting (identical values)
+        bits = _BYTE_BITS.take(self._codes.take(features, axis=0), axis=0).reshape(len(features), self.dims)
         return weight_matrix.sum(axis=1, keepdims=True) - 2.0 * (weight_matrix @ bits)
 
     # -- features as numbers -----------------------------------------------------------------
