@@ -78,6 +78,10 @@ def to_iso(when: datetime | None) -> str | None:
     """Format an aware datetime the way the database stores it."""
     if when is None:
         return None
+    if type(when) is datetime and when.tzinfo is timezone.utc and when.year >= 1000:
+        # the common case without strftime, which goes through the C library (3 of these took
+        # ~30 us of every single add); the same text: "+00:00" becomes "Z"
+        return when.isoformat(timespec="microseconds")[:-6] + "Z"
     return _coerce(when).strftime(_ISO_FORMAT)
 
 
