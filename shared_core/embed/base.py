@@ -66,12 +66,15 @@ def as_matrix(vectors: object, dims: int, *, count: int | None = None, what: str
         )
     if count is not None and matrix.shape[0] != count:
         raise EmbeddingError(f"expected {count} {what}s, got {matrix.shape[0]}")
-    if not np.isfinite(matrix).all():
-        raise EmbeddingError(f"{what} contains NaN or infinite values; check the embedding model's output")
-    norms = np.linalg.norm(matrix, axis=1)
-    if (norms == 0).any():
+    # a row's sum of squares is finite only if all its values are (or it overflowed: checked below)
+    squares = np.einsum("ij,ij->i", matrix, matrix)
+    if not np.isfinite(squares).all():
+        if not np.isfinite(matrix).all():
+            raise EmbeddingError(f"{what} contains NaN or infinite values; check the embedding model's output")
+        squares = np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64)  # values past 1e19
+    if not squares.all():
         raise EmbeddingError(f"{what} is all zeros, so it has no direction to compare; embed non-empty text")
-    return np.ascontiguousarray(matrix / norms[:, None], dtype=np.float32)
+    return np.ascontiguousarray(matrix / np.sqrt(squares)[:, None], dtype=np.float32)
 
 
 def as_vector(vector: object, dims: int, *, what: str = "query vector") -> np.ndarray:

@@ -92,9 +92,13 @@ def centred_threshold(threshold: float, query: np.ndarray, centre: np.ndarray) -
     (2 |a| |b|) at least, which is smallest at |b| = sqrt(|a|^2 - D), kept within what a unit
     vector allows, |b| in [1 - |centre|, 1 + |centre|]. None when that rules nothing out.
     """
-    slack = 2.0 - 2.0 * threshold
     diff = query - centre
-    shift, a = math.sqrt(float(centre @ centre)), math.sqrt(float(diff @ diff))
+    return _least_centred(threshold, math.sqrt(float(diff @ diff)), math.sqrt(float(centre @ centre)))
+
+
+def _least_centred(threshold: float, a: float, shift: float) -> float | None:
+    """:func:`centred_threshold` from |query - centre| (``a``) and |centre| (``shift``)."""
+    slack = 2.0 - 2.0 * threshold
     if a == 0.0:
         return None
     low, high = max(1e-6, 1.0 - shift), 1.0 + shift
@@ -154,7 +158,9 @@ class _Mirror:
         self.capacity = 0
         self.size = 0
         self.centre = np.zeros(dims, dtype=np.float32)
-        self._centred_at = 0  # how many rows the mirror held when ``centre`` was computed
+        self.centre_norm = 0.0
+        self._centred_at = 0
+        self._last_centred: tuple[np.ndarray, np.ndarray, float, np.ndarray] | None = None  # how many rows the mirror held when ``centre`` was computed
         self.slot: dict[int, int] = {}
         self.stamps: dict[int, str] = {}
         self.ns_codes: dict[str, int] = {}
@@ -212,7 +218,7 @@ class _Mirror:
         if vector is not None:
             self.vectors[slot] = vector
             self.codes[:, slot] = sign_code(vector, self.words)
-            centred = self.centred_code(vector)
+            centred = self.centred(vector)[1]
             self.centred_head[:, slot] = centred[: self.head]
             self.centred_tail[slot] = centred[self.head :]
             self.stamps[rowid] = state.stamp
@@ -263,12 +269,25 @@ class _Mirror:
         """The centred sign code of a vector (or of each row of a matrix)."""
         return sign_code(vector - self.centre, self.words)
 
+    def centred(self, vector: np.ndarray) -> tuple[float, np.ndarray]:
+        """(|vector - centre|, its centred code) of one vector, remembered for the last vector asked
+        about: an ``add`` asks for its new vector in the near-duplicate check and again when the
+        vector is stored (the array is the same object; the memo holds it, so it stays unique)."""
+        last = self._last_centred
+        if last is not None and last[0] is vector and last[1] is self.centre:
+            return last[2], last[3]
+        diff = vector - self.centre
+        norm, code = math.sqrt(float(diff @ diff)), sign_code(diff, self.words)
+        self._last_centred = (vector, self.centre, norm, code)
+        return norm, code
+
     def _recentre(self) -> None:
         """``centre`` := the mean of the stored vectors, and every centred code again from it."""
         n = self.size
         if n == 0:
             return
         self.centre = self.vectors[:n].mean(axis=0, dtype=np.float64).astype(np.float32)
+        self.centre_norm = math.sqrt(float(self.centre @ self.centre))
         for start in range(0, n, 65536):
             part = self.centred_code(self.vectors[start : min(n, start + 65536)])
             self.centred_head[:, start : start + len(part)] = part[:, : self.head].T
@@ -499,15 +518,19 @@ class VectorIndex:
             self._mirror is None and self.db.has_uncommitted_writes
         ):
             mirror = self.sync()
-        centred = centred_threshold(threshold, query, mirror.centre) if mirror is not None else None
+        centred = code = None
+        if mirror is not None:
+            distance, code = mirror.centred(query)
+            centred = _least_centred(threshold, distance, mirror.centre_norm)
         head_bound = sign_bit_bound(centred, 64 * mirror.head) if mirror is not None and centred is not None else None
         if mirror is None or centred is None or head_bound is None or mirror.size <= _SMALL_MIRROR:
             best = self.search(query, 1, scope, now=now)
             return best[0] if best and best[0][1] > threshold else None
         bound = sign_bit_bound(centred, 64 * mirror.words) or 64 * mirror.words
-        near, distances = mirror.near_centred(mirror.centred_code(query), head_bound, bound)
-        in_scope = mirror.mask(scope, now, near)
-        near, distances = near[in_scope], distances[in_scope]
+        near, distances = mirror.near_centred(code, head_bound, bound)
+        if near.size:
+            in_scope = mirror.mask(scope, now, near)
+            near, distances = near[in_scope], distances[in_scope]
         if near.size == 0:
             return None
         if near.size > self.config.rerank_pool:
