@@ -91,6 +91,10 @@ class BackgroundCheckpointer:
                 if self._stopping.wait(self.interval):
                     return
                 self._dirty.clear()
+                if self._stopping.is_set():
+                    # close() ran between the wait and the clear: the clear wiped the wake-up it set,
+                    # so waiting for the next commit would wait for ever (and close() with us)
+                    return
                 with self._busy:
                     if conn is None:
                         conn = self._connect()

@@ -452,6 +452,46 @@ def test_closing_never_hangs_on_a_stuck_background_checkpoint(caplog):
     assert not checkpointer.running
 
 
+def test_closing_while_the_checkpoint_thread_wakes_up_stops_it():
+    """close() landing between the thread's wait and its clearing of the wake-up event: the thread
+    must still see it (it used to wait for a commit that never came, and close() waited with it)."""
+    import threading
+    import time
+
+    from shared_core.db.checkpoints import BackgroundCheckpointer
+
+    class _Connection:
+        def execute(self, sql):
+            return self
+
+        def fetchall(self):
+            return []
+
+        def close(self):
+            pass
+
+    checkpointer = BackgroundCheckpointer("racing.db", _Connection, interval=0.0, start_after=0)
+    closer = threading.Thread(target=checkpointer.close, kwargs={"timeout": 3.0})
+    closing = threading.Event()
+
+    class _Racing(threading.Event):
+        def clear(self):
+            if not closing.is_set():
+                closer.start()  # close() sets stopping and this event, then joins the thread
+                closing.set()
+                deadline = time.monotonic() + 5
+                while not checkpointer._stopping.is_set() and time.monotonic() < deadline:
+                    time.sleep(0.001)
+            super().clear()
+
+    checkpointer._dirty = _Racing()
+    started = time.monotonic()
+    checkpointer.committed(1)
+    assert closing.wait(5)
+    closer.join(10)
+    assert not checkpointer.running and time.monotonic() - started < 2.5
+
+
 @pytest.mark.sqlite_only
 def test_background_checkpoints_can_be_turned_off_and_never_block_compaction(tmp_path):
     with MemoryStore.open(tmp_path / "off.db", config={"database": {"background_checkpoints": False}}) as store:
