@@ -36,6 +36,23 @@ __all__ = ["Database"]
 _BUSY_RETRIES = 50
 
 
+class _ErrorTranslation:
+    """:meth:`Database.translate_errors`: a plain class, not a generator, as it wraps every statement."""
+
+    __slots__ = ("_db",)
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
+        if exc is not None and isinstance(exc, self._db.driver.Error):
+            raise self._db._translate(exc) from exc
+        return False
+
+
 class Database(NestedTransactions):
     """A connection to one openkoi-memory file (or ``:memory:``).
 
@@ -73,6 +90,7 @@ class Database(NestedTransactions):
         self._on_rollback: list[Callable[[], None]] = []
         self._changes_at_begin = 0
         self._closed = False
+        self._errors = _ErrorTranslation(self)
         self.conn.create_function("casefold", 1, _casefold, deterministic=True)
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -227,14 +245,10 @@ class Database(NestedTransactions):
 
     # -- errors --------------------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def translate_errors(self) -> Iterator[None]:
-        """Turn raw driver errors into library errors with a hint (never leak them raw)."""
+    def translate_errors(self) -> _ErrorTranslation:
+        """A ``with`` block that turns raw driver errors into library errors with a hint (never leak them raw)."""
         self.check_open()
-        try:
-            yield
-        except self.driver.Error as exc:
-            raise self._translate(exc) from exc
+        return self._errors
 
     def _translate(self, exc: BaseException) -> Exception:
         message = str(exc)
