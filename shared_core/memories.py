@@ -501,9 +501,10 @@ class MemoryRepository:
                 self.feedback(duplicate, self.config.memory.reinforce_weight, hit=True, now=now)
                 return AddResult(duplicate.id, "reinforced")
         memory_id = item.id or new_id()
-        rowid = self._insert(memory_id, item, now)
+        now_iso = to_iso(now)
+        rowid = self._insert(memory_id, item, now_iso)
         if not self.vectors.inline:
-            self.vectors.put(rowid, item.vector, self._state(item, to_iso(now)), replace=False)
+            self.vectors.put(rowid, item.vector, self._state(item, now_iso), replace=False)
         return AddResult(memory_id, "created")
 
     def write_many(self, items: list[_Prepared]) -> list[AddResult]:
@@ -593,8 +594,8 @@ class MemoryRepository:
             self.vectors.put(rowid, vector, state, replace=False)
         return rowid
 
-    def _insert(self, memory_id: str, item: _Prepared, now: datetime) -> int:
-        cursor = self.db.execute(self._insert_sql, self._row(memory_id, item, to_iso(now)))
+    def _insert(self, memory_id: str, item: _Prepared, now_iso: str | None) -> int:
+        cursor = self.db.execute(self._insert_sql, self._row(memory_id, item, now_iso))
         return int(cursor.lastrowid)
 
     @property
@@ -606,7 +607,8 @@ class MemoryRepository:
         row = (
             memory_id, item.source, item.text, created, item.kind, item.namespace, item.owner_id,
             json.dumps(item.tags, ensure_ascii=False) if item.tags else "[]", item.category, item.metadata_json,
-            item.importance, item.confidence, int(item.pinned), now_iso, to_iso(item.expires_at), created,
+            item.importance, item.confidence, int(item.pinned), now_iso,
+            None if item.expires_at is None else to_iso(item.expires_at), created,
             item.session_id, item.task_id, item.hash, self.embedder.name, now_iso,
         )
         return (*row, item.vector) if self.vectors.inline else row  # PostgreSQL: the vector is a column
