@@ -204,6 +204,28 @@ def test_add_many_writes_the_batches_before_a_bad_one(store):
     assert not [t for t in threading.enumerate() if t.name.startswith("openkoi-prepare")]
 
 
+def test_add_many_pauses_the_cyclic_gc_and_restores_it(store):
+    """A bulk load runs with Python's cyclic GC off (its full passes cost seconds per 100k) and
+    leaves it as it found it, after a failure too."""
+    import gc
+
+    seen = []
+    assert gc.isenabled()
+    store.add_many([f"gc note {i}" for i in range(30)], batch_size=10, progress=lambda *_: seen.append(gc.isenabled()))
+    assert seen == [False, False, False] and gc.isenabled()
+    with pytest.raises(ValueError, match="empty"):
+        store.add_many(["fine"] * 10 + ["  "], batch_size=10)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        store.add_many([f"more gc notes {i}" for i in range(30)], batch_size=10)
+        assert not gc.isenabled()  # the caller's choice stays
+    finally:
+        gc.enable()
+    store.add_many(["one small batch"], progress=lambda *_: seen.append(gc.isenabled()))
+    assert seen[-1] is True  # a single batch is left alone
+
+
 def test_add_many_rejects_unknown_fields(store):
     with pytest.raises(ValueError, match="unknown memory fields"):
         store.add_many([{"text": "x", "colour": "red"}])
