@@ -149,12 +149,15 @@ class HashingEmbedder:
         """The ids of ``features(text)``, each as often as it occurs; a word's own ids are remembered."""
         words = _words(text)
         ids: list[int] = []
+        known_words, known = self._word_ids, self._ids
         for word in words:
-            word_ids = self._word_ids.get(word)
+            word_ids = known_words.get(word)
             if word_ids is None:
-                word_ids = self._word_ids[word] = [self._id(f) for f in _word_features(word)]
+                word_ids = known_words[word] = [self._id(f) for f in _word_features(word)]
             ids += word_ids
-        ids += [self._id(f) for f in _pair_features(words)]
+        for pair in _pair_features(words):  # mostly new in a new text: the lookup inlined
+            fid = known.get(pair)
+            ids.append(self._id(pair) if fid is None else fid)
         return ids or [self._id(f) for f in _symbols_feature(text)]
 
     def _id(self, feature: str) -> int:
@@ -173,7 +176,7 @@ class HashingEmbedder:
             size = 1 << (len(self._ids) - 1).bit_length()
             self._codes = np.concatenate([self._codes, np.zeros((size - len(self._codes), self.dims // 8), np.uint8)])
             self._weights = np.concatenate([self._weights, np.zeros(size - len(self._weights), np.float32)])
-        keys = np.fromiter((_hash64(f) for f in self._pending), dtype=np.uint64, count=len(self._pending))
+        keys = np.array([_hash64(f) for f in self._pending], dtype=np.uint64)
         for start in range(0, len(keys), _BLOCK):  # bounds the temporary (features x dims) mixing arrays
             part = keys[start : start + _BLOCK]
             self._codes[first + start : first + start + len(part)] = np.packbits(self._negative(part), axis=1)
