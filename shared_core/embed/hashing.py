@@ -30,6 +30,7 @@ __all__ = ["HashingEmbedder"]
 _WORD = re.compile(r"\w+", re.UNICODE)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
+_TOP_BIT = np.uint64(1 << 63)
 _BLOCK = 4096  # features projected at a time (bounds the temporary sign matrix)
 _MAX_FEATURES = 1 << 18  # features remembered with their packed directions (about 30 MB at 384 dims)
 _BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.float32)  # byte -> its bits
@@ -190,8 +191,8 @@ class HashingEmbedder:
         x *= _MIX1
         x ^= x >> np.uint64(27)
         x *= _MIX2
-        x ^= x >> np.uint64(31)
-        return (x >> np.uint64(63)).astype(bool)
+        # splitmix64 ends with x ^= x >> 31, which leaves the top bit as it is: only that bit is used
+        return x >= _TOP_BIT
 
 
 def _words(text: str) -> list[str]:
