@@ -177,7 +177,8 @@ class HashingEmbedder:
             size = 1 << (len(self._ids) - 1).bit_length()
             self._codes = np.concatenate([self._codes, np.zeros((size - len(self._codes), self.dims // 8), np.uint8)])
             self._weights = np.concatenate([self._weights, np.zeros(size - len(self._weights), np.float32)])
-        keys = np.array([_hash64(f) for f in self._pending], dtype=np.uint64)
+        digests = b"".join([hashlib.blake2b(f.encode("utf-8"), digest_size=8).digest() for f in self._pending])
+        keys = np.frombuffer(digests, dtype="<u8").astype(np.uint64)  # _hash64 of each, in one conversion
         for start in range(0, len(keys), _BLOCK):  # bounds the temporary (features x dims) mixing arrays
             part = keys[start : start + _BLOCK]
             self._codes[first + start : first + start + len(part)] = np.packbits(self._negative(part), axis=1)
