@@ -607,8 +607,7 @@ class MemoryRepository:
         row = (
             memory_id, item.source, item.text, created, item.kind, item.namespace, item.owner_id,
             json.dumps(item.tags, ensure_ascii=False) if item.tags else "[]", item.category, item.metadata_json,
-            item.importance, item.confidence, int(item.pinned), now_iso,
-            None if item.expires_at is None else to_iso(item.expires_at), created,
+            item.importance, item.confidence, int(item.pinned), now_iso, to_iso(item.expires_at), created,
             item.session_id, item.task_id, item.hash, self.embedder.name, now_iso,
         )
         return (*row, item.vector) if self.vectors.inline else row  # PostgreSQL: the vector is a column

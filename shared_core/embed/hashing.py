@@ -177,8 +177,7 @@ class HashingEmbedder:
             size = 1 << (len(self._ids) - 1).bit_length()
             self._codes = np.concatenate([self._codes, np.zeros((size - len(self._codes), self.dims // 8), np.uint8)])
             self._weights = np.concatenate([self._weights, np.zeros(size - len(self._weights), np.float32)])
-        digests = b"".join([hashlib.blake2b(f.encode("utf-8"), digest_size=8).digest() for f in self._pending])
-        keys = np.frombuffer(digests, dtype="<u8").astype(np.uint64)  # _hash64 of each, in one conversion
+        keys = _hash64_many(self._pending)
         for start in range(0, len(keys), _BLOCK):  # bounds the temporary (features x dims) mixing arrays
             part = keys[start : start + _BLOCK]
             self._codes[first + start : first + start + len(part)] = np.packbits(self._negative(part), axis=1)
@@ -215,5 +214,15 @@ def _symbols_feature(text: str) -> list[str]:
     return ["s:" + text.strip()] if text.strip() else []
 
 
+def _digest(feature: str) -> bytes:
+    return hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+
+
 def _hash64(feature: str) -> int:
-    return int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
+    """A feature's 64-bit key: its blake2b digest read as a little-endian integer."""
+    return int.from_bytes(_digest(feature), "little")
+
+
+def _hash64_many(features: list[str]) -> np.ndarray:
+    """``_hash64`` of each feature, as uint64, in one conversion instead of an int per feature."""
+    return np.frombuffer(b"".join(map(_digest, features)), dtype="<u8").astype(np.uint64)

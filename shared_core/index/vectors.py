@@ -159,8 +159,8 @@ class _Mirror:
         self.size = 0
         self.centre = np.zeros(dims, dtype=np.float32)
         self.centre_norm = 0.0
-        self._centred_at = 0
-        self._last_centred: tuple[np.ndarray, np.ndarray, float, np.ndarray] | None = None  # how many rows the mirror held when ``centre`` was computed
+        self._centred_at = 0  # how many rows the mirror held when ``centre`` was computed
+        self._last_centred: tuple[np.ndarray, np.ndarray, float, np.ndarray] | None = None  # see centred()
         self.slot: dict[int, int] = {}
         self.stamps: dict[int, str] = {}
         self.ns_codes: dict[str, int] = {}

@@ -417,6 +417,24 @@ def test_background_checkpoints_copy_commits_into_the_file(tmp_path):
     assert not checkpointer.running and not _checkpoint_threads()
 
 
+class _FakeConnection:
+    """A checkpoint connection that runs ``on_execute`` (if any) instead of SQL."""
+
+    def __init__(self, on_execute=None):
+        self.on_execute = on_execute
+
+    def execute(self, sql):
+        if self.on_execute is not None:
+            self.on_execute(sql)
+        return self
+
+    def fetchall(self):
+        return []
+
+    def close(self):
+        pass
+
+
 def test_closing_never_hangs_on_a_stuck_background_checkpoint(caplog):
     """A checkpoint that does not return (a hung file system, say) delays close by the timeout,
     not forever, and the warning shows where the thread was."""
@@ -427,19 +445,11 @@ def test_closing_never_hangs_on_a_stuck_background_checkpoint(caplog):
 
     release, entered = threading.Event(), threading.Event()
 
-    class _StuckConnection:
-        def execute(self, sql):
-            entered.set()
-            release.wait(30)
-            return self
+    def stuck(sql):
+        entered.set()
+        release.wait(30)
 
-        def fetchall(self):
-            return []
-
-        def close(self):
-            pass
-
-    checkpointer = BackgroundCheckpointer("stuck.db", _StuckConnection, interval=0.0, start_after=0)
+    checkpointer = BackgroundCheckpointer("stuck.db", lambda: _FakeConnection(stuck), interval=0.0, start_after=0)
     checkpointer.committed(1)
     assert entered.wait(5)
     started = time.monotonic()
@@ -460,17 +470,7 @@ def test_closing_while_the_checkpoint_thread_wakes_up_stops_it():
 
     from shared_core.db.checkpoints import BackgroundCheckpointer
 
-    class _Connection:
-        def execute(self, sql):
-            return self
-
-        def fetchall(self):
-            return []
-
-        def close(self):
-            pass
-
-    checkpointer = BackgroundCheckpointer("racing.db", _Connection, interval=0.0, start_after=0)
+    checkpointer = BackgroundCheckpointer("racing.db", _FakeConnection, interval=0.0, start_after=0)
     closer = threading.Thread(target=checkpointer.close, kwargs={"timeout": 3.0})
     closing = threading.Event()
 
