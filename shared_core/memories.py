@@ -549,17 +549,21 @@ class MemoryRepository:
 
     def find_duplicate(self, item: _Prepared) -> Memory | None:
         """A live fact in the same namespace with the same text, or cosine above the dedup threshold."""
-        now_iso = to_iso(self.clock.now())
-        row = self.db.query(
-            f"SELECT {SELECT_COLUMNS} FROM memory_chunks WHERE namespace = ? AND content_hash = ? AND kind = 'fact' "
-            "AND valid_to IS NULL AND (expires_at IS NULL OR expires_at > ?) LIMIT 1",
-            (item.namespace, item.hash, now_iso),
-        )
-        if row:
-            return Memory.from_row(row[0])
+        now = self.clock.now()
+        now_iso, now_epoch = to_iso(now), now.timestamp()
         scope = Scope(namespaces=(item.namespace,), kinds=("fact",), live_at=now_iso)
-        best = self.vectors.best_above(item.vector, self.config.memory.fact_dedup_threshold, scope,
-                                       now=self.clock.now().timestamp())
+        answered, same = self.vectors.same_content(item.hash, scope, now=now_epoch)
+        if not answered:
+            row = self.db.query(
+                f"SELECT {SELECT_COLUMNS} FROM memory_chunks WHERE namespace = ? AND content_hash = ? "
+                "AND kind = 'fact' AND valid_to IS NULL AND (expires_at IS NULL OR expires_at > ?) LIMIT 1",
+                (item.namespace, item.hash, now_iso),
+            )
+            if row:
+                return Memory.from_row(row[0])
+        elif same is not None and (found := self.by_rowids([same]).get(same)) is not None:
+            return found
+        best = self.vectors.best_above(item.vector, self.config.memory.fact_dedup_threshold, scope, now=now_epoch)
         return self.by_rowids([best[0]]).get(best[0]) if best else None
 
     def insert_full(self, memory: Memory, vector: np.ndarray) -> int:

@@ -89,6 +89,7 @@ class Database(NestedTransactions):
         self._after_commit: list[list[Callable[[], None]]] = []
         self._on_rollback: list[Callable[[], None]] = []
         self._changes_at_begin = 0
+        self._outer_transactions = 0  # write transactions begun: tells one from the next (see snapshot)
         self._closed = False
         self._errors = _ErrorTranslation(self)
         self.conn.create_function("casefold", 1, _casefold, deterministic=True)
@@ -169,6 +170,7 @@ class Database(NestedTransactions):
             self._turns.release()
             raise
         self._changes_at_begin = self.conn.total_changes
+        self._outer_transactions += 1
 
     def _commit_outer(self) -> None:
         self._commit()
@@ -189,6 +191,12 @@ class Database(NestedTransactions):
     def has_uncommitted_writes(self) -> bool:
         """True inside a transaction that has changed rows (caches must not read its state yet)."""
         return self._depth > 0 and self.conn.total_changes != self._changes_at_begin
+
+    @property
+    def snapshot(self) -> tuple[int, int] | None:
+        """What this connection sees, while it holds the write lock: equal values mean nothing changed
+        in between (no other connection can commit meanwhile). None outside a write transaction."""
+        return (self._outer_transactions, self.conn.total_changes) if self._depth > 0 else None
 
     @contextlib.contextmanager
     def scratch(self) -> Iterator[None]:

@@ -23,6 +23,7 @@ before, so a rolled-back write cannot leak into search.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,7 @@ __all__ = ["VectorIndex", "RowState", "epoch_of", "stamp_of", "vector_index_for"
 
 _BATCH = 500  # rowids per IN (...) list
 _SMALL_MIRROR = 1024  # rows below which a near-duplicate check just scans every vector
+_SEVERAL = -1  # in _Mirror.by_content: more than one row holds that content
 
 
 def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
@@ -129,6 +131,11 @@ def stamp_of(embedded_at: str | None, content_hash: str | None) -> str:
     return f"{embedded_at or ''}|{content_hash or ''}"
 
 
+def _content_of(stamp: str) -> str:
+    """The content hash in a :func:`stamp_of` value."""
+    return stamp.rpartition("|")[2]
+
+
 _STATE_COLUMNS = "chunk_rowid, namespace, kind, expires_at, valid_to IS NULL, embedded_at, content_hash"
 _JOINED_STATE_COLUMNS = ", ".join(f"c.{column}" for column in _STATE_COLUMNS.split(", "))
 
@@ -163,6 +170,9 @@ class _Mirror:
         self._last_centred: tuple[np.ndarray, np.ndarray, float, np.ndarray] | None = None  # see centred()
         self.slot: dict[int, int] = {}
         self.stamps: dict[int, str] = {}
+        # content hash -> the one row holding it (_SEVERAL: more than one), for the exact-duplicate
+        # check of every add: a dictionary lookup instead of a query
+        self.by_content: dict[str, int] = {}
         self.ns_codes: dict[str, int] = {}
         self.kind_codes: dict[str, int] = {}
         self._allocate(1024)
@@ -221,13 +231,17 @@ class _Mirror:
             centred = self.centred(vector)[1]
             self.centred_head[:, slot] = centred[: self.head]
             self.centred_tail[slot] = centred[self.head :]
-            self.stamps[rowid] = state.stamp
+            old = self.stamps.get(rowid)
+            if old != state.stamp:
+                self._forget_content(rowid, old)
+                self._note_content(rowid, state.stamp)
+                self.stamps[rowid] = state.stamp
 
     def remove(self, rowid: int) -> None:
         slot = self.slot.pop(rowid, None)
         if slot is not None:
             self.alive[slot] = False
-            self.stamps.pop(rowid, None)
+            self._forget_content(rowid, self.stamps.pop(rowid, None))
         dead = self.size - len(self.slot)
         if dead > 1024 and dead > self.size // 4:
             self._compact()
@@ -264,6 +278,23 @@ class _Mirror:
         self._recentre()
         self.slot = {int(r): i for i, r in enumerate(rowids)}
         self.stamps = {int(r): s.stamp for r, s in zip(rowids, states, strict=False)}
+        contents = [stamp.rpartition("|")[2] for stamp in self.stamps.values()]  # _content_of, inlined
+        self.by_content = dict(zip(contents, self.stamps, strict=True))
+        if len(self.by_content) < len(contents):
+            for content, count in Counter(contents).items():
+                if count > 1:
+                    self.by_content[content] = _SEVERAL
+        self.by_content.pop("", None)
+
+    def _note_content(self, rowid: int, stamp: str) -> None:
+        content = _content_of(stamp)
+        if content:
+            held = self.by_content.get(content)
+            self.by_content[content] = rowid if held is None or held == rowid else _SEVERAL
+
+    def _forget_content(self, rowid: int, stamp: str | None) -> None:
+        if stamp is not None and self.by_content.get(_content_of(stamp)) == rowid:
+            del self.by_content[_content_of(stamp)]
 
     def centred_code(self, vector: np.ndarray) -> np.ndarray:
         """The centred sign code of a vector (or of each row of a matrix)."""
@@ -377,6 +408,7 @@ class VectorIndex:
         self.config = config
         self._mirror: _Mirror | None = None
         self._last_seq = 0
+        self._synced_at: tuple[int, int] | None = None  # the db.snapshot the mirror last caught up with
 
     # -- writes (inside the caller's transaction) -----------------------------------------
 
@@ -501,6 +533,21 @@ class VectorIndex:
         best = best[np.argsort(-sims[best], kind="stable")]
         return [(int(mirror.rowids[candidates[i]]), float(sims[i])) for i in best]
 
+    def same_content(self, content_hash: str, scope: Scope, *, now: float) -> tuple[bool, int | None]:
+        """(True, a row in ``scope`` whose content hash is ``content_hash``, or None if there is none),
+        or (False, None) when the mirror cannot tell (none loaded, or several rows with that content):
+        then ask the table. Rows without a vector are not in the mirror; every add stores one."""
+        if not self.uses_mirror or scope.needs_row_filter or (self._mirror is None and self.db.has_uncommitted_writes):
+            return False, None
+        mirror = self.sync()
+        held = mirror.by_content.get(content_hash)
+        if held is None:
+            return True, None
+        slot = mirror.slot.get(held)
+        if held == _SEVERAL or slot is None:
+            return False, None
+        return True, held if mirror.mask(scope, now, np.array([slot]))[0] else None
+
     def best_above(
         self, query: np.ndarray, threshold: float, scope: Scope, *, now: float
     ) -> tuple[int, float] | None:
@@ -610,6 +657,9 @@ class VectorIndex:
         if self.db.has_uncommitted_writes:
             # this transaction's writes are in the log; they reach the mirror after commit
             return mirror
+        snapshot = self.db.snapshot
+        if snapshot is not None and snapshot == self._synced_at:
+            return mirror  # caught up earlier in this write transaction: no one else can have written since
         # the log past our position and each changed row's state, in one statement (one snapshot); a
         # log longer than the limit (another process's bulk load, say) is cheaper to reload in full
         # (the limit is written into the SQL, rounded so the text changes rarely: SQLite ran this
@@ -621,6 +671,7 @@ class VectorIndex:
             (self._last_seq,),
         )
         if not log:
+            self._synced_at = snapshot
             return mirror
         # sequence numbers have no gaps (AUTOINCREMENT; a rollback takes its numbers back) except where
         # maintenance trimmed the log's old end: a first number past the next one means we missed some
@@ -649,6 +700,7 @@ class VectorIndex:
             else:
                 mirror.upsert(rowid, state, None)
         self._last_seq = newest
+        self._synced_at = snapshot
         return mirror
 
     def _full_load(self) -> _Mirror:
@@ -672,4 +724,5 @@ class VectorIndex:
             mirror.bulk_load(rowids, [states[r] for r, _ in keep], matrix)
         self._mirror = mirror
         self._last_seq = newest
+        self._synced_at = db.snapshot
         return mirror

@@ -144,6 +144,10 @@ class PgVectorIndex:
         best = self.search(query, 1, scope, now=now)
         return best[0] if best and best[0][1] > threshold else None
 
+    def same_content(self, content_hash: str, scope: Scope, *, now: float) -> tuple[bool, int | None]:
+        """(False, None): PostgreSQL keeps no mirror to answer from; the caller asks the table."""
+        return False, None
+
     def _exact(self, vector: np.ndarray, k: int, sql: str, params: list[Any]) -> list[tuple[int, float]]:
         rows = self.db.query(
             f"SELECT c.chunk_rowid, 1 - ({self.expression} <=> ?) AS similarity FROM memory_chunks c "

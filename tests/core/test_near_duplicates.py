@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -149,3 +150,72 @@ def test_a_reworded_fact_reinforces_the_stored_one_in_a_big_namespace():
         assert store.get(first).score == store.config.memory.reinforce_weight
         other = store.add("The staging server runs on Hetzner in Helsinki", namespace="default")
         assert other.event == "created"
+
+
+# -- the exact check: the same text (content hash), answered by the mirror --------------------
+
+
+def _direction(seed: int, dims: int = 384) -> np.ndarray:
+    vector = np.random.default_rng(seed).standard_normal(dims).astype(np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def _statements_during(store, action):
+    seen: list[str] = []
+    store.db.conn.set_trace_callback(seen.append)
+    try:
+        result = action()
+    finally:
+        store.db.conn.set_trace_callback(None)
+    return result, seen
+
+
+@pytest.mark.sqlite_only  # the mirror, and SQLite's trace of statements
+def test_the_same_text_reinforces_without_a_query_even_when_its_vector_differs():
+    with MemoryStore.open(":memory:") as store:
+        first = store.add("Deploys go out on Tuesdays", vector=_direction(1))
+        # a caller-given vector far from the stored one: only the content hash can match
+        again, statements = _statements_during(store, lambda: store.add("Deploys go out on Tuesdays", vector=_direction(2)))
+        assert again == first and again.event == "reinforced"
+        assert not [s for s in statements if "content_hash = " in s]  # the mirror answered
+        assert sum("FROM index_log" in s for s in statements) == 1  # caught up once for both checks
+        other, statements = _statements_during(store, lambda: store.add("Deploys go out on Fridays", vector=_direction(3)))
+        assert other.event == "created"
+        assert not [s for s in statements if "content_hash = " in s]
+
+
+@pytest.mark.sqlite_only  # the mirror, and SQLite's trace of statements
+def test_the_exact_check_follows_deletes_updates_scope_and_copies():
+    text = "The backup runs at 02:00 UTC"
+    with MemoryStore.open(":memory:") as store:
+        # two rows with one text (dedup off): the mirror defers to the table, which finds one
+        a = store.add(text, vector=_direction(1), dedup=False)
+        b = store.add(text, vector=_direction(2), dedup=False)
+        again, statements = _statements_during(store, lambda: store.add(text, vector=_direction(3)))
+        assert again in (a, b) and again.event == "reinforced"
+        assert [s for s in statements if "content_hash = " in s]
+        store.delete([a, b])
+        assert store.add(text, vector=_direction(4)).event == "created"  # gone with its rows
+        # an update changes the content: the old text no longer matches, the new one does
+        c = store.add("The backup runs at 03:00 UTC", vector=_direction(5))
+        store.update(c, "The backup runs at 04:00 UTC", vector=_direction(6))
+        assert store.add("The backup runs at 03:00 UTC", vector=_direction(7)).event == "created"
+        assert store.add("The backup runs at 04:00 UTC", vector=_direction(8)) == c
+        # the one row with a text is in another namespace, or expired, or superseded: not a duplicate
+        store.add("Alice likes tea", vector=_direction(9), namespace="user:alice")
+        assert store.add("Alice likes tea", vector=_direction(10), namespace="user:bob").event == "created"
+        store.add("Temporary code is 1234", vector=_direction(11), ttl=0.001)
+        time.sleep(0.01)
+        assert store.add("Temporary code is 1234", vector=_direction(12)).event == "created"
+        old = store.add("The office is in Paris", vector=_direction(13))
+        store.add("The office is in Lyon", vector=_direction(14), supersedes=old)
+        assert store.add("The office is in Paris", vector=_direction(15)).event == "created"
+
+
+def test_the_exact_check_sees_what_another_connection_added(tmp_path):
+    path = tmp_path / "shared.db"
+    with MemoryStore.open(path) as mine, MemoryStore.open(path) as theirs:
+        mine.add("warm the mirror", vector=_direction(1))
+        theirs_id = theirs.add("The VPN endpoint moved to vpn2", vector=_direction(2))
+        again = mine.add("The VPN endpoint moved to vpn2", vector=_direction(3))
+        assert again == theirs_id and again.event == "reinforced"
