@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -185,9 +184,9 @@ def test_the_same_text_reinforces_without_a_query_even_when_its_vector_differs()
 
 
 @pytest.mark.sqlite_only  # the mirror, and SQLite's trace of statements
-def test_the_exact_check_follows_deletes_updates_scope_and_copies():
+def test_the_exact_check_follows_deletes_updates_scope_and_copies(clock):
     text = "The backup runs at 02:00 UTC"
-    with MemoryStore.open(":memory:") as store:
+    with MemoryStore.open(":memory:", clock=clock) as store:
         # two rows with one text (dedup off): the mirror defers to the table, which finds one
         a = store.add(text, vector=_direction(1), dedup=False)
         b = store.add(text, vector=_direction(2), dedup=False)
@@ -204,8 +203,8 @@ def test_the_exact_check_follows_deletes_updates_scope_and_copies():
         # the one row with a text is in another namespace, or expired, or superseded: not a duplicate
         store.add("Alice likes tea", vector=_direction(9), namespace="user:alice")
         assert store.add("Alice likes tea", vector=_direction(10), namespace="user:bob").event == "created"
-        store.add("Temporary code is 1234", vector=_direction(11), ttl=0.001)
-        time.sleep(0.01)
+        store.add("Temporary code is 1234", vector=_direction(11), ttl=60)
+        clock.advance(seconds=61)
         assert store.add("Temporary code is 1234", vector=_direction(12)).event == "created"
         old = store.add("The office is in Paris", vector=_direction(13))
         store.add("The office is in Lyon", vector=_direction(14), supersedes=old)
