@@ -328,10 +328,12 @@ class _Mirror:
     def near_centred(self, code: np.ndarray, head_bound: int, bound: int) -> tuple[np.ndarray, np.ndarray]:
         """Slots whose centred code differs from ``code`` in at most ``head_bound`` bits of the
         head words and ``bound`` bits in all, with those distances."""
-        # all head words in one pass of each ufunc; at most 128 bits, so the sums fit in a byte
-        counts = _popcount(self.centred_head[:, : self.size] ^ code[: self.head, None])
-        # ufunc reductions and nonzero() called directly: .sum() and np.flatnonzero are Python frames
-        distances = counts[0] if self.head == 1 else np.add.reduce(counts, axis=0, dtype=np.uint8)
+        # one head word at a time, xor with a scalar: broadcasting a column over the whole head
+        # took 175 us at 100k rows against 120; at most 128 bits, so the sums fit in a byte
+        distances = _popcount(self.centred_head[0, : self.size] ^ code[0])
+        for word in range(1, self.head):
+            distances += _popcount(self.centred_head[word, : self.size] ^ code[word])
+        # nonzero() called directly: np.flatnonzero is a Python frame
         near = (distances <= head_bound).nonzero()[0]
         if self.words == self.head or near.size == 0:
             return near, distances[near]
