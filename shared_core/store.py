@@ -69,6 +69,8 @@ if TYPE_CHECKING:
 
 __all__ = ["MemoryStore", "StoreStats"]
 
+_MERGE_AFTER_LOAD = 1000  # memories a load must add before it merges the keyword index (and at least doubles it)
+
 
 class _domain:  # noqa: N801 - used as a decorator, like property
     """A domain object (``store.learnings``, ...) created on first use, once, under the store's lock.
@@ -390,8 +392,33 @@ class MemoryStore:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         materialised = list(items)
+        rows_before = self._row_count() if len(materialised) >= _MERGE_AFTER_LOAD else None
         with _cyclic_gc_paused() if len(materialised) > batch_size else contextlib.nullcontext():
-            return self._add_batches(materialised, namespace, batch_size, dedup, progress)
+            results = self._add_batches(materialised, namespace, batch_size, dedup, progress)
+        if rows_before is not None:
+            self._merge_keyword_index_after_load(rows_before)
+        return results
+
+    def _row_count(self) -> int:
+        with self._db.lock:
+            return int(self._db.scalar("SELECT count(*) FROM memory_chunks") or 0)
+
+    def _merge_keyword_index_after_load(self, rows_before: int) -> None:
+        """Merge the keyword index into one segment after a load that at least doubled it.
+
+        FTS5 merges its segments a level at a time as commits come; after a bulk load, the
+        single adds that followed rewrote the loaded postings (the first 400 adds after a 100k
+        load ran at two thirds of their later speed). Merging once costs less (0.12 s at 100k,
+        2 % of the load), and only loads that double the index do it, so over a store's life
+        the merges add up to a few rewrites of its final index.
+        """
+        rows = self._row_count()
+        if rows - rows_before < _MERGE_AFTER_LOAD or 2 * (rows - rows_before) < rows:
+            return
+        with self._db.lock:
+            self._db.check_open()
+            with self._db.transaction():
+                self._keyword.optimize()
 
     def _add_batches(self, materialised: list[Any], namespace: str | None, batch_size: int, dedup: bool,
                      progress: Progress | None) -> list[AddResult]:

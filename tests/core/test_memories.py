@@ -226,6 +226,20 @@ def test_add_many_pauses_the_cyclic_gc_and_restores_it(store):
     assert seen[-1] is True  # a single batch is left alone
 
 
+def test_add_many_merges_the_keyword_index_after_a_load_that_doubles_it(store, monkeypatch):
+    """FTS5 would otherwise rewrite a bulk load's postings during the single adds after it."""
+    merges = []
+    keyword = store.keyword_index
+    monkeypatch.setattr(keyword, "optimize", lambda: merges.append(store.count(namespace="load")))
+    store.add_many([f"first load {i}" for i in range(1200)], namespace="load", batch_size=500)
+    assert merges == [1200]
+    store.add_many([f"second load {i}" for i in range(1100)], namespace="load")  # 1,100 of 2,300: not double
+    store.add_many([f"a few more {i}" for i in range(20)], namespace="load")
+    assert merges == [1200]
+    store.add_many([f"third load {i}" for i in range(2400)], namespace="load", batch_size=800)
+    assert merges == [1200, 4720]
+
+
 def test_add_many_rejects_unknown_fields(store):
     with pytest.raises(ValueError, match="unknown memory fields"):
         store.add_many([{"text": "x", "colour": "red"}])
