@@ -187,6 +187,7 @@ class SearchConfig:
     vector_index: str = "auto"  # auto | mirror | sqlite-vec
     exact_scan_rows: int = 20000  # below this many rows the mirror scans exact float vectors
     rerank_pool: int = 256  # binary-quantised candidates reranked exactly (at least 20 x k)
+    parallel_scan_rows: int = 2000  # mirrors this big scan on a worker thread while FTS5 ranks (0: never)
     track_access: bool = True  # seed 003: access_count += 1, last_access_at = now on return
     default_limit: int = 10
 
@@ -202,6 +203,8 @@ class SearchConfig:
         _check_range(self, "max_df_ratio", 0.0, 1.0)
         if self.candidates < 1 or self.rerank_pool < 1:
             raise ConfigError("search.candidates and search.rerank_pool must be positive")
+        if self.parallel_scan_rows < 0:
+            raise ConfigError("search.parallel_scan_rows must not be negative (0 turns the worker thread off)")
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from concurrent.futures import wait
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
@@ -227,20 +228,30 @@ class Searcher:
                 raise ValueError(f"this store's embedder ({self.embedder.name}) cannot embed text; pass vector=...")
             method = "keyword"
 
-        bm25: dict[int, float] = {}
-        searched_keywords = False
-        keyword_query = None
-        if has_text and method != "vector":
-            searched_keywords = True
-            keyword_query = self.keyword.prepare(query)  # type: ignore[arg-type]
-            bm25 = dict(self.keyword.search(keyword_query, scope, pool))
-
-        similarity: dict[int, float] = {}
+        searched_keywords = has_text and method != "vector"
         query_vector: np.ndarray | None = None
+        scan = None
         if method != "keyword":
             query_vector = as_vector(vector, self.embedder.dims) if vector is not None else self.embed_query(query)  # type: ignore[arg-type]
             now_ts = self.clock.now().timestamp()
-            similarity = dict(self.vectors.search(query_vector, pool, scope, now=now_ts))
+            if searched_keywords:  # the vector scan runs beside FTS5's ranking where that pays
+                scan = self.vectors.search_in_background(query_vector, pool, scope, now=now_ts)
+
+        bm25: dict[int, float] = {}
+        keyword_query = None
+        if searched_keywords:
+            try:
+                keyword_query = self.keyword.prepare(query)  # type: ignore[arg-type]
+                bm25 = dict(self.keyword.search(keyword_query, scope, pool))
+            except BaseException:
+                if scan is not None:
+                    wait([scan])  # the scan reads the mirror: it ends before the store's lock is let go
+                raise
+
+        similarity: dict[int, float] = {}
+        if query_vector is not None:
+            found = scan.result() if scan is not None else self.vectors.search(query_vector, pool, scope, now=now_ts)
+            similarity = dict(found)
             missing = [rowid for rowid in bm25 if rowid not in similarity]
             similarity.update(self.vectors.similarities(query_vector, missing))
 

@@ -23,8 +23,10 @@ before, so a rolled-back write cannot leak into search.
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +42,7 @@ __all__ = ["VectorIndex", "RowState", "epoch_of", "stamp_of", "vector_index_for"
 _BATCH = 500  # rowids per IN (...) list
 _SMALL_MIRROR = 1024  # rows below which a near-duplicate check just scans every vector
 _SEVERAL = -1  # in _Mirror.by_content: more than one row holds that content
+_CPUS = os.cpu_count() or 1  # one: no worker thread for the vector scan
 
 
 def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
@@ -389,6 +392,27 @@ class _Mirror:
         return distances if slots is None or not whole else distances[slots]
 
 
+_pool: ThreadPoolExecutor | None = None
+
+
+def _scan_pool() -> ThreadPoolExecutor:
+    """The threads that run vector scans beside keyword queries (numpy and SQLite both let go
+    of the GIL while they work), created on first use and again in a forked child."""
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=min(4, _CPUS), thread_name_prefix="openkoi-vector-scan")
+    return _pool
+
+
+def _forget_pool() -> None:
+    global _pool
+    _pool = None  # a forked child has none of the parent's threads
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def vector_index_for(db: Any, dims: int, config: SearchConfig, database: Any = None) -> Any:
     """The vector index for ``db``'s dialect: :class:`VectorIndex` or ``PgVectorIndex``."""
     if getattr(db, "dialect", "sqlite") == "postgresql":
@@ -507,13 +531,31 @@ class VectorIndex:
             # never build the mirror from a transaction's uncommitted state: ask SQLite directly
             return self._search_sqlite_vec(query, k, scope)
         mirror = self.sync()
-        mask = mirror.mask(scope, now)
+        allowed = None
         if scope.needs_row_filter:
             allowed = np.zeros(mirror.size, dtype=bool)
             for rowid in self._rowids_in(scope):
                 slot = mirror.slot.get(rowid)
                 if slot is not None:
                     allowed[slot] = True
+        return self._scan(mirror, query, k, scope, now, allowed)
+
+    def search_in_background(self, query: np.ndarray, k: int, scope: Scope, *, now: float) -> Future | None:
+        """:meth:`search` on a worker thread, for the caller to overlap with its keyword query,
+        or None when that would not pay (a small mirror, no mirror, a scope that needs the
+        table): then call :meth:`search`. The caller waits for the result before it lets go
+        of the store's lock, so no write can change the mirror during the scan."""
+        if (k <= 0 or _CPUS < 2 or not self.uses_mirror or scope.needs_row_filter or self._mirror is None
+                or not self.config.parallel_scan_rows or self._mirror.size < self.config.parallel_scan_rows
+                or self.db.has_uncommitted_writes):
+            return None
+        return _scan_pool().submit(self._scan, self.sync(), query, k, scope, now, None)
+
+    def _scan(self, mirror: _Mirror, query: np.ndarray, k: int, scope: Scope, now: float,
+              allowed: np.ndarray | None) -> list[tuple[int, float]]:
+        """The top ``k`` of the mirror's rows in ``scope`` (and ``allowed``, when given): numpy only."""
+        mask = mirror.mask(scope, now)
+        if allowed is not None:
             mask &= allowed
         slots = np.flatnonzero(mask)
         if slots.size == 0:

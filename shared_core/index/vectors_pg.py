@@ -109,6 +109,10 @@ class PgVectorIndex:
 
     # -- reads ----------------------------------------------------------------------------
 
+    def search_in_background(self, query: np.ndarray, k: int, scope: Scope, *, now: float) -> None:
+        """None: the KNN is a query on the store's one connection, run by :meth:`search`."""
+        return None
+
     def search(self, query: np.ndarray, k: int, scope: Scope, *, now: float) -> list[tuple[int, float]]:
         """(chunk_rowid, cosine similarity), best first: the top ``k`` within ``scope``."""
         if k <= 0:

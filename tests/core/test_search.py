@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -198,3 +199,109 @@ def test_keyword_scale_option_changes_only_the_fusion_scale(clock):
         hits = s.search("the zeppelin", fusion="keyword", limit=5)
         assert hits[0].parts.keyword == 1.0  # the full match
         assert all(h.parts.keyword < 0.2 for h in hits[1:])  # matched only "the": weak on the absolute scale
+
+
+def _spread_store(path, clock, **search):
+    store = MemoryStore.open(path, clock=clock, config={"search": {"exact_scan_rows": 50, **search}})
+    return store
+
+
+def _fill(store):
+    words = ["deploy", "tea", "server", "frankfurt", "cat", "rain", "code", "train"]
+    store.add_many([
+        {"text": f"{words[i % 8]} note {i} about {words[(i * 3) % 8]} and {words[(i * 5) % 8]}",
+         "id": f"n{i}", "namespace": f"user:{i % 3}", "metadata": {"group": i % 4}}
+        for i in range(600)
+    ])
+
+
+@pytest.mark.sqlite_only
+def test_vector_scan_beside_the_keyword_query_finds_the_same_hits(tmp_path, clock, monkeypatch):
+    import threading
+
+    from shared_core.index import vectors
+
+    monkeypatch.setattr(vectors, "_CPUS", 2)  # a one-CPU runner would never use the worker
+    names = []
+    scan = vectors.VectorIndex._scan
+
+    def spy(self, *args):
+        names.append(threading.current_thread().name)
+        return scan(self, *args)
+
+    monkeypatch.setattr(vectors.VectorIndex, "_scan", spy)
+    path = tmp_path / "m.db"
+    with _spread_store(path, clock, parallel_scan_rows=0) as serial:
+        _fill(serial)
+        with _spread_store(path, clock, parallel_scan_rows=100) as parallel:
+            parallel.search("warm the mirror up", fusion="vector")  # the first search loads it, in line
+            cases = [("deploy tea", {"namespace": "user:0"}, True),
+                     ("server frankfurt", {"namespace": "user:1"}, True),
+                     ("cat rain code", {"namespace": "user:2", "kind": "fact"}, True),
+                     ("note 17 train", {"namespace": "user:2", "fusion": "rrf", "limit": 20}, True),
+                     ("tea note", {"namespace": "user:1", "where": {"group": 2}}, False)]  # needs the table: in line
+            for query, kwargs, on_worker in cases:
+                names.clear()
+                expected = serial.search(query, track_access=False, **kwargs)
+                assert not any(n.startswith("openkoi-vector-scan") for n in names)
+                got = parallel.search(query, track_access=False, **kwargs)
+                assert any(n.startswith("openkoi-vector-scan") for n in names) == on_worker
+                assert [(h.id, h.score) for h in got] == [(h.id, h.score) for h in expected] and len(got) > 0
+
+
+@pytest.mark.sqlite_only
+def test_a_failed_keyword_query_waits_for_the_vector_scan(tmp_path, clock, monkeypatch):
+    import time
+
+    from shared_core.index import keyword, vectors
+
+    monkeypatch.setattr(vectors, "_CPUS", 2)
+    finished = []
+    scan = vectors.VectorIndex._scan
+
+    def slow(self, *args):
+        time.sleep(0.2)
+        result = scan(self, *args)
+        finished.append(True)
+        return result
+
+    def broken(self, *args):
+        raise RuntimeError("keyword side failed")
+
+    with _spread_store(tmp_path / "m.db", clock, parallel_scan_rows=100) as store:
+        _fill(store)
+        store.search("warm the mirror up", fusion="vector")
+        monkeypatch.setattr(vectors.VectorIndex, "_scan", slow)
+        monkeypatch.setattr(keyword.KeywordIndex, "search", broken)
+        with pytest.raises(RuntimeError, match="keyword side failed"):
+            store.search("deploy tea")
+        assert finished == [True]  # the scan had ended before the error left the store's lock
+
+
+def _search_in_child(path: str) -> None:
+    with MemoryStore.open(path, config={"search": {"exact_scan_rows": 50, "parallel_scan_rows": 100}}) as store:
+        store.search("warm the mirror up", fusion="vector")
+        if not store.search("deploy tea", namespace="user:0"):
+            raise SystemExit(1)
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX only")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_the_vector_scan_worker_after_fork(tmp_path, clock, monkeypatch):
+    import multiprocessing
+
+    from shared_core.index import vectors
+
+    monkeypatch.setattr(vectors, "_CPUS", 2)
+    path = tmp_path / "m.db"
+    with _spread_store(path, clock, parallel_scan_rows=100) as store:
+        _fill(store)
+        store.search("warm the mirror up", fusion="vector")
+        assert store.search("deploy tea", namespace="user:0")  # the parent's worker threads now exist
+    child = multiprocessing.get_context("fork").Process(target=_search_in_child, args=(str(path),))
+    child.start()
+    child.join(60)
+    if child.exitcode is None:
+        child.kill()
+    assert child.exitcode == 0  # an inherited pool with no threads would have hung the child
