@@ -444,6 +444,19 @@ class MemoryRepository:
                     found[memory.id] = memory
         return [found[i] for i in ids if i in found]
 
+    def ranking_columns(self, rowids: Sequence[int]) -> list[tuple[int, float, datetime | None, datetime | None]]:
+        """(rowid, feedback score, last_hit_at, created_at) of each row that exists: what search ranks on."""
+        out = []
+        for start in range(0, len(rowids), 500):
+            part = list(rowids[start : start + 500])
+            for rowid, score, last_hit_at, created_at in self.db.query(
+                "SELECT chunk_rowid, score, last_hit_at, created_at FROM memory_chunks "
+                f"WHERE chunk_rowid IN ({', '.join('?' for _ in part)})",
+                part,
+            ):
+                out.append((int(rowid), float(score or 0.0), from_iso(last_hit_at), from_iso(created_at)))
+        return out
+
     def by_rowids(self, rowids: Sequence[int]) -> dict[int, Memory]:
         out: dict[int, Memory] = {}
         for start in range(0, len(rowids), 500):

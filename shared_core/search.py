@@ -259,15 +259,25 @@ class Searcher:
         fused = fuse(method, bm25, similarity, vector_weight=weight, similarity_floor=floor, rrf_k=cfg.rrf_k,
                      full_match=full_match)
         fused = {rowid: f for rowid, f in fused.items() if f.relevance > 0}
-        rows = self.memories.by_rowids(list(fused))
         now = self.clock.now()
+        # rank on the three columns ranking needs, then read whole rows for the best `wanted`
+        # only: a Memory for each of ~90 candidates (JSON, eight timestamps) took 0.7-1.5 ms of
+        # a 100k search
+        ranked = []
+        for rowid, feedback_score, last_hit_at, created_at in self.memories.ranking_columns(list(fused)):
+            days = days_between(last_hit_at or created_at, now)
+            fw, rw = self._weights(feedback_score, days, rank)
+            ranked.append((fused[rowid].relevance * fw * rw, _ts(created_at), rowid, fw, rw, days))
+        ranked.sort(key=lambda r: (-r[0], -r[1], r[2]))
+        if min_score is not None:
+            ranked = [r for r in ranked if r[0] >= min_score]
+        rows = self.memories.by_rowids([r[2] for r in ranked[:wanted]])
         hits: list[Hit] = []
-        for rowid, f in fused.items():
+        for final, _, rowid, fw, rw, days in ranked[:wanted]:
             memory = rows.get(rowid)
-            if memory is None:
+            if memory is None:  # deleted by another process in between
                 continue
-            days = days_between(memory.last_hit_at or memory.created_at, now)
-            fw, rw = self._weights(memory, days, rank)
+            f = fused[rowid]
             parts = ScoreParts(
                 bm25=bm25.get(rowid, 0.0) if searched_keywords else None,
                 keyword=f.keyword,
@@ -280,7 +290,7 @@ class Searcher:
                 fusion=method,
                 keyword_strength=_strength(bm25.get(rowid, 0.0), keyword_query),
             )
-            hits.append(Hit(memory, f.relevance * fw * rw, parts))
+            hits.append(Hit(memory, final, parts))
         if include_archive and keyword_query is not None:
             hits.extend(self._archive_hits(keyword_query, scope, pool, bm25, now, method, rank=rank))
         hits.sort(key=lambda h: (-h.score, -_ts(h.memory.created_at), h.memory.rowid))
@@ -290,11 +300,11 @@ class Searcher:
             hits = self._diversify(hits[:wanted], query, query_vector, limit + offset, mmr_lambda)
         return hits[offset : offset + limit], query_vector
 
-    def _weights(self, memory: Memory, days: float, rank: bool) -> tuple[float, float]:
+    def _weights(self, feedback_score: float, days: float, rank: bool) -> tuple[float, float]:
         """Seed 002's feedback and recency weights; both 1 when the caller wants plain relevance."""
         if not rank:
             return 1.0, 1.0
-        return (feedback_weight(memory.score, self.config.ranking.score_weight),
+        return (feedback_weight(feedback_score, self.config.ranking.score_weight),
                 recency_weight(days, self.config.ranking.recency_rate))
 
     def _archive_hits(self, keyword_query: Any, scope: Scope, pool: int, live_bm25: dict[int, float],
@@ -310,7 +320,7 @@ class Searcher:
             if relevance <= 0:
                 continue
             days = days_between(memory.last_hit_at or memory.created_at, now)
-            fw, rw = self._weights(memory, days, rank)
+            fw, rw = self._weights(memory.score, days, rank)
             parts = ScoreParts(bm25=score, keyword=relevance, similarity=None, vector=0.0, relevance=relevance,
                                feedback=fw, recency=rw, days_since_hit=days, fusion="archive",
                                keyword_strength=_strength(score, keyword_query))

@@ -305,3 +305,19 @@ def test_the_vector_scan_worker_after_fork(tmp_path, clock, monkeypatch):
     if child.exitcode is None:
         child.kill()
     assert child.exitcode == 0  # an inherited pool with no threads would have hung the child
+
+
+def test_search_reads_whole_rows_for_its_hits_only(store, monkeypatch):
+    for i in range(60):
+        store.add(f"garden note {i} about tomatoes and {'basil' if i % 2 else 'beans'}", dedup=False)
+    store.reinforce(store.search("garden note 7", limit=1)[0].id)
+    full = store.search("garden tomatoes basil", limit=20, track_access=False)
+    read = []
+    by_rowids = store._memories.by_rowids
+    monkeypatch.setattr(store._memories, "by_rowids", lambda rowids: read.append(len(rowids)) or by_rowids(rowids))
+    page = store.search("garden tomatoes basil", limit=5, offset=5, track_access=False)
+    assert [(h.id, h.score) for h in page] == [(h.id, h.score) for h in full[5:10]]
+    assert read == [10]  # the candidates were ranked on three columns; whole rows for the ten
+    floor = full[8].score
+    above = store.search("garden tomatoes basil", limit=20, min_score=floor, track_access=False)
+    assert [h.id for h in above] == [h.id for h in full if h.score >= floor]
