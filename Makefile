@@ -24,6 +24,7 @@ LOCOMO_PATH ?= $(abspath ../shared/data/locomo10.json)
 export LOCOMO_PATH
 RESULTS ?= bench/results
 # numpy's scan (the floor the benchmarks compare with) on one BLAS thread: steady on a shared machine
+# (bench/core.py limits the threads itself, to time the scan on one and on all of them)
 export OPENBLAS_NUM_THREADS ?= 1
 CORE_SIZES ?= 10000 100000
 PEER_SIZES ?= 10000 100000
@@ -71,7 +72,7 @@ bench: $(VENV)/.installed-bench
 bench-run:
 	@test -f "$(LOCOMO_PATH)" || { echo "LoCoMo data not found at $(LOCOMO_PATH): set LOCOMO_PATH=/path/to/locomo10.json"; exit 1; }
 	@mkdir -p $(RESULTS)
-	$(BENCH_PYTHON) bench/core.py --sizes $(CORE_SIZES) --json $(RESULTS)/core.json \
+	env -u OPENBLAS_NUM_THREADS $(BENCH_PYTHON) bench/core.py --sizes $(CORE_SIZES) --json $(RESULTS)/core.json \
 		--vectors $$($(BENCH_PYTHON) -c "import sentence_transformers" 2>/dev/null && echo hashing,random,minilm || echo hashing,random) \
 		> $(RESULTS)/core.md
 	$(BENCH_PYTHON) bench/peers.py --sizes $(PEER_SIZES) --json $(RESULTS)/peers.json > $(RESULTS)/peers.md

@@ -45,6 +45,29 @@ def test_peers_in_one_run(monkeypatch, tmp_path, capsys):
             assert f"{peer_class.name}: skipped: pip install" in printed.err
 
 
+@pytest.mark.parametrize("threads", [2, None])
+def test_core_times_numpy_on_one_blas_thread_and_on_all(monkeypatch, tmp_path, capsys, threads):
+    """With threadpoolctl (the bench extra) numpy's scan is timed twice; without it, once."""
+    import contextlib
+
+    core = _load("core")
+    monkeypatch.setattr(core, "locomo_texts", lambda: (TURNS, QUESTIONS))
+    monkeypatch.setattr(core, "blas_threads", lambda limit: contextlib.nullcontext())
+    monkeypatch.setattr(core, "blas_thread_count", lambda: threads)
+    out = tmp_path / "core.json"
+    assert core.main(["--sizes", "300", "--queries", "8", "--vectors", "random", "--json", str(out)]) == 0
+    (row,) = json.loads(out.read_text())
+    assert row["numpy_p50"] > 0 and row["recall10"] == 1.0 and row["single_add_per_s"] > 0
+    assert ("numpy_all_p50" in row) == (threads is not None)
+    printed = capsys.readouterr().out
+    line = next(line for line in printed.splitlines() if line.startswith("| 300 |"))
+    if threads:
+        assert "1 / 2 BLAS threads" in printed and row["hybrid_vs_numpy_all"] > 0
+        assert f"{row['hybrid_vs_numpy']:.2f}x; {row['hybrid_vs_numpy_all']:.2f}x |" in line
+    else:
+        assert "1 / all BLAS threads" in printed and f"{row['hybrid_vs_numpy']:.2f}x; - |" in line
+
+
 def test_peers_refuses_unknown_names():
     peers = _load("peers")
     with pytest.raises(SystemExit):
