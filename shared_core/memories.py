@@ -42,6 +42,7 @@ KINDS = (
     "task", "skill", "note",
 )
 _KIND = re.compile(r"^[a-z][a-z0-9_\-]{0,63}$")
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")  # JSON's escape of NUL, not an escaped backslash before "u0000"
 _KNOWN_KINDS = frozenset(KINDS)
 
 COLUMNS = (
@@ -255,9 +256,12 @@ def _metadata(value: Any) -> str:
     if not isinstance(value, Mapping):
         raise TypeError(f"metadata must be a dict, got {type(value).__name__}")
     try:  # the caller's key order is kept: metadata round-trips as the JSON it was given
-        return json.dumps(dict(value), ensure_ascii=False, allow_nan=False, default=_json_default)
+        dumped = json.dumps(dict(value), ensure_ascii=False, allow_nan=False, default=_json_default)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"metadata must be JSON-serialisable without NaN or infinity: {exc}") from None
+    if "\\u0000" in dumped and _NUL_ESCAPE.search(dumped):  # PostgreSQL's jsonb cannot hold one
+        raise ValueError("metadata contains a NUL character (in a key or a string); remove it")
+    return dumped
 
 
 def _json_default(value: Any) -> Any:

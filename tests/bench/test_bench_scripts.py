@@ -45,6 +45,7 @@ def test_peers_in_one_run(monkeypatch, tmp_path, capsys):
             assert f"{peer_class.name}: skipped: pip install" in printed.err
 
 
+@pytest.mark.sqlite_only  # the script measures the SQLite store
 @pytest.mark.parametrize("threads", [2, None])
 def test_core_times_numpy_on_one_blas_thread_and_on_all(monkeypatch, tmp_path, capsys, threads):
     """With threadpoolctl (the bench extra) numpy's scan is timed twice; without it, once."""

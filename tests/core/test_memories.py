@@ -245,6 +245,20 @@ def test_add_many_rejects_unknown_fields(store):
         store.add_many([{"text": "x", "colour": "red"}])
 
 
+def test_metadata_with_a_nul_character_is_refused(store):
+    """PostgreSQL's jsonb cannot hold NUL: refused on every backend, so files stay portable and a
+    metadata filter never meets a row it cannot read."""
+    for metadata in ({"note": "a\x00b"}, {"k\x00": 1}, {"deep": [{"x": "\x00"}]}):
+        with pytest.raises(ValueError, match="metadata contains a NUL character"):
+            store.add("a fact with odd metadata", metadata=metadata)
+    kept = store.add("a fact with a backslash", metadata={"pattern": "\\u0000"})  # the six characters, no NUL
+    assert store.get(kept).metadata == {"pattern": "\\u0000"}
+    assert store.search("backslash", where={"pattern": "\\u0000"}).ids == [kept]
+    with pytest.raises(ValueError, match="metadata contains a NUL character"):
+        store.update(kept, metadata={"pattern": "\x00"})
+    assert store.get(kept).metadata == {"pattern": "\\u0000"}
+
+
 def test_ttl_expiry_hides_then_sweep_deletes(store, clock):
     mid = store.add("short lived reminder", ttl=3600)
     assert store.search("reminder", fusion="keyword").ids == [mid]
