@@ -16,7 +16,7 @@ import math
 import re
 import secrets
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -450,28 +450,24 @@ class MemoryRepository:
 
     def ranking_columns(self, rowids: Sequence[int]) -> list[tuple[int, float, datetime | None, datetime | None]]:
         """(rowid, feedback score, last_hit_at, created_at) of each row that exists: what search ranks on."""
-        out = []
-        for start in range(0, len(rowids), 500):
-            part = list(rowids[start : start + 500])
-            for rowid, score, last_hit_at, created_at in self.db.query(
-                "SELECT chunk_rowid, score, last_hit_at, created_at FROM memory_chunks "
-                f"WHERE chunk_rowid IN ({', '.join('?' for _ in part)})",
-                part,
-            ):
-                out.append((int(rowid), float(score or 0.0), from_iso(last_hit_at), from_iso(created_at)))
-        return out
+        return [(int(rowid), float(score or 0.0), from_iso(last_hit_at), from_iso(created_at))
+                for rowid, score, last_hit_at, created_at
+                in self._by_rowid("chunk_rowid, score, last_hit_at, created_at", rowids)]
 
     def by_rowids(self, rowids: Sequence[int]) -> dict[int, Memory]:
         out: dict[int, Memory] = {}
+        for row in self._by_rowid(SELECT_COLUMNS, rowids):
+            memory = Memory.from_row(row)
+            out[memory.rowid] = memory
+        return out
+
+    def _by_rowid(self, columns: str, rowids: Sequence[int]) -> Iterator[Any]:
+        """``columns`` of the rows with these rowids, 500 to a statement."""
         for start in range(0, len(rowids), 500):
             part = list(rowids[start : start + 500])
-            for row in self.db.query(
-                f"SELECT {SELECT_COLUMNS} FROM memory_chunks WHERE chunk_rowid IN ({', '.join('?' for _ in part)})",
-                part,
-            ):
-                memory = Memory.from_row(row)
-                out[memory.rowid] = memory
-        return out
+            yield from self.db.query(
+                f"SELECT {columns} FROM memory_chunks WHERE chunk_rowid IN ({', '.join('?' for _ in part)})", part
+            )
 
     def select(self, scope: Scope, *, order_by: str = "created_at", descending: bool = False,
                limit: int | None = None, offset: int = 0) -> list[Memory]:

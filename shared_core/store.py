@@ -396,14 +396,14 @@ class MemoryStore:
         with _cyclic_gc_paused() if len(materialised) > batch_size else contextlib.nullcontext():
             results = self._add_batches(materialised, namespace, batch_size, dedup, progress)
         if rows_before is not None:
-            self._merge_keyword_index_after_load(rows_before)
+            self._merge_keyword_index_after_load(rows_before, sum(r.created for r in results))
         return results
 
     def _row_count(self) -> int:
         with self._db.lock:
             return int(self._db.scalar("SELECT count(*) FROM memory_chunks") or 0)
 
-    def _merge_keyword_index_after_load(self, rows_before: int) -> None:
+    def _merge_keyword_index_after_load(self, rows_before: int, added: int) -> None:
         """Merge the keyword index into one segment after a load that at least doubled it.
 
         FTS5 merges its segments a level at a time as commits come; after a bulk load, the
@@ -412,8 +412,7 @@ class MemoryStore:
         2 % of the load), and only loads that double the index do it, so over a store's life
         the merges add up to a few rewrites of its final index.
         """
-        rows = self._row_count()
-        if rows - rows_before < _MERGE_AFTER_LOAD or 2 * (rows - rows_before) < rows:
+        if added < _MERGE_AFTER_LOAD or 2 * added < rows_before + added:
             return
         with self._db.lock:
             self._db.check_open()
