@@ -8,10 +8,12 @@ from pathlib import Path
 
 
 def describe() -> str:
-    """CPU model, logical CPUs, RAM, OS, Python, numpy, and the SQLite build the store uses."""
+    """CPU model, logical CPUs, RAM, OS, Python, numpy, the SQLite build the store uses, and how the
+    near-duplicate check scans (compiled, with the kernel the CPU got, or numpy where it was not built)."""
     import numpy as np
 
     from shared_core.db import get_driver
+    from shared_core.index import vectors
 
     cpu = platform.processor() or platform.machine()
     try:
@@ -29,5 +31,7 @@ def describe() -> str:
     except (OSError, StopIteration):
         pass
     driver = get_driver()
+    scan = f"compiled ({vectors._hamming.kernels()[0]})" if vectors._hamming is not None else "numpy"
     return (f"{cpu}, {os.cpu_count()} logical CPUs{memory}, {platform.system()} {platform.release()}; "
-            f"Python {platform.python_version()}, numpy {np.__version__}; SQLite {driver.sqlite_version} via {driver.name}")
+            f"Python {platform.python_version()}, numpy {np.__version__}; SQLite {driver.sqlite_version} via {driver.name}; "
+            f"near-duplicate scan {scan}")

@@ -37,6 +37,11 @@ from ..config import SearchConfig
 from ..db import Database
 from .scope import Scope
 
+try:  # the near-duplicate scan compiled (setup.py builds it where a C compiler is); else numpy
+    from . import _hamming
+except ImportError:  # pragma: no cover - exercised by the tests that force numpy
+    _hamming = None
+
 __all__ = ["VectorIndex", "RowState", "epoch_of", "stamp_of", "vector_index_for"]
 
 _BATCH = 500  # rowids per IN (...) list
@@ -331,6 +336,8 @@ class _Mirror:
     def near_centred(self, code: np.ndarray, head_bound: int, bound: int) -> tuple[np.ndarray, np.ndarray]:
         """Slots whose centred code differs from ``code`` in at most ``head_bound`` bits of the
         head words and ``bound`` bits in all, with those distances."""
+        if _hamming is not None and self.head == 2:
+            return self._near_compiled(code, head_bound, bound)
         # one head word at a time, xor with a scalar: broadcasting a column over the whole head
         # took 175 us at 100k rows against 120; at most 128 bits, so the sums fit in a byte
         distances = _popcount(self.centred_head[0, : self.size] ^ code[0])
@@ -345,6 +352,18 @@ class _Mirror:
         total += np.add.reduce(_popcount(self.centred_tail.take(near, axis=0) ^ code[self.head :]), axis=1, dtype=np.uint16)
         keep = total <= bound
         return near[keep], total[keep]
+
+    def _near_compiled(self, code: np.ndarray, head_bound: int, bound: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`near_centred` in one compiled pass (``_hamming.c``): a third of numpy's time at 100k rows."""
+        code = np.ascontiguousarray(code, dtype=np.uint64)
+        room = 4096  # rows that pass (a few hundred at 100k); more: a second call with room for all
+        while True:
+            slots, distances = np.empty(room, np.int64), np.empty(room, np.uint16)
+            count = _hamming.near(self.centred_head[0], self.centred_head[1], self.centred_tail, self.words - 2,
+                                  self.size, code, head_bound, bound, slots, distances)
+            if count <= room:
+                return slots[:count], distances[:count]
+            room = count
 
     def mask(self, scope: Scope, now: float, slots: np.ndarray | None = None) -> np.ndarray:
         """Which slots (all of them, or just ``slots``) are live and in ``scope``'s own columns."""

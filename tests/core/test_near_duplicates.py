@@ -8,8 +8,34 @@ import numpy as np
 import pytest
 
 from shared_core import MemoryStore
+from shared_core.index import vectors as vectors_module
 from shared_core.index.scope import Scope
 from shared_core.index.vectors import _popcount, centred_threshold, sign_bit_bound, sign_code
+
+_NOT_BUILT = "the C extension shared_core.index._hamming was not built (no C compiler at install)"
+_KERNELS = vectors_module._hamming.kernels() if vectors_module._hamming is not None else ()
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def scan(request, monkeypatch):
+    """Each check runs with the compiled scan (when it was built) and with numpy's."""
+    if request.param == "compiled" and vectors_module._hamming is None:
+        pytest.skip(_NOT_BUILT)
+    if request.param == "numpy":
+        monkeypatch.setattr(vectors_module, "_hamming", None)
+    return request.param
+
+
+@pytest.fixture(params=["avx2", "popcnt", "portable"])
+def kernel(request):
+    """Each of the compiled scan's kernels this CPU can run (``portable`` is in every build)."""
+    if vectors_module._hamming is None:
+        pytest.skip(_NOT_BUILT)
+    if request.param not in _KERNELS:
+        pytest.skip(f"this CPU cannot run the {request.param} kernel")
+    before = vectors_module._hamming.use(request.param)
+    yield request.param
+    vectors_module._hamming.use(before)
 
 
 def test_sign_bit_bound_numbers():
@@ -36,6 +62,50 @@ def test_popcount_without_numpy_2_counts_the_same_bits(monkeypatch):
     monkeypatch.delattr(np, "bitwise_count", raising=False)  # numpy 1.x has none: the table path
     assert _popcount(words).tolist() == expected
     assert _popcount(words[:, 0].copy()).tolist() == [row[0] for row in expected]
+
+
+def _numpy_near(mirror: vectors_module._Mirror, code: np.ndarray, head_bound: int, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    saved, vectors_module._hamming = vectors_module._hamming, None
+    try:
+        return mirror.near_centred(code, head_bound, bound)
+    finally:
+        vectors_module._hamming = saved
+
+
+@pytest.mark.parametrize("dims", [128, 384, 400])  # no tail; four tail words; a padded last word
+@pytest.mark.parametrize("size", [0, 3, 1001, 6003])  # sizes that are not a multiple of the four rows per step
+def test_the_compiled_scan_finds_what_numpy_finds(dims, size, kernel):
+    rng = np.random.default_rng(size + dims)
+    mirror = vectors_module._Mirror(dims)
+    rows = _unit(rng, size, dims)
+    if size:
+        rows[: size // 3] = [_at_similarity(rng, rows[-1], c) for c in rng.uniform(0.3, 1.0, size // 3)]
+        mirror.bulk_load(np.arange(1, size + 1), [vectors_module.RowState("a", "fact", math.inf, True, "")] * size,
+                         rows)
+    query = rows[-1] if size else _unit(rng, 1, dims)[0]
+    code = mirror.centred(query)[1]
+    for head_bound, bound in ((0, 0), (20, 60), (49, 113), (60, 200), (128, dims)):  # the last: every row
+        found, distances = mirror.near_centred(code, head_bound, bound)
+        expected, expected_distances = _numpy_near(mirror, code, head_bound, bound)
+        assert found.tolist() == expected.tolist() and distances.tolist() == expected_distances.tolist()
+    assert mirror.near_centred(code, 128, dims)[0].size == size  # more than the 4,096 the buffers first hold
+
+
+def test_the_compiled_scan_refuses_buffers_too_short_for_its_rows():
+    if vectors_module._hamming is None:
+        pytest.skip(_NOT_BUILT)
+    head, code = np.zeros(8, np.uint64), np.zeros(2, np.uint64)
+    slots, dist = np.empty(4, np.int64), np.empty(4, np.uint16)
+    with pytest.raises(ValueError, match="head0 holds 64 bytes, fewer than the 80"):
+        vectors_module._hamming.near(head, head, head, 0, 10, code, 5, 5, slots, dist)
+    with pytest.raises(ValueError, match="code holds 16 bytes, fewer than the 24"):
+        vectors_module._hamming.near(head, head, head, 1, 8, code, 5, 5, slots, dist)
+    slots.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):  # numpy's words for an output it may not write
+        vectors_module._hamming.near(head, head, head, 0, 8, code, 5, 5, slots, dist)
+    with pytest.raises(ValueError, match="no kernel 'sse9' on this CPU"):
+        vectors_module._hamming.use("sse9")
+    assert vectors_module._hamming.kernels()[-1] == "portable"
 
 
 def _unit(rng: np.random.Generator, n: int, dims: int = 384) -> np.ndarray:
@@ -81,7 +151,7 @@ def _rows(rows: np.ndarray, start: int = 0) -> list[dict]:
 
 @pytest.mark.sqlite_only
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_best_above_agrees_with_an_exact_scan(seed):
+def test_best_above_agrees_with_an_exact_scan(seed, scan):
     rng = np.random.default_rng(seed)
     rows = _unit(rng, 6000)
     rows[:200] = rows[:200] + 0.8 * rows[200:400]  # correlated pairs: an anisotropic corner
@@ -92,7 +162,7 @@ def test_best_above_agrees_with_an_exact_scan(seed):
 
 
 @pytest.mark.sqlite_only
-def test_best_above_agrees_with_an_exact_scan_when_every_vector_shares_a_direction():
+def test_best_above_agrees_with_an_exact_scan_when_every_vector_shares_a_direction(scan):
     """Embeddings lean one way (their mean has norm ~0.5): the check centres the codes on the mean,
     which the mirror recomputes as it grows, and its bound still holds."""
     rng = np.random.default_rng(11)

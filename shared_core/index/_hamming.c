@@ -1,0 +1,269 @@
+/* The near-duplicate check's scan in one pass: optional, with numpy as the fallback.
+ *
+ * shared_core.index.vectors checks every new fact against every stored one by the Hamming
+ * distance between their centred sign codes: the first two 64-bit words of every code (stored
+ * column by column) against a bound, then the rest of the code for the few rows that pass.
+ * numpy does it in seven passes over 100k-row temporaries (xor, bitwise_count, per word, then
+ * add, compare, nonzero): at 100k memories ~125 us alone and ~230 us of a ~1.1 ms add. Here it is
+ * one pass that reads the two head words once and keeps only the rows that pass (AVX2 where the
+ * CPU has it): ~60 us alone, ~135 inside an add, where the 1.6 MB of codes come from memory.
+ * Built by setuptools when a C compiler is there (setup.py marks it optional); vectors.py uses
+ * numpy when it is not, with the same answers (tests/core/test_near_duplicates.py runs both,
+ * and each kernel here: use() picks one, kernels() lists them).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define OPENKOI_X86 1
+#include <immintrin.h>
+#endif
+
+static inline int popcount64(uint64_t x) {
+#if defined(__GNUC__)
+    return __builtin_popcountll(x);
+#else
+    x = x - ((x >> 1) & 0x5555555555555555ULL);
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+    return (int)((x * 0x0101010101010101ULL) >> 56);
+#endif
+}
+
+/* What one scan needs: the head columns, the row-major tail, the query's code and the bounds;
+ * the rows that pass go to slots/dist (up to cap of them; count says how many passed). */
+typedef struct {
+    const uint64_t *head0, *head1, *tail, *code;
+    Py_ssize_t size, tail_words, cap, count;
+    int head_bound, bound;
+    int64_t *slots;
+    uint16_t *dist;
+} Scan;
+
+/* The second stage for one row that passed the head: the rest of its code, then the whole bound. */
+static inline void keep_if_near(Scan *s, Py_ssize_t row, int head_distance) {
+    int total = head_distance;
+    const uint64_t *words = s->tail + row * s->tail_words;
+    for (Py_ssize_t w = 0; w < s->tail_words; w++) {
+        total += popcount64(words[w] ^ s->code[2 + w]);
+    }
+    if (total <= s->bound) {
+        if (s->count < s->cap) {
+            s->slots[s->count] = row;
+            s->dist[s->count] = (uint16_t)total;
+        }
+        s->count++;
+    }
+}
+
+static void scan_portable(Scan *s) {
+    const uint64_t c0 = s->code[0], c1 = s->code[1];
+    for (Py_ssize_t i = 0; i < s->size; i++) {
+        int d = popcount64(s->head0[i] ^ c0) + popcount64(s->head1[i] ^ c1);
+        if (d <= s->head_bound) keep_if_near(s, i, d);
+    }
+}
+
+#ifdef OPENKOI_X86
+__attribute__((target("popcnt"))) static void scan_popcnt(Scan *s) {
+    const uint64_t c0 = s->code[0], c1 = s->code[1];
+    for (Py_ssize_t i = 0; i < s->size; i++) {
+        int d = __builtin_popcountll(s->head0[i] ^ c0) + __builtin_popcountll(s->head1[i] ^ c1);
+        if (d <= s->head_bound) keep_if_near(s, i, d);
+    }
+}
+
+/* Four rows at a time: each byte's set bits by a nibble lookup (vpshufb), summed per row (vpsadbw). */
+__attribute__((target("avx2,popcnt"))) static void scan_avx2(Scan *s) {
+    const __m256i lookup = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4,
+                                            0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    const __m256i c0 = _mm256_set1_epi64x((long long)s->code[0]);
+    const __m256i c1 = _mm256_set1_epi64x((long long)s->code[1]);
+    const __m256i limit = _mm256_set1_epi64x(s->head_bound + 1);
+    Py_ssize_t i = 0;
+    for (; i + 4 <= s->size; i += 4) {
+        __m256i a = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(s->head0 + i)), c0);
+        __m256i b = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(s->head1 + i)), c1);
+        __m256i bits = _mm256_add_epi8(
+            _mm256_add_epi8(_mm256_shuffle_epi8(lookup, _mm256_and_si256(a, nibble)),
+                            _mm256_shuffle_epi8(lookup, _mm256_and_si256(_mm256_srli_epi16(a, 4), nibble))),
+            _mm256_add_epi8(_mm256_shuffle_epi8(lookup, _mm256_and_si256(b, nibble)),
+                            _mm256_shuffle_epi8(lookup, _mm256_and_si256(_mm256_srli_epi16(b, 4), nibble))));
+        __m256i distances = _mm256_sad_epu8(bits, _mm256_setzero_si256()); /* 4 x 64-bit sums */
+        int near = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(limit, distances)));
+        if (near) { /* rare: a few hundred rows in 100k */
+            uint64_t lanes[4];
+            _mm256_storeu_si256((__m256i *)lanes, distances);
+            do {
+                int lane = __builtin_ctz(near);
+                near &= near - 1;
+                keep_if_near(s, i + lane, (int)lanes[lane]);
+            } while (near);
+        }
+    }
+    const uint64_t w0 = s->code[0], w1 = s->code[1];
+    for (; i < s->size; i++) {
+        int d = popcount64(s->head0[i] ^ w0) + popcount64(s->head1[i] ^ w1);
+        if (d <= s->head_bound) keep_if_near(s, i, d);
+    }
+}
+#endif
+
+typedef void (*ScanFunction)(Scan *);
+typedef struct {
+    const char *name;
+    ScanFunction scan;
+} Kernel;
+
+/* The kernels this build has, fastest first; PyInit__hamming keeps those the CPU can run. */
+static Kernel kernels[] = {
+#ifdef OPENKOI_X86
+    {"avx2", scan_avx2},
+    {"popcnt", scan_popcnt},
+#endif
+    {"portable", scan_portable},
+};
+static const int kernel_count = (int)(sizeof(kernels) / sizeof(kernels[0]));
+static int usable[sizeof(kernels) / sizeof(kernels[0])];
+static int current = 0;
+
+static int get_buffer(PyObject *object, Py_buffer *view, int writable, Py_ssize_t at_least, const char *what) {
+    if (PyObject_GetBuffer(object, view, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) < 0) return -1;
+    if (view->len < at_least) {
+        PyErr_Format(PyExc_ValueError, "%s holds %zd bytes, fewer than the %zd the scan reads", what, view->len,
+                     at_least);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(near_doc,
+"near(head0, head1, tail, tail_words, size, code, head_bound, bound, slots, dist) -> int\n\n"
+"Rows 0..size-1 whose code differs from ``code`` in at most ``head_bound`` bits of its first two\n"
+"words (``head0[i]``, ``head1[i]``) and at most ``bound`` bits in all (the rest in ``tail``, row\n"
+"major, ``tail_words`` per row): their numbers go to ``slots`` (int64) and their distances to\n"
+"``dist`` (uint16), as many as fit; returns how many rows passed (call again with larger\n"
+"buffers when that is more than fit).");
+
+static PyObject *near(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *head0_obj, *head1_obj, *tail_obj, *code_obj, *slots_obj, *dist_obj;
+    Py_ssize_t tail_words, size;
+    int head_bound, bound;
+    if (!PyArg_ParseTuple(args, "OOOnnOiiOO:near", &head0_obj, &head1_obj, &tail_obj, &tail_words, &size,
+                          &code_obj, &head_bound, &bound, &slots_obj, &dist_obj)) {
+        return NULL;
+    }
+    if (size < 0 || tail_words < 0) {
+        PyErr_SetString(PyExc_ValueError, "size and tail_words must not be negative");
+        return NULL;
+    }
+    Py_buffer head0, head1, tail, code, slots, dist;
+    Py_ssize_t row_bytes = (Py_ssize_t)sizeof(uint64_t);
+    if (get_buffer(head0_obj, &head0, 0, size * row_bytes, "head0") < 0) return NULL;
+    if (get_buffer(head1_obj, &head1, 0, size * row_bytes, "head1") < 0) goto release_head0;
+    if (get_buffer(tail_obj, &tail, 0, size * tail_words * row_bytes, "tail") < 0) goto release_head1;
+    if (get_buffer(code_obj, &code, 0, (2 + tail_words) * row_bytes, "code") < 0) goto release_tail;
+    if (get_buffer(slots_obj, &slots, 1, 0, "slots") < 0) goto release_code;
+    if (get_buffer(dist_obj, &dist, 1, 0, "dist") < 0) goto release_slots;
+
+    Scan scan = {
+        .head0 = head0.buf, .head1 = head1.buf, .tail = tail.buf, .code = code.buf,
+        .size = size, .tail_words = tail_words, .count = 0, .head_bound = head_bound, .bound = bound,
+        .slots = slots.buf, .dist = dist.buf,
+    };
+    scan.cap = slots.len / (Py_ssize_t)sizeof(int64_t);
+    if (dist.len / (Py_ssize_t)sizeof(uint16_t) < scan.cap) scan.cap = dist.len / (Py_ssize_t)sizeof(uint16_t);
+    Py_BEGIN_ALLOW_THREADS
+    kernels[current].scan(&scan);
+    Py_END_ALLOW_THREADS
+
+    PyBuffer_Release(&dist);
+    PyBuffer_Release(&slots);
+    PyBuffer_Release(&code);
+    PyBuffer_Release(&tail);
+    PyBuffer_Release(&head1);
+    PyBuffer_Release(&head0);
+    return PyLong_FromSsize_t(scan.count);
+
+release_slots:
+    PyBuffer_Release(&slots);
+release_code:
+    PyBuffer_Release(&code);
+release_tail:
+    PyBuffer_Release(&tail);
+release_head1:
+    PyBuffer_Release(&head1);
+release_head0:
+    PyBuffer_Release(&head0);
+    return NULL;
+}
+
+PyDoc_STRVAR(kernels_doc, "kernels() -> tuple[str, ...]\n\nThe kernels this CPU can run, fastest first.");
+
+static PyObject *list_kernels(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    PyObject *names = PyList_New(0);
+    for (int i = 0; names != NULL && i < kernel_count; i++) {
+        if (!usable[i]) continue;
+        PyObject *name = PyUnicode_FromString(kernels[i].name);
+        if (name == NULL || PyList_Append(names, name) < 0) Py_CLEAR(names);
+        Py_XDECREF(name);
+    }
+    if (names == NULL) return NULL;
+    PyObject *tuple = PyList_AsTuple(names);
+    Py_DECREF(names);
+    return tuple;
+}
+
+PyDoc_STRVAR(use_doc, "use(name) -> str\n\nScan with the kernel ``name`` from now on (the tests try each); returns the one before.");
+
+static PyObject *use_kernel(PyObject *module, PyObject *arg) {
+    (void)module;
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (name == NULL) return NULL;
+    for (int i = 0; i < kernel_count; i++) {
+        if (usable[i] && strcmp(kernels[i].name, name) == 0) {
+            const char *before = kernels[current].name;
+            current = i;
+            return PyUnicode_FromString(before);
+        }
+    }
+    PyErr_Format(PyExc_ValueError, "no kernel %R on this CPU; kernels() lists those there are", arg);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"near", near, METH_VARARGS, near_doc},
+    {"kernels", list_kernels, METH_NOARGS, kernels_doc},
+    {"use", use_kernel, METH_O, use_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_hamming", "The near-duplicate check's Hamming scan, compiled (see vectors.py).", -1,
+    methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__hamming(void) {
+#ifdef OPENKOI_X86
+    __builtin_cpu_init();
+#endif
+    for (int i = 0; i < kernel_count; i++) {
+        usable[i] = 1;
+#ifdef OPENKOI_X86
+        if (kernels[i].scan == scan_avx2) usable[i] = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+        if (kernels[i].scan == scan_popcnt) usable[i] = __builtin_cpu_supports("popcnt");
+#endif
+    }
+    current = kernel_count - 1;  /* portable: always usable */
+    for (int i = kernel_count - 1; i >= 0; i--) {
+        if (usable[i]) current = i;
+    }
+    return PyModule_Create(&module);
+}
