@@ -36,15 +36,15 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed-demo: pyproject.toml setup.py shared_core/index/_hamming.c | $(BIN)/python
+$(VENV)/.installed-demo: pyproject.toml setup.py shared_core/_speedups.c | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml setup.py shared_core/index/_hamming.c | $(BIN)/python
+$(VENV)/.installed-test: pyproject.toml setup.py shared_core/_speedups.c | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $@
 
-$(VENV)/.installed-bench: pyproject.toml setup.py shared_core/index/_hamming.c | $(BIN)/python
+$(VENV)/.installed-bench: pyproject.toml setup.py shared_core/_speedups.c | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS),bench]"
 	touch $@
 

@@ -1,9 +1,9 @@
-"""The one optional C extension, the near-duplicate check's scan (shared_core/index/_hamming.c).
+"""The one optional C extension, shared_core/_speedups.c: three hot loops compiled (see its header).
 
 Everything else about the package is in pyproject.toml. ``optional=True``: without a C
-compiler the install still succeeds and shared_core uses numpy for that scan instead.
+compiler the install still succeeds and shared_core runs the same loops in numpy or Python.
 """
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("shared_core.index._hamming", ["shared_core/index/_hamming.c"], optional=True)])
+setup(ext_modules=[Extension("shared_core._speedups", ["shared_core/_speedups.c"], optional=True)])

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 __all__ = ["fnv1a_64", "fnv1a_64_many", "content_hash", "content_hashes", "EMBEDDING_TEXT_VERSION"]
 
+try:  # the byte loop compiled (setup.py builds it where a C compiler is); else the Python loop below
+    from .._speedups import fnv1a_64 as _compiled_fnv
+except ImportError:  # pragma: no cover - exercised by the tests that force the Python loop
+    _compiled_fnv = None
+
 EMBEDDING_TEXT_VERSION = "memory-record-embedding-text-v1:"
 
 _FNV_OFFSET = 0xCBF29CE484222325
@@ -26,6 +31,8 @@ def _fnv1a_from(value: int, data: bytes | str) -> int:
     """FNV-1a of ``data`` continued from the state ``value`` (the hash of what came before it)."""
     if isinstance(data, str):
         data = data.encode("utf-8")
+    if _compiled_fnv is not None:
+        return _compiled_fnv(data, value)
     for byte in data:
         value ^= byte
         value = (value * _FNV_PRIME) & _MASK
@@ -54,7 +61,7 @@ def fnv1a_64_many(items: list[bytes], *, _start: int = _FNV_OFFSET) -> list[int]
 
 def content_hashes(embedding_texts: list[str]) -> list[str]:
     """``content_hash`` of many texts, vectorised (bulk loads hash thousands at once)."""
-    if len(embedding_texts) < 16:  # numpy's per-call overhead outweighs the loop for a few texts
+    if _compiled_fnv is not None or len(embedding_texts) < 16:  # numpy's per-call overhead outweighs a few loops
         return [content_hash(text) for text in embedding_texts]
     return [f"{v:016x}" for v in fnv1a_64_many([t.encode("utf-8") for t in embedding_texts], _start=_AFTER_PREFIX)]
 

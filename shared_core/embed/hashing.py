@@ -25,6 +25,11 @@ import numpy as np
 
 from .base import EmbedderProfile
 
+try:  # the directions' sign bits compiled (setup.py builds it where a C compiler is); else numpy
+    from .._speedups import hashing_signs as _compiled_signs
+except ImportError:  # pragma: no cover - exercised by the tests that force numpy
+    _compiled_signs = None
+
 __all__ = ["HashingEmbedder"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -180,9 +185,12 @@ class HashingEmbedder:
             self._codes = np.concatenate([self._codes, np.zeros((size - len(self._codes), self.dims // 8), np.uint8)])
             self._weights = np.concatenate([self._weights, np.zeros(size - len(self._weights), np.float32)])
         keys = _hash64_many(self._pending)
-        for start in range(0, len(keys), _BLOCK):  # bounds the temporary (features x dims) mixing arrays
-            part = keys[start : start + _BLOCK]
-            self._codes[first + start : first + start + len(part)] = np.packbits(self._negative(part), axis=1)
+        if _compiled_signs is not None:
+            _compiled_signs(keys, self._salts, self._codes[first : first + len(keys)])
+        else:
+            for start in range(0, len(keys), _BLOCK):  # bounds the temporary (features x dims) mixing arrays
+                part = keys[start : start + _BLOCK]
+                self._codes[first + start : first + start + len(part)] = np.packbits(self._negative(part), axis=1)
         self._weights[first : len(self._ids)] = [self._kind_weight[f[0]] for f in self._pending]
         self._pending = []
 

@@ -38,9 +38,9 @@ from ..db import Database
 from .scope import Scope
 
 try:  # the near-duplicate scan compiled (setup.py builds it where a C compiler is); else numpy
-    from . import _hamming
+    from .. import _speedups
 except ImportError:  # pragma: no cover - exercised by the tests that force numpy
-    _hamming = None
+    _speedups = None
 
 __all__ = ["VectorIndex", "RowState", "epoch_of", "stamp_of", "vector_index_for"]
 
@@ -336,7 +336,7 @@ class _Mirror:
     def near_centred(self, code: np.ndarray, head_bound: int, bound: int) -> tuple[np.ndarray, np.ndarray]:
         """Slots whose centred code differs from ``code`` in at most ``head_bound`` bits of the
         head words and ``bound`` bits in all, with those distances."""
-        if _hamming is not None and self.head == 2:
+        if _speedups is not None and self.head == 2:
             return self._near_compiled(code, head_bound, bound)
         # one head word at a time, xor with a scalar: broadcasting a column over the whole head
         # took 175 us at 100k rows against 120; at most 128 bits, so the sums fit in a byte
@@ -354,12 +354,13 @@ class _Mirror:
         return near[keep], total[keep]
 
     def _near_compiled(self, code: np.ndarray, head_bound: int, bound: int) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`near_centred` in one compiled pass (``_hamming.c``): a third of numpy's time at 100k rows."""
+        """:meth:`near_centred` in one compiled pass (``shared_core/_speedups.c``): at 100k rows ~135 us
+        of an add against numpy's ~230."""
         code = np.ascontiguousarray(code, dtype=np.uint64)
         room = 4096  # rows that pass (a few hundred at 100k); more: a second call with room for all
         while True:
             slots, distances = np.empty(room, np.int64), np.empty(room, np.uint16)
-            count = _hamming.near(self.centred_head[0], self.centred_head[1], self.centred_tail, self.words - 2,
+            count = _speedups.near(self.centred_head[0], self.centred_head[1], self.centred_tail, self.words - 2,
                                   self.size, code, head_bound, bound, slots, distances)
             if count <= room:
                 return slots[:count], distances[:count]

@@ -13,14 +13,14 @@ from shared_core.embed import SentenceTransformerEmbedder, as_matrix, content_ha
 from shared_core.embed.sentence import find_local_model
 
 
-def test_fnv1a_64_reference_values():
+def test_fnv1a_64_reference_values(loops):
     # published FNV-1a 64-bit test vectors
     assert fnv1a_64(b"") == 0xCBF29CE484222325
     assert fnv1a_64(b"a") == 0xAF63DC4C8601EC8C
     assert fnv1a_64(b"foobar") == 0x85944171F73967E8
 
 
-def test_content_hash_uses_the_versioned_prefix():
+def test_content_hash_uses_the_versioned_prefix(loops):
     assert content_hash("hello") == f"{fnv1a_64('memory-record-embedding-text-v1:hello'):016x}"
     assert content_hash("hello") != content_hash("hello ")
 
@@ -99,7 +99,58 @@ def test_sentence_transformer_embedder_explains_what_is_missing(monkeypatch):
         SentenceTransformerEmbedder()
 
 
-def test_batch_hashes_equal_single_hashes():
+@pytest.fixture(params=["compiled", "python"])
+def loops(request, monkeypatch):
+    """The content hash and the embedder's sign bits, compiled (when shared_core._speedups was built) and not."""
+    from shared_core.embed import hashes, hashing
+
+    if request.param == "compiled" and hashes._compiled_fnv is None:
+        pytest.skip("the C extension shared_core._speedups was not built (no C compiler at install)")
+    if request.param == "python":
+        monkeypatch.setattr(hashes, "_compiled_fnv", None)
+        monkeypatch.setattr(hashing, "_compiled_signs", None)
+    return request.param
+
+
+@pytest.mark.parametrize("data", [b"", b"a", b"foobar", "Grüße aus Köln".encode(), bytes(range(256)) * 9])
+def test_the_compiled_fnv_matches_the_python_loop(data, monkeypatch):
+    from shared_core.embed import hashes
+
+    if hashes._compiled_fnv is None:
+        pytest.skip("the C extension shared_core._speedups was not built (no C compiler at install)")
+    compiled = hashes.fnv1a_64(data), hashes._fnv1a_from(12345, data), hashes.content_hash(data.decode("latin-1"))
+    monkeypatch.setattr(hashes, "_compiled_fnv", None)
+    assert compiled == (hashes.fnv1a_64(data), hashes._fnv1a_from(12345, data), hashes.content_hash(data.decode("latin-1")))
+
+
+@pytest.mark.parametrize("dims", [96, 384])
+def test_the_compiled_sign_bits_match_numpy(dims):
+    from shared_core.embed import hashing
+
+    if hashing._compiled_signs is None:
+        pytest.skip("the C extension shared_core._speedups was not built (no C compiler at install)")
+    embedder = HashingEmbedder(dims)
+    keys = np.random.default_rng(dims).integers(0, 2**64 - 1, size=37, dtype=np.uint64)
+    out = np.zeros((37, dims // 8), np.uint8)
+    hashing._compiled_signs(keys, embedder._salts, out)
+    assert np.array_equal(out, np.packbits(embedder._negative(keys), axis=1))
+    with pytest.raises(ValueError, match="not a multiple of 8"):
+        hashing._compiled_signs(keys, embedder._salts[:12], out)
+    with pytest.raises(ValueError, match="out holds"):
+        hashing._compiled_signs(keys, embedder._salts, out[:36])
+
+
+def test_the_hashing_vectors_are_the_same_compiled_or_not(monkeypatch):
+    from shared_core.embed import hashing
+
+    texts = ["The production server runs on Fly.io", "a b a b a b", "Grüße aus Köln", "!!!"]
+    compiled = HashingEmbedder().embed(texts), np.concatenate([HashingEmbedder().embed([t]) for t in texts])
+    monkeypatch.setattr(hashing, "_compiled_signs", None)
+    assert np.array_equal(compiled[0], HashingEmbedder().embed(texts))
+    assert np.array_equal(compiled[1], np.concatenate([HashingEmbedder().embed([t]) for t in texts]))
+
+
+def test_batch_hashes_equal_single_hashes(loops):
     from shared_core.embed.hashes import content_hashes, fnv1a_64_many
 
     texts = ["", "a", "Grüße aus Köln", "東京 " * 50] + [f"text number {i}" for i in range(40)]
@@ -108,7 +159,7 @@ def test_batch_hashes_equal_single_hashes():
     assert fnv1a_64_many([b"", b"a", b"foobar"]) == [0xCBF29CE484222325, 0xAF63DC4C8601EC8C, 0x85944171F73967E8]
 
 
-def test_hashing_vectors_are_pinned():
+def test_hashing_vectors_are_pinned(loops):
     # vectors already stored under the name openkoi-hashing-v1-* must never change: these are the
     # first components from the original implementation (feature by feature, no caches)
     e = HashingEmbedder()

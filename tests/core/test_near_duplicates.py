@@ -12,30 +12,30 @@ from shared_core.index import vectors as vectors_module
 from shared_core.index.scope import Scope
 from shared_core.index.vectors import _popcount, centred_threshold, sign_bit_bound, sign_code
 
-_NOT_BUILT = "the C extension shared_core.index._hamming was not built (no C compiler at install)"
-_KERNELS = vectors_module._hamming.kernels() if vectors_module._hamming is not None else ()
+_NOT_BUILT = "the C extension shared_core._speedups was not built (no C compiler at install)"
+_KERNELS = vectors_module._speedups.near_kernels() if vectors_module._speedups is not None else ()
 
 
 @pytest.fixture(params=["compiled", "numpy"])
 def scan(request, monkeypatch):
     """Each check runs with the compiled scan (when it was built) and with numpy's."""
-    if request.param == "compiled" and vectors_module._hamming is None:
+    if request.param == "compiled" and vectors_module._speedups is None:
         pytest.skip(_NOT_BUILT)
     if request.param == "numpy":
-        monkeypatch.setattr(vectors_module, "_hamming", None)
+        monkeypatch.setattr(vectors_module, "_speedups", None)
     return request.param
 
 
 @pytest.fixture(params=["avx2", "popcnt", "portable"])
 def kernel(request):
     """Each of the compiled scan's kernels this CPU can run (``portable`` is in every build)."""
-    if vectors_module._hamming is None:
+    if vectors_module._speedups is None:
         pytest.skip(_NOT_BUILT)
     if request.param not in _KERNELS:
         pytest.skip(f"this CPU cannot run the {request.param} kernel")
-    before = vectors_module._hamming.use(request.param)
+    before = vectors_module._speedups.use_near_kernel(request.param)
     yield request.param
-    vectors_module._hamming.use(before)
+    vectors_module._speedups.use_near_kernel(before)
 
 
 def test_sign_bit_bound_numbers():
@@ -65,11 +65,11 @@ def test_popcount_without_numpy_2_counts_the_same_bits(monkeypatch):
 
 
 def _numpy_near(mirror: vectors_module._Mirror, code: np.ndarray, head_bound: int, bound: int) -> tuple[np.ndarray, np.ndarray]:
-    saved, vectors_module._hamming = vectors_module._hamming, None
+    saved, vectors_module._speedups = vectors_module._speedups, None
     try:
         return mirror.near_centred(code, head_bound, bound)
     finally:
-        vectors_module._hamming = saved
+        vectors_module._speedups = saved
 
 
 @pytest.mark.parametrize("dims", [128, 384, 400])  # no tail; four tail words; a padded last word
@@ -92,20 +92,20 @@ def test_the_compiled_scan_finds_what_numpy_finds(dims, size, kernel):
 
 
 def test_the_compiled_scan_refuses_buffers_too_short_for_its_rows():
-    if vectors_module._hamming is None:
+    if vectors_module._speedups is None:
         pytest.skip(_NOT_BUILT)
     head, code = np.zeros(8, np.uint64), np.zeros(2, np.uint64)
     slots, dist = np.empty(4, np.int64), np.empty(4, np.uint16)
     with pytest.raises(ValueError, match="head0 holds 64 bytes, fewer than the 80"):
-        vectors_module._hamming.near(head, head, head, 0, 10, code, 5, 5, slots, dist)
+        vectors_module._speedups.near(head, head, head, 0, 10, code, 5, 5, slots, dist)
     with pytest.raises(ValueError, match="code holds 16 bytes, fewer than the 24"):
-        vectors_module._hamming.near(head, head, head, 1, 8, code, 5, 5, slots, dist)
+        vectors_module._speedups.near(head, head, head, 1, 8, code, 5, 5, slots, dist)
     slots.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):  # numpy's words for an output it may not write
-        vectors_module._hamming.near(head, head, head, 0, 8, code, 5, 5, slots, dist)
+        vectors_module._speedups.near(head, head, head, 0, 8, code, 5, 5, slots, dist)
     with pytest.raises(ValueError, match="no kernel 'sse9' on this CPU"):
-        vectors_module._hamming.use("sse9")
-    assert vectors_module._hamming.kernels()[-1] == "portable"
+        vectors_module._speedups.use_near_kernel("sse9")
+    assert vectors_module._speedups.near_kernels()[-1] == "portable"
 
 
 def _unit(rng: np.random.Generator, n: int, dims: int = 384) -> np.ndarray:

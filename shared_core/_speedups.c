@@ -1,15 +1,20 @@
-/* The near-duplicate check's scan in one pass: optional, with numpy as the fallback.
+/* Compiled versions of three hot loops, each exact: numpy or Python does the same where this
+ * module was not built (setup.py marks it optional: no C compiler, no module, same answers).
  *
- * shared_core.index.vectors checks every new fact against every stored one by the Hamming
- * distance between their centred sign codes: the first two 64-bit words of every code (stored
- * column by column) against a bound, then the rest of the code for the few rows that pass.
- * numpy does it in seven passes over 100k-row temporaries (xor, bitwise_count, per word, then
- * add, compare, nonzero): at 100k memories ~125 us alone and ~230 us of a ~1.1 ms add. Here it is
- * one pass that reads the two head words once and keeps only the rows that pass (AVX2 where the
- * CPU has it): ~60 us alone, ~135 inside an add, where the 1.6 MB of codes come from memory.
- * Built by setuptools when a C compiler is there (setup.py marks it optional); vectors.py uses
- * numpy when it is not, with the same answers (tests/core/test_near_duplicates.py runs both,
- * and each kernel here: use() picks one, kernels() lists them).
+ * near(): the near-duplicate check of every add (shared_core.index.vectors). It compares the new
+ *   fact's centred sign code with every stored one: the first two 64-bit words of every code
+ *   (stored column by column) against a bound, then the rest for the few rows that pass. numpy
+ *   needs seven passes over 100k-row temporaries (xor, bitwise_count, per word, then add, compare,
+ *   nonzero): at 100k memories ~125 us alone and ~230 us of a ~1.1 ms add. One pass here, reading
+ *   the two head words once and keeping only the rows that pass (AVX2 where the CPU has it): ~60 us
+ *   alone, ~135 inside an add, where the 1.6 MB of codes come from memory.
+ * fnv1a_64(): seed 003's content hash of every text written (shared_core.embed.hashes), ~20 us
+ *   per 100-byte text in a Python loop.
+ * hashing_signs(): the sign bits of the hashing embedder's feature directions (splitmix64 of the
+ *   feature's key and each dimension's salt), for the ~16 features a new text brings: ~35 us in
+ *   numpy, bit for bit the same here.
+ *
+ * tests/core/test_near_duplicates.py and test_embedders.py compare each with its fallback.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -31,6 +36,8 @@ static inline int popcount64(uint64_t x) {
     return (int)((x * 0x0101010101010101ULL) >> 56);
 #endif
 }
+
+/* -- near ------------------------------------------------------------------------------------- */
 
 /* What one scan needs: the head columns, the row-major tail, the query's code and the bounds;
  * the rows that pass go to slots/dist (up to cap of them; count says how many passed). */
@@ -118,7 +125,7 @@ typedef struct {
     ScanFunction scan;
 } Kernel;
 
-/* The kernels this build has, fastest first; PyInit__hamming keeps those the CPU can run. */
+/* The scan's kernels in this build, fastest first; PyInit__speedups keeps those the CPU can run. */
 static Kernel kernels[] = {
 #ifdef OPENKOI_X86
     {"avx2", scan_avx2},
@@ -203,7 +210,7 @@ release_head0:
     return NULL;
 }
 
-PyDoc_STRVAR(kernels_doc, "kernels() -> tuple[str, ...]\n\nThe kernels this CPU can run, fastest first.");
+PyDoc_STRVAR(kernels_doc, "near_kernels() -> tuple[str, ...]\n\nThe kernels of near() this CPU can run, fastest first.");
 
 static PyObject *list_kernels(PyObject *module, PyObject *unused) {
     (void)module;
@@ -221,7 +228,7 @@ static PyObject *list_kernels(PyObject *module, PyObject *unused) {
     return tuple;
 }
 
-PyDoc_STRVAR(use_doc, "use(name) -> str\n\nScan with the kernel ``name`` from now on (the tests try each); returns the one before.");
+PyDoc_STRVAR(use_doc, "use_near_kernel(name) -> str\n\nnear() scans with the kernel ``name`` from now on (the tests try each); returns the one before.");
 
 static PyObject *use_kernel(PyObject *module, PyObject *arg) {
     (void)module;
@@ -234,23 +241,97 @@ static PyObject *use_kernel(PyObject *module, PyObject *arg) {
             return PyUnicode_FromString(before);
         }
     }
-    PyErr_Format(PyExc_ValueError, "no kernel %R on this CPU; kernels() lists those there are", arg);
+    PyErr_Format(PyExc_ValueError, "no kernel %R on this CPU; near_kernels() lists those there are", arg);
+    return NULL;
+}
+
+/* -- fnv1a_64 --------------------------------------------------------------------------------- */
+
+PyDoc_STRVAR(fnv_doc,
+"fnv1a_64(data, start) -> int\n\n64-bit FNV-1a of the bytes ``data``, continued from the state ``start``\n"
+"(the offset basis for a fresh hash).");
+
+static PyObject *fnv1a_64(PyObject *module, PyObject *args) {
+    (void)module;
+    Py_buffer data;
+    unsigned long long start;
+    if (!PyArg_ParseTuple(args, "y*K:fnv1a_64", &data, &start)) return NULL;
+    uint64_t value = (uint64_t)start;
+    const unsigned char *bytes = data.buf;
+    for (Py_ssize_t i = 0; i < data.len; i++) {
+        value ^= bytes[i];
+        value *= 0x100000001B3ULL;
+    }
+    PyBuffer_Release(&data);
+    return PyLong_FromUnsignedLongLong(value);
+}
+
+/* -- hashing_signs ----------------------------------------------------------------------------- */
+
+PyDoc_STRVAR(signs_doc,
+"hashing_signs(keys, salts, out)\n\n"
+"For each uint64 key and each of the uint64 ``salts`` (one per dimension), the top bit of\n"
+"splitmix64's mix of key ^ salt, packed eight dimensions to a byte, first dimension in the high\n"
+"bit (as numpy.packbits): row i of ``out`` (uint8, len(keys) x len(salts) / 8) for key i.");
+
+static PyObject *hashing_signs(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *keys_obj, *salts_obj, *out_obj;
+    if (!PyArg_ParseTuple(args, "OOO:hashing_signs", &keys_obj, &salts_obj, &out_obj)) return NULL;
+    Py_buffer keys, salts, out;
+    if (get_buffer(keys_obj, &keys, 0, 0, "keys") < 0) return NULL;
+    if (get_buffer(salts_obj, &salts, 0, 0, "salts") < 0) goto release_keys;
+    Py_ssize_t count = keys.len / (Py_ssize_t)sizeof(uint64_t), dims = salts.len / (Py_ssize_t)sizeof(uint64_t);
+    if (dims % 8) {
+        PyErr_Format(PyExc_ValueError, "salts: %zd dimensions, not a multiple of 8", dims);
+        goto release_salts;
+    }
+    if (get_buffer(out_obj, &out, 1, count * (dims / 8), "out") < 0) goto release_salts;
+    const uint64_t *k = keys.buf, *salt = salts.buf;
+    unsigned char *bits = out.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < count; i++) {
+        for (Py_ssize_t byte = 0; byte < dims / 8; byte++) {
+            unsigned packed = 0;
+            for (int j = 0; j < 8; j++) {
+                uint64_t x = k[i] ^ salt[byte * 8 + j];
+                x ^= x >> 30;
+                x *= 0xBF58476D1CE4E5B9ULL;
+                x ^= x >> 27;
+                x *= 0x94D049BB133111EBULL;
+                packed |= (unsigned)(x >> 63) << (7 - j);  /* splitmix64's last step keeps the top bit */
+            }
+            bits[i * (dims / 8) + byte] = (unsigned char)packed;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&salts);
+    PyBuffer_Release(&keys);
+    Py_RETURN_NONE;
+
+release_salts:
+    PyBuffer_Release(&salts);
+release_keys:
+    PyBuffer_Release(&keys);
     return NULL;
 }
 
 static PyMethodDef methods[] = {
     {"near", near, METH_VARARGS, near_doc},
-    {"kernels", list_kernels, METH_NOARGS, kernels_doc},
-    {"use", use_kernel, METH_O, use_doc},
+    {"near_kernels", list_kernels, METH_NOARGS, kernels_doc},
+    {"use_near_kernel", use_kernel, METH_O, use_doc},
+    {"fnv1a_64", fnv1a_64, METH_VARARGS, fnv_doc},
+    {"hashing_signs", hashing_signs, METH_VARARGS, signs_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_hamming", "The near-duplicate check's Hamming scan, compiled (see vectors.py).", -1,
+    PyModuleDef_HEAD_INIT, "_speedups", "Compiled hot loops of shared_core, each with a numpy or Python fallback.", -1,
     methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__hamming(void) {
+PyMODINIT_FUNC PyInit__speedups(void) {
 #ifdef OPENKOI_X86
     __builtin_cpu_init();
 #endif
