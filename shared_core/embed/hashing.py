@@ -25,10 +25,11 @@ import numpy as np
 
 from .base import EmbedderProfile
 
-try:  # the directions' sign bits compiled (setup.py builds it where a C compiler is); else numpy
+try:  # the directions' sign bits and one text's sum compiled (setup.py builds them where a C compiler is)
+    from .._speedups import hashing_project as _compiled_project
     from .._speedups import hashing_signs as _compiled_signs
 except ImportError:  # pragma: no cover - exercised by the tests that force numpy
-    _compiled_signs = None
+    _compiled_project = _compiled_signs = None
 
 __all__ = ["HashingEmbedder"]
 
@@ -117,6 +118,12 @@ class HashingEmbedder:
         """:meth:`_project` for a single text (a single ``add``), in a third of the numpy calls."""
         if not ids:
             return np.zeros((1, self.dims), dtype=np.float32)
+        if _compiled_project is not None:
+            # one call instead of ~15 numpy calls on small arrays (11 % of a single add at 100k); its sums
+            # run in another order than numpy's matrix product, so the vector may differ in the last bit
+            out = np.empty((1, self.dims), dtype=np.float32)
+            _compiled_project(ids, self._weights, self._codes, out[0])
+            return out
         # np.unique(..., return_counts=True) in fewer numpy calls (they dominate at this size), and no
         # numpy function written in Python (np.sort, np.flatnonzero, np.diff: a frame each)
         ordered = np.array(ids, dtype=np.int64)

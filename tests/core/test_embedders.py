@@ -109,6 +109,7 @@ def loops(request, monkeypatch):
     if request.param == "python":
         monkeypatch.setattr(hashes, "_compiled_fnv", None)
         monkeypatch.setattr(hashing, "_compiled_signs", None)
+        monkeypatch.setattr(hashing, "_compiled_project", None)
     return request.param
 
 
@@ -143,11 +144,36 @@ def test_the_compiled_sign_bits_match_numpy(dims):
 def test_the_hashing_vectors_are_the_same_compiled_or_not(monkeypatch):
     from shared_core.embed import hashing
 
-    texts = ["The production server runs on Fly.io", "a b a b a b", "Grüße aus Köln", "!!!"]
+    if hashing._compiled_project is None:
+        pytest.skip("the C extension shared_core._speedups was not built (no C compiler at install)")
+    texts = ["The production server runs on Fly.io", "a b a b a b", "Grüße aus Köln", "!!!", "x " * 300 + "y"]
+    texts += [f"note {i}: the the deploy of service {i % 7} in region {i % 3}" for i in range(200)]
     compiled = HashingEmbedder().embed(texts), np.concatenate([HashingEmbedder().embed([t]) for t in texts])
     monkeypatch.setattr(hashing, "_compiled_signs", None)
+    monkeypatch.setattr(hashing, "_compiled_project", None)
+    # the sign bits are the same bits; one text's sum adds in another order than numpy's matrix
+    # product, so a weight of 1 + ln(count) can round differently in the last bit, no more
     assert np.array_equal(compiled[0], HashingEmbedder().embed(texts))
-    assert np.array_equal(compiled[1], np.concatenate([HashingEmbedder().embed([t]) for t in texts]))
+    assert np.allclose(compiled[1], np.concatenate([HashingEmbedder().embed([t]) for t in texts]), rtol=0, atol=1e-6)
+
+
+def test_the_compiled_projection_checks_its_inputs():
+    from shared_core.embed import hashing
+
+    if hashing._compiled_project is None:
+        pytest.skip("the C extension shared_core._speedups was not built (no C compiler at install)")
+    weights, codes, out = np.ones(4, np.float32), np.zeros((4, 2), np.uint8), np.empty(16, np.float32)
+    hashing._compiled_project([0, 3, 3], weights, codes, out)
+    assert out.tolist() == [np.float32(1 + (1 + np.log(2)))] * 16  # every bit 0: +1 in every dimension
+    codes[3] = 0xFF  # feature 3: -1 everywhere
+    hashing._compiled_project([3], weights, codes, out)
+    assert out.tolist() == [-1.0] * 16
+    with pytest.raises(ValueError, match="feature id 4 is not below the 4 weights"):
+        hashing._compiled_project([4], weights, codes, out)
+    with pytest.raises(ValueError, match="codes hold 6 bytes"):
+        hashing._compiled_project([0], weights, codes[:3], out)
+    with pytest.raises(TypeError):
+        hashing._compiled_project(["a"], weights, codes, out)
 
 
 def test_batch_hashes_equal_single_hashes(loops):
