@@ -7,7 +7,10 @@
  *   needs seven passes over 100k-row temporaries (xor, bitwise_count, per word, then add, compare,
  *   nonzero): at 100k memories ~125 us alone and ~230 us of a ~1.1 ms add. One pass here, reading
  *   the two head words once and keeping only the rows that pass (AVX2 where the CPU has it): ~60 us
- *   alone, ~135 inside an add, where the 1.6 MB of codes come from memory.
+ *   alone, ~90-135 inside an add, where the 1.6 MB of codes come from memory. The few hundred rows
+ *   that pass the head have their other words fetched ahead (prefetched, checked a batch later):
+ *   one cache miss after another cost 35 us more in a store of similar texts.
+ * similarities(): the exact scores of the few rows left, their vectors fetched together.
  * fnv1a_64(): seed 003's content hash of every text written (shared_core.embed.hashes), ~20 us
  *   per 100-byte text in a Python loop.
  * hashing_signs(): the sign bits of the hashing embedder's feature directions (splitmix64 of the
@@ -32,6 +35,12 @@
 #include <immintrin.h>
 #endif
 
+#if defined(__GNUC__)
+#define PREFETCH(address) __builtin_prefetch(address)
+#else
+#define PREFETCH(address) ((void)(address))
+#endif
+
 static inline int popcount64(uint64_t x) {
 #if defined(__GNUC__)
     return __builtin_popcountll(x);
@@ -46,17 +55,22 @@ static inline int popcount64(uint64_t x) {
 /* -- near ------------------------------------------------------------------------------------- */
 
 /* What one scan needs: the head columns, the row-major tail, the query's code and the bounds;
- * the rows that pass go to slots/dist (up to cap of them; count says how many passed). */
+ * the rows that pass go to slots/dist (up to cap of them; count says how many passed). Rows that
+ * pass the head wait in ``waiting`` while their tail words are fetched (prefetched when they
+ * pass; checked a batch later, so the scan does not stall on each row's cache miss). */
+#define WAITING 64
 typedef struct {
     const uint64_t *head0, *head1, *tail, *code;
     Py_ssize_t size, tail_words, cap, count;
     int head_bound, bound;
     int64_t *slots;
     uint16_t *dist;
+    Py_ssize_t waiting_row[WAITING];
+    int waiting_distance[WAITING], waiting;
 } Scan;
 
 /* The second stage for one row that passed the head: the rest of its code, then the whole bound. */
-static inline void keep_if_near(Scan *s, Py_ssize_t row, int head_distance) {
+static inline void check_tail(Scan *s, Py_ssize_t row, int head_distance) {
     int total = head_distance;
     const uint64_t *words = s->tail + row * s->tail_words;
     for (Py_ssize_t w = 0; w < s->tail_words; w++) {
@@ -71,12 +85,29 @@ static inline void keep_if_near(Scan *s, Py_ssize_t row, int head_distance) {
     }
 }
 
+static void check_waiting(Scan *s) {
+    for (int i = 0; i < s->waiting; i++) check_tail(s, s->waiting_row[i], s->waiting_distance[i]);
+    s->waiting = 0;
+}
+
+static inline void keep_if_near(Scan *s, Py_ssize_t row, int head_distance) {
+    if (s->tail_words == 0) {
+        check_tail(s, row, head_distance);
+        return;
+    }
+    PREFETCH(s->tail + row * s->tail_words);
+    s->waiting_row[s->waiting] = row;
+    s->waiting_distance[s->waiting] = head_distance;
+    if (++s->waiting == WAITING) check_waiting(s);
+}
+
 static void scan_portable(Scan *s) {
     const uint64_t c0 = s->code[0], c1 = s->code[1];
     for (Py_ssize_t i = 0; i < s->size; i++) {
         int d = popcount64(s->head0[i] ^ c0) + popcount64(s->head1[i] ^ c1);
         if (d <= s->head_bound) keep_if_near(s, i, d);
     }
+    check_waiting(s);
 }
 
 #ifdef OPENKOI_X86
@@ -86,6 +117,7 @@ __attribute__((target("popcnt"))) static void scan_popcnt(Scan *s) {
         int d = __builtin_popcountll(s->head0[i] ^ c0) + __builtin_popcountll(s->head1[i] ^ c1);
         if (d <= s->head_bound) keep_if_near(s, i, d);
     }
+    check_waiting(s);
 }
 
 /* Four rows at a time: each byte's set bits by a nibble lookup (vpshufb), summed per row (vpsadbw). */
@@ -122,6 +154,7 @@ __attribute__((target("avx2,popcnt"))) static void scan_avx2(Scan *s) {
         int d = popcount64(s->head0[i] ^ w0) + popcount64(s->head1[i] ^ w1);
         if (d <= s->head_bound) keep_if_near(s, i, d);
     }
+    check_waiting(s);
 }
 #endif
 
@@ -249,6 +282,60 @@ static PyObject *use_kernel(PyObject *module, PyObject *arg) {
     }
     PyErr_Format(PyExc_ValueError, "no kernel %R on this CPU; near_kernels() lists those there are", arg);
     return NULL;
+}
+
+/* -- similarities ------------------------------------------------------------------------------ */
+
+PyDoc_STRVAR(similarities_doc,
+"similarities(vectors, slots, query, out)\n\n"
+"out[i] = vectors[slots[i]] . query, summed in float64: the exact scores of the rows near() kept.\n"
+"``vectors`` is a float32 matrix of len(query) columns; the rows are fetched together first\n"
+"(prefetched), as they lie anywhere in it.");
+
+static PyObject *similarities(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *vectors_obj, *slots_obj, *query_obj, *out_obj;
+    if (!PyArg_ParseTuple(args, "OOOO:similarities", &vectors_obj, &slots_obj, &query_obj, &out_obj)) return NULL;
+    Py_buffer vectors, slots, query, out;
+    PyObject *result = NULL;
+    if (get_buffer(vectors_obj, &vectors, 0, 0, "vectors") < 0) return NULL;
+    if (get_buffer(slots_obj, &slots, 0, 0, "slots") < 0) goto release_vectors;
+    if (get_buffer(query_obj, &query, 0, 0, "query") < 0) goto release_slots;
+    Py_ssize_t count = slots.len / (Py_ssize_t)sizeof(int64_t), dims = query.len / (Py_ssize_t)sizeof(float);
+    if (get_buffer(out_obj, &out, 1, count * (Py_ssize_t)sizeof(double), "out") < 0) goto release_query;
+    Py_ssize_t rows = dims ? vectors.len / (dims * (Py_ssize_t)sizeof(float)) : 0;
+    const int64_t *slot = slots.buf;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (slot[i] < 0 || slot[i] >= rows) {
+            PyErr_Format(PyExc_ValueError, "slot %lld is not one of the %zd rows of vectors", (long long)slot[i], rows);
+            goto release_out;
+        }
+    }
+    const float *matrix = vectors.buf, *q = query.buf;
+    double *score = out.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < count && i < 64; i++) {
+        const char *row = (const char *)(matrix + slot[i] * dims);
+        for (Py_ssize_t byte = 0; byte < dims * (Py_ssize_t)sizeof(float); byte += 64) PREFETCH(row + byte);
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const float *row = matrix + slot[i] * dims;
+        double sum = 0.0;
+        for (Py_ssize_t d = 0; d < dims; d++) sum += (double)row[d] * (double)q[d];
+        score[i] = sum;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+release_out:
+    PyBuffer_Release(&out);
+release_query:
+    PyBuffer_Release(&query);
+release_slots:
+    PyBuffer_Release(&slots);
+release_vectors:
+    PyBuffer_Release(&vectors);
+    return result;
 }
 
 /* -- fnv1a_64 --------------------------------------------------------------------------------- */
@@ -413,6 +500,7 @@ static PyMethodDef methods[] = {
     {"near", near, METH_VARARGS, near_doc},
     {"near_kernels", list_kernels, METH_NOARGS, kernels_doc},
     {"use_near_kernel", use_kernel, METH_O, use_doc},
+    {"similarities", similarities, METH_VARARGS, similarities_doc},
     {"fnv1a_64", fnv1a_64, METH_VARARGS, fnv_doc},
     {"hashing_signs", hashing_signs, METH_VARARGS, signs_doc},
     {"hashing_project", hashing_project, METH_VARARGS, project_doc},

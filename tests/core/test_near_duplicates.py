@@ -91,6 +91,21 @@ def test_the_compiled_scan_finds_what_numpy_finds(dims, size, kernel):
     assert mirror.near_centred(code, 128, dims)[0].size == size  # more than the 4,096 the buffers first hold
 
 
+def test_the_compiled_scores_are_numpys():
+    if vectors_module._speedups is None:
+        pytest.skip(_NOT_BUILT)
+    rng = np.random.default_rng(4)
+    mirror = vectors_module._Mirror(384)
+    rows = _unit(rng, 3000)
+    mirror.bulk_load(np.arange(1, 3001), [vectors_module.RowState("a", "fact", math.inf, True, "")] * 3000, rows)
+    query, slots = rows[7], np.array([7, 2999, 0, 1500, 7] + list(range(100, 300)))
+    assert np.allclose(mirror.scores(slots, query), rows[slots] @ query, rtol=0, atol=1e-6)
+    assert mirror.scores(slots, query)[0] == pytest.approx(1.0, abs=1e-6)
+    assert mirror.scores(np.array([], dtype=np.int64), query).size == 0
+    with pytest.raises(ValueError, match="slot 4096 is not one of the 4096 rows"):
+        vectors_module._speedups.similarities(mirror.vectors, np.array([4096]), query, np.empty(1))
+
+
 def test_the_compiled_scan_refuses_buffers_too_short_for_its_rows():
     if vectors_module._speedups is None:
         pytest.skip(_NOT_BUILT)
