@@ -235,5 +235,10 @@ class KeywordIndex:
 
 
 def _idf(rows: int, containing: int) -> float:
-    """FTS5's BM25 idf: ``ln((N - n + 0.5) / (n + 0.5))``, at least 1e-6 as FTS5 clamps it."""
+    """FTS5's BM25 idf: ``ln((N - n + 0.5) / (n + 0.5))``, at least 1e-6 as FTS5 clamps it.
+
+    n is taken as at most N: PostgreSQL counts them in separate statements (N from the planner's
+    statistics on a big table), so rows another process added in between, or statistics behind the
+    table, could make n the larger and the logarithm's argument negative."""
+    containing = min(containing, rows)
     return max(1e-6, math.log((rows - containing + 0.5) / (containing + 0.5)))

@@ -321,3 +321,11 @@ def test_search_reads_whole_rows_for_its_hits_only(store, monkeypatch):
     floor = full[8].score
     above = store.search("garden tomatoes basil", limit=20, min_score=floor, track_access=False)
     assert [h.id for h in above] == [h.id for h in full if h.score >= floor]
+
+
+def test_the_idf_of_a_word_counted_in_more_rows_than_the_total_is_the_floor():
+    """PostgreSQL counts N and n in separate statements: another process's rows can land between them."""
+    from shared_core.index.keyword import _idf
+
+    assert _idf(10, 12) == _idf(10, 10) == 1e-6
+    assert _idf(1000, 10) == pytest.approx(4.5468, abs=1e-4)  # ln(990.5 / 10.5)
