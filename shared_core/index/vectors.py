@@ -536,7 +536,7 @@ class VectorIndex:
         self.db.execute("DROP TABLE memory_vec")
         self.db.execute(
             f"CREATE VIRTUAL TABLE memory_vec USING vec0(chunk_rowid INTEGER PRIMARY KEY, "
-            f"embedding float[{int(dims)}] distance_metric=cosine)"
+            f"embedding float[{int(dims)}] distance_metric=cosine, chunk_size=256)"  # as migration 43 made it
         )
 
     def write_all(self, rows: list[tuple[int, np.ndarray]]) -> None:

@@ -71,6 +71,39 @@ def test_migration_2_carries_data_written_under_migration_1(tmp_path):
         assert store.search(vector=vector, fusion="vector").ids == ["old-1"]
         # migration 42: FTS5 merges segments 16 at a time (single adds at 100k: see the migration)
         assert store.db.scalar("SELECT v FROM memory_fts_config WHERE k = 'automerge'") == 16
+        # migration 43: vec0 chunks of 256 vectors, the vectors copied over (and so after a rebuild)
+        assert "chunk_size=256" in store.db.scalar("SELECT sql FROM sqlite_master WHERE name = 'memory_vec'")
+        assert store.db.scalar("SELECT count(*) FROM memory_vec_chunks") == 1
+        store.memories.vectors.purge_deleted()
+        assert "chunk_size=256" in store.db.scalar("SELECT sql FROM sqlite_master WHERE name = 'memory_vec'")
+        assert store.search(vector=vector, fusion="vector").ids == ["old-1"]
+
+
+@pytest.mark.sqlite_only  # a file written before migration 43, with more vectors than one chunk holds
+def test_migration_43_moves_every_vector_into_chunks_of_256(tmp_path):
+    import numpy as np
+
+    path = str(tmp_path / "v42.db")
+    with MemoryStore.open(path) as store:
+        store.add_many([{"text": f"fact number {i}", "namespace": "n"} for i in range(700)])
+    db = Database(path)
+    db.execute("BEGIN IMMEDIATE")
+    vectors = db.query("SELECT chunk_rowid, embedding FROM memory_vec ORDER BY chunk_rowid")
+    db.execute("DROP TABLE memory_vec")  # as migrations 2-42 left it: chunks of 1,024
+    db.execute("CREATE VIRTUAL TABLE memory_vec USING vec0(chunk_rowid INTEGER PRIMARY KEY, "
+               "embedding float[384] distance_metric=cosine)")
+    db.executemany("INSERT INTO memory_vec (chunk_rowid, embedding) VALUES (?, ?)", vectors)
+    db.execute("DELETE FROM _migrations WHERE version = 43")
+    db.execute("COMMIT")
+    assert db.scalar("SELECT count(*) FROM memory_vec_chunks") == 1
+    db.close()
+    with MemoryStore.open(path) as store:
+        assert schema_version(store.db.conn) == latest_version()
+        assert store.db.scalar("SELECT count(*) FROM memory_vec_chunks") == 3  # 700 vectors, 256 to a chunk
+        assert store.db.query("SELECT chunk_rowid, embedding FROM memory_vec ORDER BY chunk_rowid") == vectors
+        query = np.frombuffer(vectors[500][1], dtype=np.float32)
+        assert store.search(vector=query, namespace="n", fusion="vector", limit=1).ids == [
+            store.list(namespace="n", order_by="chunk_rowid", limit=None)[500].id]
 
 
 @pytest.mark.sqlite_only  # writes _migrations through Database(path); PostgreSQL: test_postgres_backend.py
