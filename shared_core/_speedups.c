@@ -419,6 +419,8 @@ PyDoc_STRVAR(project_doc,
 "``codes`` (uint8 rows of dims / 8, first dimension in the high bit) is 0 and -1 where it is 1,\n"
 "into ``out`` (float32, dims). Not normalised.");
 
+static float byte_bits[256][8];  /* each byte's bits, first in the high bit, as 0.0 or 1.0 (filled at import) */
+
 static int compare_ids(const void *a, const void *b) {
     Py_ssize_t x = *(const Py_ssize_t *)a, y = *(const Py_ssize_t *)b;
     return (x > y) - (x < y);
@@ -467,6 +469,7 @@ static PyObject *hashing_project(PyObject *module, PyObject *args) {
     const float *weight = weights.buf;
     const unsigned char *code = codes.buf;
     float *sum = out.buf, total = 0.0f;
+    for (Py_ssize_t i = 0; i < n; i++) PREFETCH(code + sorted[i] * row);  /* rows anywhere in the table */
     for (Py_ssize_t d = 0; d < dims; d++) sum[d] = 0.0f;
     for (Py_ssize_t i = 0; i < n;) {
         Py_ssize_t id = sorted[i], count = 1;
@@ -477,9 +480,9 @@ static PyObject *hashing_project(PyObject *module, PyObject *args) {
         total += w;
         const unsigned char *bits = code + id * row;
         for (Py_ssize_t byte = 0; byte < row; byte++) {
-            unsigned v = bits[byte];
+            const float *bit = byte_bits[bits[byte]];  /* w x 0 or w x 1: exact, in any order of steps */
             float *o = sum + byte * 8;
-            for (int j = 0; j < 8; j++) o[j] += w * (float)((v >> (7 - j)) & 1u);
+            for (int j = 0; j < 8; j++) o[j] += w * bit[j];
         }
     }
     for (Py_ssize_t d = 0; d < dims; d++) sum[d] = total - 2.0f * sum[d];
@@ -522,6 +525,9 @@ PyMODINIT_FUNC PyInit__speedups(void) {
         if (kernels[i].scan == scan_avx2) usable[i] = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
         if (kernels[i].scan == scan_popcnt) usable[i] = __builtin_cpu_supports("popcnt");
 #endif
+    }
+    for (int v = 0; v < 256; v++) {
+        for (int j = 0; j < 8; j++) byte_bits[v][j] = (float)((v >> (7 - j)) & 1);
     }
     current = kernel_count - 1;  /* portable: always usable */
     for (int i = kernel_count - 1; i >= 0; i--) {
