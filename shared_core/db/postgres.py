@@ -576,6 +576,11 @@ class PostgresDatabase(NestedTransactions):
     def _translate_error(self, exc: BaseException) -> Exception:
         errors = self._psycopg.errors
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if isinstance(exc, self._psycopg.DataError) and "NUL" in message:
+            # psycopg refuses to send it: text in PostgreSQL cannot hold NUL, not even to compare with. Writes
+            # refuse NUL before this on both backends; this is a value to look for (a filter, an id, a type)
+            return ValueError(f"a text value contains a NUL character (\\x00), which PostgreSQL cannot hold or "
+                              f"compare; remove it ({message})")
         if isinstance(exc, errors.InFailedSqlTransaction):
             return StorageError(
                 f"an earlier statement of this transaction failed on {self.path}, so PostgreSQL refuses the rest "

@@ -308,3 +308,12 @@ def test_several_processes_write_and_search_one_memory(pg_url):
         for w in range(workers):
             assert store.count(namespace=f"own:{w}") == batches
         assert len(store.search("harbour logistics", namespace="shared", limit=50)) == 50
+
+
+def test_a_nul_in_a_value_to_look_for_is_a_clear_error(store):
+    """PostgreSQL text cannot hold NUL, not even in a parameter to compare with: a 400 over REST,
+    found by the REST fuzz test as a 503 (GET /api/usage/events?event_type=...%00...)."""
+    store.usage.log("deploy", namespace="default")
+    with pytest.raises(ValueError, match=r"NUL character .*remove it"):
+        store.usage.events(namespace="default", event_type="dep\x00loy")
+    assert [e.event_type for e in store.usage.events(namespace="default")] == ["deploy"]  # the store still works
