@@ -264,3 +264,14 @@ def test_openapi_document_and_health(client):
 def test_usage_event_types_are_trimmed(client):
     event = client.post("/api/usage/events", json={"event_type": " deploy "})
     assert event.status_code == 201 and event.json()["event_type"] == "deploy"
+
+
+def test_a_nul_in_a_query_value_is_never_a_server_error(client):
+    """SQLite can compare with a NUL (and finds nothing); PostgreSQL cannot hold one: a 400 that says so."""
+    client.post("/api/usage/events", json={"event_type": "deploy"})
+    response = client.get("/api/usage/events", params={"event_type": "dep\x00loy"})
+    assert response.status_code in (200, 400), response.text
+    if response.status_code == 200:
+        assert response.json() == []
+    else:
+        assert "NUL character" in response.json()["detail"]
