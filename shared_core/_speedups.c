@@ -101,24 +101,23 @@ static inline void keep_if_near(Scan *s, Py_ssize_t row, int head_distance) {
     if (++s->waiting == WAITING) check_waiting(s);
 }
 
-static void scan_portable(Scan *s) {
+/* The head of rows from..size-1, one row at a time. Inlined into each kernel, so it is compiled with
+ * that kernel's instructions (the popcnt kernel's POPCNT). */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline void scan_rows(Scan *s, Py_ssize_t from) {
     const uint64_t c0 = s->code[0], c1 = s->code[1];
-    for (Py_ssize_t i = 0; i < s->size; i++) {
+    for (Py_ssize_t i = from; i < s->size; i++) {
         int d = popcount64(s->head0[i] ^ c0) + popcount64(s->head1[i] ^ c1);
         if (d <= s->head_bound) keep_if_near(s, i, d);
     }
-    check_waiting(s);
 }
 
+static void scan_portable(Scan *s) { scan_rows(s, 0); }
+
 #ifdef OPENKOI_X86
-__attribute__((target("popcnt"))) static void scan_popcnt(Scan *s) {
-    const uint64_t c0 = s->code[0], c1 = s->code[1];
-    for (Py_ssize_t i = 0; i < s->size; i++) {
-        int d = __builtin_popcountll(s->head0[i] ^ c0) + __builtin_popcountll(s->head1[i] ^ c1);
-        if (d <= s->head_bound) keep_if_near(s, i, d);
-    }
-    check_waiting(s);
-}
+__attribute__((target("popcnt"))) static void scan_popcnt(Scan *s) { scan_rows(s, 0); }
 
 /* Four rows at a time: each byte's set bits by a nibble lookup (vpshufb), summed per row (vpsadbw). */
 __attribute__((target("avx2,popcnt"))) static void scan_avx2(Scan *s) {
@@ -149,12 +148,7 @@ __attribute__((target("avx2,popcnt"))) static void scan_avx2(Scan *s) {
             } while (near);
         }
     }
-    const uint64_t w0 = s->code[0], w1 = s->code[1];
-    for (; i < s->size; i++) {
-        int d = popcount64(s->head0[i] ^ w0) + popcount64(s->head1[i] ^ w1);
-        if (d <= s->head_bound) keep_if_near(s, i, d);
-    }
-    check_waiting(s);
+    scan_rows(s, i);  /* the last rows, fewer than four */
 }
 #endif
 
@@ -226,6 +220,7 @@ static PyObject *near(PyObject *module, PyObject *args) {
     if (dist.len / (Py_ssize_t)sizeof(uint16_t) < scan.cap) scan.cap = dist.len / (Py_ssize_t)sizeof(uint16_t);
     Py_BEGIN_ALLOW_THREADS
     kernels[current].scan(&scan);
+    check_waiting(&scan);  /* the rows still waiting for their tails */
     Py_END_ALLOW_THREADS
 
     PyBuffer_Release(&dist);

@@ -104,8 +104,8 @@ def loops(request, monkeypatch):
     """The content hash and the embedder's sign bits, compiled (when shared_core._speedups was built) and not."""
     from shared_core.embed import hashes, hashing
 
-    if request.param == "compiled" and hashes._compiled_fnv is None:
-        pytest.skip("the C extension shared_core._speedups was not built (no C compiler at install)")
+    if request.param == "compiled":
+        pytest.importorskip("shared_core._speedups")  # built where a C compiler was at install
     if request.param == "python":
         monkeypatch.setattr(hashes, "_compiled_fnv", None)
         monkeypatch.setattr(hashing, "_compiled_signs", None)
@@ -117,8 +117,7 @@ def loops(request, monkeypatch):
 def test_the_compiled_fnv_matches_the_python_loop(data, monkeypatch):
     from shared_core.embed import hashes
 
-    if hashes._compiled_fnv is None:
-        pytest.skip("the C extension shared_core._speedups was not built (no C compiler at install)")
+    pytest.importorskip("shared_core._speedups")  # built where a C compiler was at install
     compiled = hashes.fnv1a_64(data), hashes._fnv1a_from(12345, data), hashes.content_hash(data.decode("latin-1"))
     monkeypatch.setattr(hashes, "_compiled_fnv", None)
     assert compiled == (hashes.fnv1a_64(data), hashes._fnv1a_from(12345, data), hashes.content_hash(data.decode("latin-1")))
@@ -128,8 +127,7 @@ def test_the_compiled_fnv_matches_the_python_loop(data, monkeypatch):
 def test_the_compiled_sign_bits_match_numpy(dims):
     from shared_core.embed import hashing
 
-    if hashing._compiled_signs is None:
-        pytest.skip("the C extension shared_core._speedups was not built (no C compiler at install)")
+    pytest.importorskip("shared_core._speedups")  # built where a C compiler was at install
     embedder = HashingEmbedder(dims)
     keys = np.random.default_rng(dims).integers(0, 2**64 - 1, size=37, dtype=np.uint64)
     out = np.zeros((37, dims // 8), np.uint8)
@@ -144,8 +142,7 @@ def test_the_compiled_sign_bits_match_numpy(dims):
 def test_the_hashing_vectors_are_the_same_compiled_or_not(monkeypatch):
     from shared_core.embed import hashing
 
-    if hashing._compiled_project is None:
-        pytest.skip("the C extension shared_core._speedups was not built (no C compiler at install)")
+    pytest.importorskip("shared_core._speedups")  # built where a C compiler was at install
     texts = ["The production server runs on Fly.io", "a b a b a b", "Grüße aus Köln", "!!!", "x " * 300 + "y"]
     texts += [f"note {i}: the the deploy of service {i % 7} in region {i % 3}" for i in range(200)]
     compiled = HashingEmbedder().embed(texts), np.concatenate([HashingEmbedder().embed([t]) for t in texts])
@@ -160,8 +157,7 @@ def test_the_hashing_vectors_are_the_same_compiled_or_not(monkeypatch):
 def test_the_compiled_projection_checks_its_inputs():
     from shared_core.embed import hashing
 
-    if hashing._compiled_project is None:
-        pytest.skip("the C extension shared_core._speedups was not built (no C compiler at install)")
+    pytest.importorskip("shared_core._speedups")  # built where a C compiler was at install
     weights, codes, out = np.ones(4, np.float32), np.zeros((4, 2), np.uint8), np.empty(16, np.float32)
     hashing._compiled_project([0, 3, 3], weights, codes, out)
     assert out.tolist() == [np.float32(1 + (1 + np.log(2)))] * 16  # every bit 0: +1 in every dimension
