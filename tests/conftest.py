@@ -134,6 +134,23 @@ def file_store(tmp_path, clock):
         yield s
 
 
+@pytest.fixture(params=["compiled", "fallback"])
+def speedups(request, monkeypatch) -> str:
+    """The test runs twice: with shared_core._speedups (skipped where no C compiler built it) and with
+    the numpy and Python code each of its loops stands in for."""
+    if request.param == "compiled":
+        pytest.importorskip("shared_core._speedups")  # built where a C compiler was at install
+    else:
+        from shared_core.embed import hashes, hashing
+        from shared_core.index import vectors
+
+        monkeypatch.setattr(vectors, "_speedups", None)
+        monkeypatch.setattr(hashes, "_compiled_fnv", None)
+        monkeypatch.setattr(hashing, "_compiled_signs", None)
+        monkeypatch.setattr(hashing, "_compiled_project", None)
+    return request.param
+
+
 @pytest.fixture
 def fake_embedder() -> FakeEmbedder:
     return FakeEmbedder()

@@ -13,14 +13,14 @@ from shared_core.embed import SentenceTransformerEmbedder, as_matrix, content_ha
 from shared_core.embed.sentence import find_local_model
 
 
-def test_fnv1a_64_reference_values(loops):
+def test_fnv1a_64_reference_values(speedups):
     # published FNV-1a 64-bit test vectors
     assert fnv1a_64(b"") == 0xCBF29CE484222325
     assert fnv1a_64(b"a") == 0xAF63DC4C8601EC8C
     assert fnv1a_64(b"foobar") == 0x85944171F73967E8
 
 
-def test_content_hash_uses_the_versioned_prefix(loops):
+def test_content_hash_uses_the_versioned_prefix(speedups):
     assert content_hash("hello") == f"{fnv1a_64('memory-record-embedding-text-v1:hello'):016x}"
     assert content_hash("hello") != content_hash("hello ")
 
@@ -99,20 +99,6 @@ def test_sentence_transformer_embedder_explains_what_is_missing(monkeypatch):
         SentenceTransformerEmbedder()
 
 
-@pytest.fixture(params=["compiled", "python"])
-def loops(request, monkeypatch):
-    """The content hash and the embedder's sign bits, compiled (when shared_core._speedups was built) and not."""
-    from shared_core.embed import hashes, hashing
-
-    if request.param == "compiled":
-        pytest.importorskip("shared_core._speedups")  # built where a C compiler was at install
-    if request.param == "python":
-        monkeypatch.setattr(hashes, "_compiled_fnv", None)
-        monkeypatch.setattr(hashing, "_compiled_signs", None)
-        monkeypatch.setattr(hashing, "_compiled_project", None)
-    return request.param
-
-
 @pytest.mark.parametrize("data", [b"", b"a", b"foobar", "Grüße aus Köln".encode(), bytes(range(256)) * 9])
 def test_the_compiled_fnv_matches_the_python_loop(data, monkeypatch):
     from shared_core.embed import hashes
@@ -172,7 +158,7 @@ def test_the_compiled_projection_checks_its_inputs():
         hashing._compiled_project(["a"], weights, codes, out)
 
 
-def test_batch_hashes_equal_single_hashes(loops):
+def test_batch_hashes_equal_single_hashes(speedups):
     from shared_core.embed.hashes import content_hashes, fnv1a_64_many
 
     texts = ["", "a", "Grüße aus Köln", "東京 " * 50] + [f"text number {i}" for i in range(40)]
@@ -181,7 +167,7 @@ def test_batch_hashes_equal_single_hashes(loops):
     assert fnv1a_64_many([b"", b"a", b"foobar"]) == [0xCBF29CE484222325, 0xAF63DC4C8601EC8C, 0x85944171F73967E8]
 
 
-def test_hashing_vectors_are_pinned(loops):
+def test_hashing_vectors_are_pinned(speedups):
     # vectors already stored under the name openkoi-hashing-v1-* must never change: these are the
     # first components from the original implementation (feature by feature, no caches)
     e = HashingEmbedder()

@@ -15,16 +15,6 @@ from shared_core.index.vectors import _popcount, centred_threshold, sign_bit_bou
 _KERNELS = vectors_module._speedups.near_kernels() if vectors_module._speedups is not None else ()
 
 
-@pytest.fixture(params=["compiled", "numpy"])
-def scan(request, monkeypatch):
-    """Each check runs with the compiled scan (when it was built) and with numpy's."""
-    if request.param == "compiled":
-        pytest.importorskip("shared_core._speedups")  # built where a C compiler was at install
-    if request.param == "numpy":
-        monkeypatch.setattr(vectors_module, "_speedups", None)
-    return request.param
-
-
 @pytest.fixture(params=["avx2", "popcnt", "portable"])
 def kernel(request):
     """Each of the compiled scan's kernels this CPU can run (``portable`` is in every build)."""
@@ -162,7 +152,7 @@ def _rows(rows: np.ndarray, start: int = 0) -> list[dict]:
 
 @pytest.mark.sqlite_only
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_best_above_agrees_with_an_exact_scan(seed, scan):
+def test_best_above_agrees_with_an_exact_scan(seed, speedups):
     rng = np.random.default_rng(seed)
     rows = _unit(rng, 6000)
     rows[:200] = rows[:200] + 0.8 * rows[200:400]  # correlated pairs: an anisotropic corner
@@ -173,7 +163,7 @@ def test_best_above_agrees_with_an_exact_scan(seed, scan):
 
 
 @pytest.mark.sqlite_only
-def test_best_above_agrees_with_an_exact_scan_when_every_vector_shares_a_direction(scan):
+def test_best_above_agrees_with_an_exact_scan_when_every_vector_shares_a_direction(speedups):
     """Embeddings lean one way (their mean has norm ~0.5): the check centres the codes on the mean,
     which the mirror recomputes as it grows, and its bound still holds."""
     rng = np.random.default_rng(11)
