@@ -32,6 +32,7 @@ from .errors import NotFoundError
 from .index.filters import Filter, parse_filter
 from .index.scope import Scope
 from .index.vectors import RowState, VectorIndex, epoch_of, stamp_of
+from .namespaces import check_namespace
 from .validation import time_or_none, unit_or_none
 
 __all__ = ["Memory", "NewMemory", "AddResult", "MemoryRepository", "KINDS", "DEFAULT_NAMESPACE"]
@@ -212,14 +213,6 @@ def _text(value: Any, what: str = "text") -> str:
         raise ValueError(f"{what} is empty; a memory needs some text to remember")
     if "\x00" in value:
         raise ValueError(f"{what} contains a NUL character; remove it")
-    return value
-
-
-def check_namespace(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"namespace must be a non-empty string such as 'user:alice', got {value!r}")
-    if "\x00" in value:
-        raise ValueError("namespace contains a NUL character")
     return value
 
 
