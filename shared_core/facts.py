@@ -1,28 +1,30 @@
 """Semantic facts (seed 001): versioning, history and BRE scoring.
 
-**Versioning** (beyond the seeds; bi-temporal like Zep). A new fact can supersede an old one:
+**The write rule.** A new fact never merges away information: OpenMotoko's "cosine > 0.9
+reinforces" holds only for a restatement (:mod:`shared_core.restatement`: the same words once
+case, punctuation, articles and contractions are set aside). Otherwise the fact is kept:
 
-* explicitly: ``store.add(text, supersedes=old_id)``;
-* detected on add (``memory.fact_versioning``, on by default), after the core's dedup
-  (cosine > 0.9 reinforces instead):
-
-  - with a text model (``store.text_model``): current facts in the namespace that are similar
-    (above ``memory.fact_version_near_threshold``, default the embedder's noise floor) but below
-    the dedup threshold are shown to the model with the new fact, and it answers ADD (keep
-    both), UPDATE (the new one replaces one of them), DELETE (the new one says one of them is
-    no longer true) or NONE (already known: that fact is reinforced, nothing is added). An
-    answer that cannot be used falls back to the rule;
-  - without one (or as the fallback), a rule: same namespace, same ``category`` (both set),
-    and the same **subject key**. The subject key is ``metadata["subject"]`` when the caller
-    gives one (compared only with other explicit subjects); otherwise the words before the
-    first linking verb plus that verb, lowercased, without articles or possessive endings,
-    when that is 1-6 words within the first 10: "User's timezone is Europe/Berlin" and "The
-    user's timezone is America/New_York" share ``"user timezone is"``. Facts without a
-    category never supersede by rule: "Alice is a doctor" and "Alice is 30" both hold.
+* explicitly a version: ``store.add(text, supersedes=old_id)``;
+* a near-duplicate (cosine > 0.9) about the same subject (:func:`same_subject`) that changes a
+  detail (a number, a name, a negation, an order): the new version of that fact (reason
+  ``changed``);
+* with a text model (``store.text_model``): the current facts in the namespace that are similar
+  (above ``memory.fact_version_near_threshold``, default the embedder's noise floor; the
+  near-duplicates included) are shown to the model with the new fact, and it answers ADD (keep
+  both), UPDATE (the new one replaces one of them), DELETE (the new one says one of them is no
+  longer true) or NONE (already known: that fact is reinforced, nothing is added). An answer
+  that cannot be used falls back to the rules;
+* the category rule: same namespace, same ``category`` (both set), and the same **subject
+  key**. The subject key is ``metadata["subject"]`` when the caller gives one (compared only
+  with other explicit subjects); otherwise the words before the first linking verb plus that
+  verb (in one form), lowercased, without articles, possessive endings, negations or adverbs,
+  when that is 1-6 words: "User's timezone is Europe/Berlin" and "The user's timezone is
+  America/New_York" share ``"user timezone is"``. Facts without a category never supersede by
+  this rule: "Alice is a doctor" and "Alice is 30" both hold.
 
 A superseded fact keeps its text; ``valid_to`` is set to the moment it stopped being current
 and ``superseded_by`` to the new fact's id (its metadata gets ``superseded_reason``: explicit,
-rule, update or delete). Default search leaves it out (``include_superseded=True`` brings it
+changed, rule, update or delete). Default search leaves it out (``include_superseded=True`` brings it
 back), and ``store.history(id)`` lists the whole chain, oldest first.
 
 **BRE scoring.** Seed 001 ranks facts by "dot product with a magnitude penalty" and gives no
@@ -45,27 +47,38 @@ from .clock import to_iso
 from .embed import profile_of
 from .errors import NotFoundError
 from .llm import ModelOutputError, parse_json_output
-from .memories import DEFAULT_NAMESPACE, AddResult, Memory, check_namespace
+from .memories import DEFAULT_NAMESPACE, AddResult, Memory, NearFacts, check_namespace
 from .ranking import bre_magnitude, bre_score
+from .restatement import is_restatement, spell_out, statement_words
 from .search import Hit, SearchResults
 
 if TYPE_CHECKING:
     from .memories import _Prepared
     from .store import MemoryStore
 
-__all__ = ["Facts", "subject_key", "VERSION_EVENTS", "SCORINGS"]
+__all__ = ["Facts", "subject_key", "same_subject", "VERSION_EVENTS", "SCORINGS"]
 
 logger = logging.getLogger("openkoi.facts")
 
 VERSION_EVENTS = ("ADD", "UPDATE", "DELETE", "NONE")
 SCORINGS = ("bre", "hybrid")
 
-_LINKING_VERBS = frozenset(
-    "is are was were am has have had lives live lived works work worked runs run uses use prefers prefer likes "
-    "like loves love hates hate dislikes dislike wants want owns own drives drive speaks speak plays play "
-    "costs cost means mean belongs belong moved studies study teaches teach".split()
-)
+# each linking verb's forms, under the form a subject key shows: "was" and "are" are "is", "lived" is "lives"
+_VERB_FORMS = {
+    "is": "is are was were am be been", "has": "has have had", "lives": "lives live lived living",
+    "works": "works work worked working", "runs": "runs run ran running", "uses": "uses use used using",
+    "prefers": "prefers prefer preferred", "likes": "likes like liked", "loves": "loves love loved",
+    "hates": "hates hate hated", "dislikes": "dislikes dislike disliked", "wants": "wants want wanted",
+    "owns": "owns own owned", "drives": "drives drive drove driving", "speaks": "speaks speak spoke",
+    "plays": "plays play played", "costs": "costs cost", "means": "means mean meant",
+    "belongs": "belongs belong belonged", "moved": "moved moves move", "studies": "studies study studied studying",
+    "teaches": "teaches teach taught teaching",
+}
+_LINKING_VERBS = {form: verb for verb, forms in _VERB_FORMS.items() for form in forms.split()}
 _DROPPED = frozenset("the a an my our their his her its your this that these those".split())
+# words between a subject and its verb that change the statement, not the subject: "Bob does not
+# like", "I no longer use", "User now lives", "User still is"
+_NOT_SUBJECT = frozenset("not never no longer still now currently actually really do does did".split())
 _WORD = re.compile(r"[\w'\u2019]+")
 
 _CLASSIFY_PROMPT = """You keep a memory of facts. A new fact arrived; decide how it relates to the existing facts.
@@ -84,18 +97,38 @@ For UPDATE, DELETE and NONE give the id of that existing fact."""
 
 
 def subject_key(text: str) -> str | None:
-    """The words before the first linking verb, plus the verb ("user timezone is"), or None."""
+    """The words before the first linking verb, plus the verb ("user timezone is"), or None.
+
+    Negations and adverbs before the verb are not part of the subject, and the verb is shown
+    in one form, so "Bob doesn't like tea" and "Bob likes coffee" share ``"bob likes"`` and "I
+    no longer use Vim" and "I use Vim" share ``"i uses"``.
+    """
     subject: list[str] = []
-    for word in _WORD.findall(text.casefold())[:10]:
-        word = word.replace("\u2019", "'")
-        if word in _LINKING_VERBS:
-            return " ".join([*subject, word]) if 1 <= len(subject) <= 6 else None
+    for word in _WORD.findall(spell_out(text))[:12]:
+        verb = _LINKING_VERBS.get(word)
+        if verb is not None:
+            return " ".join([*subject, verb]) if 1 <= len(subject) <= 6 else None
         if word.endswith("'s"):
             word = word[:-2]
         word = word.strip("'")
-        if word and word not in _DROPPED:
+        if word and word not in _DROPPED and word not in _NOT_SUBJECT:
             subject.append(word)
     return None
+
+
+def same_subject(new: str, old: str, *, min_shared: int = 2) -> bool:
+    """Whether two near-duplicate statements are about the same thing: the same subject key
+    (:func:`subject_key`), or, when neither has one, the same first ``min_shared`` words or more
+    ("The API key rotates every 30 days" / "...90 days")."""
+    new_key, old_key = subject_key(new), subject_key(old)
+    if new_key is not None or old_key is not None:
+        return new_key == old_key
+    shared = 0
+    for a, b in zip(statement_words(new), statement_words(old), strict=False):
+        if a != b:
+            break
+        shared += 1
+    return shared >= min_shared
 
 
 class Facts:
@@ -124,22 +157,23 @@ class Facts:
         asks_model = versioning and store.text_model is not None
         event, old, reason = ("ADD", None, "")
         if asks_model:  # outside the write lock: a model call may take seconds
-            duplicate = memories.find_duplicate(item) if check_duplicate else None
-            if duplicate is not None:  # spare the model call (checked again below, under the lock)
+            near = memories.near_facts(item) if check_duplicate else NearFacts(None, ())
+            if near.restated is not None:  # spare the model call (checked again below)
                 with db.transaction():
-                    memories.feedback(duplicate, store.config.memory.reinforce_weight, hit=True)
-                return AddResult(duplicate.id, "reinforced")
-            event, old, reason = self._detect(item)
+                    memories.feedback(near.restated, store.config.memory.reinforce_weight, hit=True)
+                return AddResult(near.restated.id, "reinforced")
+            event, old, reason = self._detect(item, near.changed)
         with db.transaction():
+            near = NearFacts(None, ())
             if check_duplicate:
                 # under the write lock: another process adding the same fact at the same moment has
                 # either committed (and is found here) or waits for us (and then finds ours)
-                duplicate = memories.find_duplicate(item)
-                if duplicate is not None:
-                    memories.feedback(duplicate, store.config.memory.reinforce_weight, hit=True)
-                    return AddResult(duplicate.id, "reinforced")
+                near = memories.near_facts(item)
+                if near.restated is not None:
+                    memories.feedback(near.restated, store.config.memory.reinforce_weight, hit=True)
+                    return AddResult(near.restated.id, "reinforced")
             if versioning and not asks_model:  # the rule is a query: run it on what is committed now
-                event, old, reason = self._detect(item)
+                event, old, reason = self._detect(item, near.changed)
             # after detection, in both paths: a machine-chosen category never makes two facts one subject
             item.category = item.category or auto_category
             if old is not None:
@@ -183,11 +217,12 @@ class Facts:
 
     # -- detection ------------------------------------------------------------------------------
 
-    def _detect(self, item: _Prepared) -> tuple[str, Memory | None, str]:
-        """(event, the old fact it concerns, reason) for a new fact."""
+    def _detect(self, item: _Prepared, changed: Sequence[Memory] = ()) -> tuple[str, Memory | None, str]:
+        """(event, the old fact it concerns, reason) for a new fact; ``changed``: the live facts above
+        the dedup threshold that it does not merely restate."""
         model = self.store.text_model
         if model is not None:
-            near = self._near(item)
+            near = self._near(item, changed)
             if near:
                 try:
                     event, old = self._classify(model, item, near)
@@ -195,18 +230,41 @@ class Facts:
                 except Exception as exc:  # the rule decides when the model cannot
                     logger.warning("fact versioning by the text model failed (%s: %s); using the subject-key rule",
                                    type(exc).__name__, exc)
+        old = self._same_subject(item, changed)
+        if old is not None:
+            return "UPDATE", old, "changed"
         old = self._rule_match(item)
         return ("UPDATE", old, "rule") if old is not None else ("ADD", None, "")
 
-    def _near(self, item: _Prepared, limit: int = 5) -> list[Memory]:
+    def _same_subject(self, item: _Prepared, changed: Sequence[Memory]) -> Memory | None:
+        """The most similar of ``changed`` that the new fact says something new about: the same
+        explicit ``metadata["subject"]``, else the same subject key, else (neither text has a
+        subject key) the same first words up to where they differ, at least two of them."""
+        explicit = _explicit_subject(item.metadata_json)
+        for memory in changed:
+            theirs = memory.metadata.get("subject")
+            if explicit is not None or isinstance(theirs, str):
+                if explicit is not None and isinstance(theirs, str) and theirs.strip().casefold() == explicit:
+                    return memory
+            elif same_subject(item.text, memory.text):
+                return memory
+        return None
+
+    def _near(self, item: _Prepared, changed: Sequence[Memory] = (), limit: int = 5) -> list[Memory]:
+        """What the text model is shown: the live facts similar to the new one (above the embedder's
+        noise floor, the near-duplicates it changes included), most similar first."""
         cfg = self.store.config.memory
         floor = cfg.fact_version_near_threshold
         if floor < 0:
             floor = profile_of(self.store.embedder).similarity_floor
         hits = self.store.search(vector=item.vector, kind="fact", namespace=item.namespace, fusion="vector",
                                  limit=limit, track_access=False)
-        return [h.memory for h in hits
-                if h.parts.similarity is not None and floor < h.parts.similarity <= cfg.fact_dedup_threshold]
+        near = list(changed)
+        seen = {m.id for m in near}
+        near += [h.memory for h in hits if h.memory.id not in seen
+                 and h.parts.similarity is not None and h.parts.similarity > floor
+                 and not is_restatement(item.text, h.memory.text)]
+        return near[:limit]
 
     def _classify(self, model: Any, item: _Prepared, near: list[Memory]) -> tuple[str, Memory | None]:
         existing = "\n".join(f"- id={m.id}: {m.text}" for m in near)

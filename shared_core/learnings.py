@@ -10,7 +10,8 @@ Every completed task goes through two tiers of extraction:
   and ignored; the rules' learnings and the task are kept either way.
 
 A candidate more than 0.8 similar (cosine of the embeddings) to a live learning of the same
-type and category in the namespace reinforces that learning instead: confidence + 0.1
+type and category in the namespace, and saying the same words (case, punctuation, articles and
+contractions aside: :mod:`shared_core.restatement`), reinforces that learning instead: confidence + 0.1
 (capped at 1.0), ``reinforced`` + 1, ``last_used`` = now.
 
 Confidence decays as ``base x exp(-0.05 x weeks since last reinforced)``, where ``base`` is
@@ -49,6 +50,7 @@ from .ranking import (
     reinforced_confidence,
     weeks_since_reinforced,
 )
+from .restatement import is_restatement
 from .tokens import count_tokens
 from .validation import unit_or_none
 
@@ -332,7 +334,8 @@ class Learnings:
                     if target is None:
                         for other, other_vector, index in fresh:
                             if (other.type, other.category) == (candidate.type, candidate.category) and \
-                                    float(other_vector @ vector) > cfg.learning_dedup_threshold:
+                                    float(other_vector @ vector) > cfg.learning_dedup_threshold and \
+                                    is_restatement(candidate.content, other.content):
                                 target = f"#{index}"
                                 break
                 if target is None:
@@ -377,13 +380,17 @@ class Learnings:
         return created, reinforced
 
     def _similar(self, candidate: LearningCandidate, vector: np.ndarray, namespace: str) -> str | None:
-        """The live learning of the same type and category most similar to ``vector``, if above 0.8."""
+        """The live learning of the same type and category that ``candidate`` restates: above 0.8
+        similar and the same words (:func:`~shared_core.restatement.is_restatement`). A similar
+        learning that says something else (a reversed preference, another number) is not one."""
         hits = self.store.search(
-            vector=vector, kind="learning", namespace=namespace, fusion="vector", limit=1, track_access=False,
+            vector=vector, kind="learning", namespace=namespace, fusion="vector", limit=3, track_access=False,
             where={"learning_type": candidate.type.value, "learning_category": candidate.category or ""},
         )
-        if hits and (hits[0].parts.similarity or 0.0) > self.store.config.memory.learning_dedup_threshold:
-            return hits[0].id
+        threshold = self.store.config.memory.learning_dedup_threshold
+        for hit in hits:
+            if (hit.parts.similarity or 0.0) > threshold and is_restatement(candidate.content, hit.text):
+                return hit.id
         return None
 
     # -- extraction ---------------------------------------------------------------------------

@@ -33,9 +33,10 @@ from .index.filters import Filter, parse_filter
 from .index.scope import Scope
 from .index.vectors import RowState, VectorIndex, epoch_of, stamp_of
 from .namespaces import check_namespace
+from .restatement import is_restatement
 from .validation import time_or_none, unit_or_none
 
-__all__ = ["Memory", "NewMemory", "AddResult", "MemoryRepository", "KINDS", "DEFAULT_NAMESPACE"]
+__all__ = ["Memory", "NewMemory", "AddResult", "NearFacts", "MemoryRepository", "KINDS", "DEFAULT_NAMESPACE"]
 
 DEFAULT_NAMESPACE = "default"
 KINDS = (
@@ -174,11 +175,22 @@ class NewMemory:
     embedding_text: str | None = None
 
 
+@dataclass(frozen=True)
+class NearFacts:
+    """What a new fact nearly repeats: ``restated``, a live fact it only restates (same words once
+    case, punctuation and articles are set aside: reinforced instead of stored), and ``changed``,
+    live facts above the dedup threshold that it says something different from (kept apart)."""
+
+    restated: Memory | None
+    changed: tuple[Memory, ...]
+
+
 class AddResult(str):
     """The id a write landed on; a ``str``, with ``event`` saying what happened.
 
-    ``event`` is ``"created"``, ``"updated"`` (a caller-given id that existed: upsert) or
-    ``"reinforced"`` (a near-duplicate fact: the existing one was reinforced instead).
+    ``event`` is ``"created"``, ``"updated"`` (a caller-given id that existed: upsert),
+    ``"reinforced"`` (the fact restates a stored one, which was reinforced instead) or
+    ``"superseded"`` (it is the new version of a stored fact, kept in ``store.history``).
     """
 
     event: str
@@ -502,10 +514,10 @@ class MemoryRepository:
                 self._replace(existing, item, now)
                 return AddResult(item.id, "updated")
         elif dedup and item.kind == "fact":
-            duplicate = self.find_duplicate(item)
-            if duplicate is not None:
-                self.feedback(duplicate, self.config.memory.reinforce_weight, hit=True, now=now)
-                return AddResult(duplicate.id, "reinforced")
+            restated = self.near_facts(item).restated
+            if restated is not None:
+                self.feedback(restated, self.config.memory.reinforce_weight, hit=True, now=now)
+                return AddResult(restated.id, "reinforced")
         memory_id = item.id or new_id()
         now_iso = to_iso(now)
         rowid = self._insert(memory_id, item, now_iso)
@@ -553,8 +565,9 @@ class MemoryRepository:
                 f"SELECT id, chunk_rowid FROM memory_chunks WHERE id IN ({', '.join('?' for _ in part)})", part))
         return out
 
-    def find_duplicate(self, item: _Prepared) -> Memory | None:
-        """A live fact in the same namespace with the same text, or cosine above the dedup threshold."""
+    def near_facts(self, item: _Prepared, *, extra: int = 4) -> NearFacts:
+        """The live facts of ``item``'s namespace that it nearly repeats (cosine above the dedup
+        threshold, or the same text), split into the one it only restates and those it changes."""
         now = self.clock.now()
         now_iso, now_epoch = to_iso(now), now.timestamp()
         scope = Scope(namespaces=(item.namespace,), kinds=("fact",), live_at=now_iso)
@@ -566,11 +579,19 @@ class MemoryRepository:
                 (item.namespace, item.hash, now_iso),
             )
             if row:
-                return Memory.from_row(row[0])
+                return NearFacts(Memory.from_row(row[0]), ())
         elif same is not None and (found := self.by_rowids([same]).get(same)) is not None:
-            return found
-        best = self.vectors.best_above(item.vector, self.config.memory.fact_dedup_threshold, scope, now=now_epoch)
-        return self.by_rowids([best[0]]).get(best[0]) if best else None
+            return NearFacts(found, ())
+        threshold = self.config.memory.fact_dedup_threshold
+        if self.vectors.best_above(item.vector, threshold, scope, now=now_epoch) is None:
+            return NearFacts(None, ())
+        # rarely reached (a near-duplicate exists): look at a few, as the most similar may not be the restatement
+        near = [(rowid, sim) for rowid, sim in self.vectors.search(item.vector, 1 + extra, scope, now=now_epoch)
+                if sim > threshold]
+        rows = self.by_rowids([rowid for rowid, _ in near])
+        found = [rows[rowid] for rowid, _ in near if rowid in rows]
+        restated = next((m for m in found if is_restatement(item.text, m.text)), None)
+        return NearFacts(restated, tuple(m for m in found if m is not restated))
 
     def insert_full(self, memory: Memory, vector: np.ndarray) -> int:
         """Insert a complete record as it was (restore, import): feedback and timestamps kept."""

@@ -332,12 +332,14 @@ class MemoryStore:
     ) -> AddResult:
         """Remember ``text``; return the id it landed on (an :class:`AddResult`, a ``str``).
 
-        A caller-given ``id`` always upserts. Without one, a fact whose vector has cosine
-        similarity above ``memory.fact_dedup_threshold`` (0.9, seed 001) to a live fact in the
-        same namespace reinforces that fact instead, and its id comes back with
-        ``event == "reinforced"``. ``supersedes=old_id`` makes this the new version of that
-        memory (``event == "superseded"``); facts are also checked for an older version on add
-        (``memory.fact_versioning``; see :mod:`shared_core.facts`).
+        A caller-given ``id`` always upserts. Without one, a fact that only restates a live
+        fact of the namespace (cosine above ``memory.fact_dedup_threshold``, 0.9, and the same
+        words once case, punctuation and articles are set aside) reinforces it instead, and its
+        id comes back with ``event == "reinforced"``. A near-duplicate that changes a detail
+        (a number, a name, a negation) is kept: the new version of the old fact when the
+        subject is the same (``event == "superseded"``, the old one in :meth:`history`),
+        otherwise a new fact. ``supersedes=old_id`` makes this the new version of that memory;
+        see :mod:`shared_core.facts` for the whole rule.
         """
         item = NewMemory(
             text=text, id=id, kind=kind, namespace=namespace, tags=tags or (), category=category, source=source,

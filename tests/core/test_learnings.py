@@ -133,6 +133,19 @@ def test_dedup_within_one_extraction(store):
     assert len(report.created) == 1 and [r.reinforced for r in report.reinforced] == [1]
 
 
+@pytest.mark.parametrize(("first", "second"), [
+    ("Prefer tabs over spaces in this repository.", "Prefer spaces over tabs in this repository."),
+    ("Use the staging database for load tests.", "Never use the staging database for load tests."),
+    ("Retry the upload 3 times before giving up.", "Retry the upload 5 times before giving up."),
+])
+def test_a_similar_learning_that_says_something_else_is_kept(store, first, second):
+    """Above 0.8 similar (a reversed preference: 0.99 with the default embedder) is not a restatement."""
+    a = store.learnings.add(first, "Preference", category="style")
+    b = store.learnings.add(second, "Preference", category="style")
+    assert a.id != b.id and b.reinforced == 0
+    assert {x.content for x in store.learnings.list()} == {first, second}
+
+
 def test_unrelated_learnings_stay_separate(store):
     a = store.learnings.add("Pin the Node version in the Dockerfile.", "Heuristic")
     b = store.learnings.add("Ask for the customer's time zone before scheduling.", "Heuristic")
