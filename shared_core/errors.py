@@ -17,6 +17,9 @@ __all__ = [
     "FilterError",
     "StoreClosedError",
     "StorageError",
+    "BusyError",
+    "InputError",
+    "TooLargeError",
 ]
 
 
@@ -57,3 +60,15 @@ class StoreClosedError(OpenKoiError):
 
 class StorageError(OpenKoiError):
     """SQLite reported an error the library could not turn into something more specific."""
+
+
+class BusyError(StorageError):
+    """Another writer held the memory past the busy timeout: retry later (REST: 503 + Retry-After)."""
+
+
+class InputError(OpenKoiError, ValueError):
+    """An argument the library refuses: the message names it and what it accepts (REST: 422)."""
+
+
+class TooLargeError(InputError):
+    """An argument past a size limit (text, tags, metadata, a filter, a query; REST: 413)."""

@@ -33,8 +33,17 @@ from .index.filters import Filter, parse_filter
 from .index.scope import Scope
 from .index.vectors import RowState, VectorIndex, epoch_of, stamp_of
 from .namespaces import check_namespace
+from .ranking import SCORE_BOUND
 from .restatement import is_restatement
-from .validation import time_or_none, unit_or_none
+from .validation import (
+    check_json,
+    check_name,
+    check_seconds,
+    check_tags,
+    check_text,
+    time_or_none,
+    unit_or_none,
+)
 
 __all__ = ["Memory", "NewMemory", "AddResult", "NearFacts", "MemoryRepository", "KINDS", "DEFAULT_NAMESPACE"]
 
@@ -44,7 +53,6 @@ KINDS = (
     "task", "skill", "note",
 )
 _KIND = re.compile(r"^[a-z][a-z0-9_\-]{0,63}$")
-_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")  # JSON's escape of NUL, not an escaped backslash before "u0000"
 _KNOWN_KINDS = frozenset(KINDS)
 
 COLUMNS = (
@@ -219,13 +227,7 @@ class AddResult(str):
 
 
 def _text(value: Any, what: str = "text") -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{what} must be a string, got {type(value).__name__}")
-    if not value.strip():
-        raise ValueError(f"{what} is empty; a memory needs some text to remember")
-    if "\x00" in value:
-        raise ValueError(f"{what} contains a NUL character; remove it")
-    return value
+    return check_text(value, what)
 
 
 def _kind(value: Any) -> str:
@@ -239,20 +241,7 @@ def _kind(value: Any) -> str:
 
 
 def _tags(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        value = [part for part in value.split(",")]
-    if not isinstance(value, (list, tuple, set, frozenset)):
-        raise TypeError(f"tags must be a list of strings, got {type(value).__name__}")
-    out: list[str] = []
-    for tag in value:
-        if not isinstance(tag, str):
-            raise TypeError(f"tags must be strings, got {tag!r}")
-        tag = tag.strip()
-        if tag and tag not in out:
-            out.append(tag)
-    return out
+    return check_tags(value)
 
 
 def _metadata(value: Any) -> str:
@@ -260,23 +249,7 @@ def _metadata(value: Any) -> str:
         return "{}"
     if not isinstance(value, Mapping):
         raise TypeError(f"metadata must be a dict, got {type(value).__name__}")
-    try:  # the caller's key order is kept: metadata round-trips as the JSON it was given
-        dumped = json.dumps(dict(value), ensure_ascii=False, allow_nan=False, default=_json_default)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"metadata must be JSON-serialisable without NaN or infinity: {exc}") from None
-    if "\\u0000" in dumped and _NUL_ESCAPE.search(dumped):  # PostgreSQL's jsonb cannot hold one
-        raise ValueError("metadata contains a NUL character (in a key or a string); remove it")
-    return dumped
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return to_iso(value)
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    if isinstance(value, np.generic):
-        return value.item()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+    return check_json(dict(value), "metadata")  # the caller's key order kept: metadata round-trips as given
 
 
 def _optional_text(value: Any, what: str) -> str | None:
@@ -284,22 +257,14 @@ def _optional_text(value: Any, what: str) -> str | None:
         return None
     if not isinstance(value, str):
         raise TypeError(f"{what} must be a string, got {type(value).__name__}")
-    return value
+    return check_name(value, what) if value else value
 
 
 def _expiry(expires_at: Any, ttl: Any, now: datetime) -> datetime | None:
     if expires_at is not None and ttl is not None:
         raise ValueError("give either expires_at or ttl, not both")
     if ttl is not None:
-        if isinstance(ttl, timedelta):
-            seconds = ttl.total_seconds()
-        elif isinstance(ttl, (int, float)) and not isinstance(ttl, bool):
-            seconds = float(ttl)
-        else:
-            raise TypeError(f"ttl must be seconds or a timedelta, got {ttl!r}")
-        if not seconds > 0 or math.isinf(seconds):
-            raise ValueError(f"ttl must be a positive, finite number of seconds, got {ttl!r}")
-        return now + timedelta(seconds=seconds)
+        return check_seconds(ttl, "ttl", now)
     return time_or_none(expires_at, "expires_at")
 
 
@@ -378,8 +343,8 @@ class MemoryRepository:
                 raise TypeError(f"expected NewMemory, got {type(item).__name__}")
             text = _text(item.text)
             embedding_text = _text(item.embedding_text, "embedding_text") if item.embedding_text else text
-            if item.id is not None and (not isinstance(item.id, str) or not item.id.strip()):
-                raise ValueError(f"id must be a non-empty string, got {item.id!r}")
+            if item.id is not None:
+                check_name(item.id, "id")
             prepared.append(
                 _Prepared(
                     id=item.id,
@@ -731,15 +696,18 @@ class MemoryRepository:
             self.vectors.put(memory.rowid, new_vector, state, replace=True)
 
     def feedback(self, memory: Memory, delta: float, *, hit: bool, now: datetime | None = None) -> None:
-        """Seed 002's reinforce (+3, ``last_hit_at`` = now) and demote (-1)."""
+        """Seed 002's reinforce (+3, ``last_hit_at`` = now) and demote (-1), the score kept within
+        :data:`~shared_core.ranking.SCORE_BOUND`."""
         now = now or self.clock.now()
+        bounded = "min(?, max(?, score + ?))"  # within SCORE_BOUND: exp(0.2 x score) never overflows
         if hit:
             self.db.execute(
-                "UPDATE memory_chunks SET score = score + ?, last_hit_at = ? WHERE chunk_rowid = ?",
-                (delta, to_iso(now), memory.rowid),
+                f"UPDATE memory_chunks SET score = {bounded}, last_hit_at = ? WHERE chunk_rowid = ?",
+                (SCORE_BOUND, -SCORE_BOUND, delta, to_iso(now), memory.rowid),
             )
         else:
-            self.db.execute("UPDATE memory_chunks SET score = score + ? WHERE chunk_rowid = ?", (delta, memory.rowid))
+            self.db.execute(f"UPDATE memory_chunks SET score = {bounded} WHERE chunk_rowid = ?",
+                            (SCORE_BOUND, -SCORE_BOUND, delta, memory.rowid))
 
     def track_access(self, rowids: Iterable[int]) -> None:
         """Seed 003's access tracking: one statement for all returned rows."""

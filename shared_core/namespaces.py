@@ -25,7 +25,8 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .errors import OpenKoiError
+from .errors import InputError, OpenKoiError
+from .validation import check_name
 
 __all__ = [
     "Namespace",
@@ -51,9 +52,8 @@ class NamespaceTemplateError(OpenKoiError, ValueError):
 def check_namespace(value: Any) -> str:
     """A core namespace string, or a ``ValueError`` saying what one looks like."""
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"namespace must be a non-empty string such as 'user:alice', got {value!r}")
-    if "\x00" in value:
-        raise ValueError("namespace contains a NUL character")
+        raise InputError(f"namespace must be a non-empty string such as 'user:alice', got {value!r}")
+    check_name(value, "namespace")
     if "{" in value and _FIELD.search(value):
         raise NamespaceTemplateError(
             f"namespace {value!r} is a template ({', '.join(template_fields(value))}); fill it per run "

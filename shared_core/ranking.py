@@ -67,9 +67,19 @@ __all__ = [
 # -- seed 002 (Koshi): finalRank = bm25 x exp(score x 0.2) x 1/(1 + daysSince x 0.01) ---------
 
 
+SCORE_BOUND = 1000.0
+"""Feedback scores stay within +-1,000 (reinforce and demote stop there): ``exp(0.2 x 1000)`` is
+about 7e86, far from overflowing, and no ranking needs more (+3 per reinforcement is 333 of them)."""
+_MAX_EXPONENT = 700.0  # exp(709.8) overflows a float: a score weight set past 0.7 meets this first
+
+
 def feedback_weight(score: float, score_weight: float = 0.2) -> float:
-    """``exp(score x 0.2)``: +3 gives 1.82x, 0 gives 1.0x, -1 gives 0.82x, -5 gives 0.37x (seed 002)."""
-    return math.exp(score * score_weight)
+    """``exp(score x 0.2)``: +3 gives 1.82x, 0 gives 1.0x, -1 gives 0.82x, -5 gives 0.37x (seed 002).
+
+    The exponent is held within +-700, so no stored score (even one from before scores were
+    bounded) makes it overflow; within :data:`SCORE_BOUND` at the default weight it never applies.
+    """
+    return math.exp(min(_MAX_EXPONENT, max(-_MAX_EXPONENT, score * score_weight)))
 
 
 def recency_weight(days_since: float, recency_rate: float = 0.01) -> float:

@@ -26,6 +26,7 @@ from .index.scope import Scope
 from .index.vectors import VectorIndex
 from .memories import Memory, MemoryRepository
 from .ranking import FUSIONS, feedback_weight, fuse, maximal_marginal_relevance, recency_weight
+from .validation import check_finite, check_limit, check_query
 
 __all__ = ["Hit", "ScoreParts", "SearchResults", "Searcher"]
 
@@ -199,15 +200,21 @@ class Searcher:
         method = fusion or cfg.fusion
         if method not in FUSIONS:
             raise ValueError(f"unknown fusion {method!r}; use one of {', '.join(FUSIONS)}")
-        if query is not None and not isinstance(query, str):
-            raise TypeError(f"query must be a string, got {type(query).__name__}")
+        if query is not None:
+            check_query(query)
         has_text = bool(query and query.strip())
         if not has_text and vector is None:
             raise ValueError("search needs a query text or a vector; to list memories without one, use store.list()")
         if method == "keyword" and not has_text:
             raise ValueError("a keyword search needs a query text")
-        if limit < 0 or offset < 0:
-            raise ValueError("limit and offset must not be negative")
+        check_limit(limit, minimum=0)
+        check_limit(offset, "offset", minimum=0)
+        for name, number, bound in (("vector_weight", vector_weight, None), ("min_score", min_score, None),
+                                    ("mmr_lambda", mmr_lambda, 1.0)):
+            if number is not None:
+                check_finite(number, name, bound=bound)
+        if fetch_k is not None:
+            check_limit(fetch_k, "fetch_k")
         wanted = limit + offset
         if wanted == 0:
             return [], None

@@ -46,6 +46,7 @@ from .memories import (
     scope_for,
 )
 from .search import Searcher, SearchResults
+from .validation import LIMITS, check_finite
 
 if TYPE_CHECKING:
     from .context import MemoryManager
@@ -603,12 +604,14 @@ class MemoryStore:
 
     def reinforce(self, id: str, *, namespace: str | None = None, weight: float | None = None) -> Memory:  # noqa: A002
         """This memory helped: score += 3 (``memory.reinforce_weight``), ``last_hit_at`` = now."""
-        delta = self.config.memory.reinforce_weight if weight is None else float(weight)
+        delta = self.config.memory.reinforce_weight if weight is None else check_finite(weight, "weight",
+                                                                                          bound=LIMITS.weight)
         return self._feedback(id, delta, hit=True, namespace=namespace)
 
     def demote(self, id: str, *, namespace: str | None = None, weight: float | None = None) -> Memory:  # noqa: A002
         """This memory is wrong, stale or irrelevant: score -= 1 (``memory.demote_weight``)."""
-        delta = self.config.memory.demote_weight if weight is None else float(weight)
+        delta = self.config.memory.demote_weight if weight is None else check_finite(weight, "weight",
+                                                                                     bound=LIMITS.weight)
         return self._feedback(id, -delta, hit=False, namespace=namespace)
 
     def _feedback(self, memory_id: str, delta: float, *, hit: bool, namespace: str | None) -> Memory:

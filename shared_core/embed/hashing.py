@@ -87,8 +87,12 @@ class HashingEmbedder:
         with self._lock:
             if len(self._ids) > _MAX_FEATURES:
                 self._forget()
-            per_text = [self._feature_ids(text) for text in texts]
-            self._derive_pending()
+            try:
+                per_text = [self._feature_ids(text) for text in texts]
+                self._derive_pending()
+            except BaseException:  # never keep ids without directions: the next call would fail too
+                self._forget()
+                raise
             out = self._project_one(per_text[0]) if len(texts) == 1 else self._project(per_text)
         norms = np.sqrt(np.einsum("ij,ij->i", out, out))[:, None]
         np.divide(out, norms, out=out, where=norms > 0)
@@ -232,7 +236,8 @@ def _symbols_feature(text: str) -> list[str]:
 
 
 def _digest(feature: str) -> bytes:
-    return hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+    # surrogatepass: a lone surrogate (which a query may hold) hashes like any character instead of raising
+    return hashlib.blake2b(feature.encode("utf-8", "surrogatepass"), digest_size=8).digest()
 
 
 def _hash64(feature: str) -> int:

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..db.driver import get_driver
-from ..errors import FilterError
+from ..errors import FilterError, TooLargeError
+from ..validation import LIMITS
 
 __all__ = [
     "Condition",
@@ -165,8 +166,65 @@ def _check_value(field: str, op: str, value: Any) -> None:
             raise FilterError(f"{where} needs a JSON value, got {value!r}")
 
 
+_MAX_LIST = 1000
+
+
+class FilterTooLargeError(FilterError, TooLargeError):
+    """A filter past the size limits of :func:`parse_filter`."""
+
+
 def parse_filter(spec: Mapping[str, Any] | Filter | None) -> Filter | None:
-    """Turn the dict form (or an already-built filter) into a filter tree; ``None``/``{}`` is no filter."""
+    """Turn the dict form (or an already-built filter) into a filter tree; ``None``/``{}`` is no filter.
+
+    A dict filter may nest at most 32 levels and hold at most 256 conditions (``$in`` lists at
+    most 1,000 values): past that it is a :class:`~shared_core.errors.TooLargeError` (a
+    ``FilterError``), never a stack overflow or a statement SQLite refuses.
+    """
+    if isinstance(spec, Mapping):
+        _check_size(spec)
+    return _parse(spec)
+
+
+def _check_size(spec: Mapping[str, Any]) -> None:
+    """The limits of :func:`parse_filter`, checked without recursion."""
+    conditions = 0
+    stack: list[tuple[Any, int]] = [(spec, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > LIMITS.filter_depth:
+            raise FilterTooLargeError(f"the filter is nested more than {LIMITS.filter_depth} levels deep; flatten it")
+        if isinstance(item, Mapping):
+            for key, value in item.items():
+                if isinstance(key, str):
+                    if len(key) > LIMITS.name_chars:
+                        raise FilterTooLargeError(f"filter key {key[:40]!r}... is longer than {LIMITS.name_chars} "
+                                                  "characters; it cannot name a field")
+                    _text(key, "filter key")
+                    if key not in ("$and", "$or", "$not"):
+                        conditions += 1
+                stack.append((value, depth + 1))
+        elif isinstance(item, (list, tuple)):
+            if len(item) > _MAX_LIST:
+                raise FilterTooLargeError(f"a filter list has {len(item):,} values; the limit is {_MAX_LIST:,}")
+            stack.extend((child, depth + 1) for child in item)
+        elif isinstance(item, str):
+            _text(item, "a filter value")
+        if conditions > LIMITS.filter_conditions:
+            raise FilterTooLargeError(f"the filter has more than {LIMITS.filter_conditions} conditions; "
+                                 "narrow it with namespace, kind or tags, or split the search")
+
+
+def _text(value: str, what: str) -> None:
+    if "\x00" in value and what == "filter key":
+        raise FilterError(f"{what} {value!r} holds a NUL character; remove it")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise FilterError(f"{what} {value!r} holds a character that cannot be stored (a lone surrogate); "
+                          "remove it") from None
+
+
+def _parse(spec: Mapping[str, Any] | Filter | None) -> Filter | None:
     if spec is None:
         return None
     if isinstance(spec, (Condition, And, Or, Not)):
@@ -180,12 +238,12 @@ def parse_filter(spec: Mapping[str, Any] | Filter | None) -> Filter | None:
         if key in ("$and", "$or"):
             if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
                 raise FilterError(f"{key} takes a list of filters, got {value!r}")
-            children = tuple(c for c in (parse_filter(v) for v in value) if c is not None)
+            children = tuple(c for c in (_parse(v) for v in value) if c is not None)
             if not children:
                 raise FilterError(f"{key} needs at least one filter")
             parts.append(And(children) if key == "$and" else Or(children))
         elif key == "$not":
-            child = parse_filter(value)
+            child = _parse(value)
             if child is None:
                 raise FilterError("$not needs a filter to negate")
             parts.append(Not(child))
