@@ -44,6 +44,7 @@ except ImportError:  # pragma: no cover - exercised by the tests that force nump
 
 __all__ = ["VectorIndex", "RowState", "epoch_of", "stamp_of", "vector_index_for"]
 
+_VEC0_MAX_K = 4096  # sqlite-vec refuses a KNN query for more neighbours
 _BATCH = 500  # rowids per IN (...) list
 _SMALL_MIRROR = 1024  # rows below which a near-duplicate check just scans every vector
 _SEVERAL = -1  # in _Mirror.by_content: more than one row holds that content
@@ -714,11 +715,19 @@ class VectorIndex:
 
     def _search_sqlite_vec(self, query: np.ndarray, k: int, scope: Scope) -> list[tuple[int, float]]:
         sql, params = scope.sql("c")
-        rows = self.db.query(
-            "SELECT chunk_rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ? "
-            f"AND chunk_rowid IN (SELECT c.chunk_rowid FROM memory_chunks c WHERE {sql}) ORDER BY distance",
-            (query.astype(np.float32).tobytes(), k, *params),
-        )
+        blob = query.astype(np.float32).tobytes()
+        if k > _VEC0_MAX_K:  # past what vec0's KNN takes: the same exact answer from a scan of the scope
+            rows = self.db.query(
+                "SELECT v.chunk_rowid, vec_distance_cosine(v.embedding, ?) AS distance FROM memory_vec v "
+                f"JOIN memory_chunks c ON c.chunk_rowid = v.chunk_rowid WHERE {sql} ORDER BY distance LIMIT ?",
+                (blob, *params, k),
+            )
+        else:
+            rows = self.db.query(
+                "SELECT chunk_rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ? "
+                f"AND chunk_rowid IN (SELECT c.chunk_rowid FROM memory_chunks c WHERE {sql}) ORDER BY distance",
+                (blob, k, *params),
+            )
         return [(int(rowid), 1.0 - float(distance)) for rowid, distance in rows]
 
     # -- keeping the mirror current -------------------------------------------------------

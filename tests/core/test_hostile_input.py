@@ -174,6 +174,18 @@ def test_large_limits_answer(store, limit):
     assert len(store.search("tide", limit=limit, fusion="vector")) == 30
 
 
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize("limit", [820, 4096, LIMITS.results])
+def test_large_limits_answer_on_the_sqlite_vec_path(tmp_path, clock, limit):
+    """The one-shot CLI searches with sqlite-vec, whose KNN takes at most 4,096 neighbours."""
+    config = {"search": {"vector_index": "sqlite-vec"}}
+    with MemoryStore.open(tmp_path / "m.db", clock=clock, config=config) as store:
+        store.add_many([f"tide table entry {i}" for i in range(30)])
+        assert len(store.search("tide", limit=limit)) == 30
+        vector_hits = store.search("tide table entry 7", limit=limit, fusion="vector")
+        assert len(vector_hits) == 30 and vector_hits[0].text == "tide table entry 7"
+
+
 def test_limits_past_the_cap_are_refused(store):
     with pytest.raises(TooLargeError, match="limit"):
         store.search("x", limit=LIMITS.results + 1)
