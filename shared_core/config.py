@@ -630,6 +630,7 @@ class DatabaseConfig:
     cache_mb: int = 64  # SQLite page cache per connection (SQLite's own default is 2 MB)
     checkpoint_pages: int = 10_000  # WAL pages that trigger a checkpoint (SQLite's default 1,000; 4 KB each)
     background_checkpoints: bool = True  # copy committed WAL pages from a thread as well (shared_core/db/checkpoints.py)
+    busy_timeout_s: float = 10.0  # how long a write waits for another writer before BusyError (REST: 503)
 
     def __post_init__(self) -> None:
         if self.cache_mb < 1:
@@ -638,6 +639,8 @@ class DatabaseConfig:
             raise ConfigError("database.checkpoint_pages must be at least 1")
         if self.pool_size < 1:
             raise ConfigError("database.pool_size must be at least 1")
+        if not 0 <= self.busy_timeout_s <= 3600:
+            raise ConfigError("database.busy_timeout_s must be 0-3600 seconds")
         if not 2 <= self.hnsw_m <= 100 or not 4 <= self.hnsw_ef_construction <= 1000:
             raise ConfigError("database.hnsw_m must be 2-100 and database.hnsw_ef_construction 4-1000 (pgvector's limits)")
         if not 1 <= self.hnsw_ef_search <= 1000:

@@ -395,8 +395,8 @@ class Facts:
         scored.sort(key=lambda h: (-h.score, h.memory.rowid))
         results = SearchResults(scored[:limit], query=query)
         if results and store.config.search.track_access and not store.db.read_only:
-            with store.db.lock, store.db.transaction():
-                store.memories.track_access([h.memory.rowid for h in results])
+            with store.db.lock:
+                store.memories.note_access([h.memory.rowid for h in results])
         return results
 
 

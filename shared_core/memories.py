@@ -16,7 +16,7 @@ import math
 import re
 import secrets
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,7 +28,7 @@ from .config import Config
 from .db import Database
 from .embed import Embedder, as_matrix, content_hash
 from .embed.hashes import content_hashes
-from .errors import NotFoundError
+from .errors import BusyError, NotFoundError
 from .index.filters import Filter, parse_filter
 from .index.scope import Scope
 from .index.vectors import RowState, VectorIndex, epoch_of, stamp_of
@@ -326,6 +326,7 @@ class MemoryRepository:
     """SQL for memories. Callers hold the store lock; writes run in ``db.transaction()``."""
 
     def __init__(self, db: Database, vectors: VectorIndex, embedder: Embedder, clock: Clock, config: Config) -> None:
+        self._access: dict[int, int] = {}  # access counts a read could not write yet (another writer had the turn)
         self.db = db
         self.vectors = vectors
         self.embedder = embedder
@@ -710,15 +711,50 @@ class MemoryRepository:
                             (SCORE_BOUND, -SCORE_BOUND, delta, memory.rowid))
 
     def track_access(self, rowids: Iterable[int]) -> None:
-        """Seed 003's access tracking: one statement for all returned rows."""
-        ids = list(rowids)
-        if not ids:
-            return
-        self.db.execute(
-            "UPDATE memory_chunks SET access_count = access_count + 1, last_access_at = ? "
-            f"WHERE chunk_rowid IN ({', '.join('?' for _ in ids)})",
-            (to_iso(self.clock.now()), *ids),
-        )
+        """Seed 003's access tracking: one statement for all returned rows (inside a transaction)."""
+        for rowid in rowids:
+            self._access[int(rowid)] = self._access.get(int(rowid), 0) + 1
+        self._flush_access()
+
+    def note_access(self, rowids: Iterable[int], then: Callable[[], None] | None = None) -> bool:
+        """:meth:`track_access` for a read, which never waits for another writer: the counts are
+        written now if the memory's write turn is free, else kept for the next read that finds it
+        free (or ``close()``). ``then`` runs in the same transaction. True when written."""
+        for rowid in rowids:
+            self._access[int(rowid)] = self._access.get(int(rowid), 0) + 1
+        if not self._access and then is None:
+            return True
+        try:
+            with self.db.transaction(wait=0):
+                self._flush_access()
+                if then is not None:
+                    then()
+        except BusyError:
+            return False
+        return True
+
+    def flush_access(self) -> None:
+        """Write the access counts kept while another writer had the memory (waits for the turn)."""
+        if self._access:
+            with self.db.transaction():
+                self._flush_access()
+
+    def _flush_access(self) -> None:
+        pending, self._access = self._access, {}
+        self.db.on_rollback(lambda: [self._access.__setitem__(r, self._access.get(r, 0) + n)
+                                     for r, n in pending.items()])
+        by_count: dict[int, list[int]] = {}
+        for rowid, count in pending.items():
+            by_count.setdefault(count, []).append(rowid)
+        now = to_iso(self.clock.now())
+        for count, ids in by_count.items():
+            for start in range(0, len(ids), 500):
+                part = ids[start : start + 500]
+                self.db.execute(
+                    "UPDATE memory_chunks SET access_count = access_count + ?, last_access_at = ? "
+                    f"WHERE chunk_rowid IN ({', '.join('?' for _ in part)})",
+                    (count, now, *part),
+                )
 
     def delete_rows(self, rowids: Sequence[int]) -> int:
         ids = list(rowids)

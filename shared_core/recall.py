@@ -225,8 +225,7 @@ class Historian:
         with store.db.lock:
             rowids = [m.rowid for m in store.memories.get_many(result.ids)]
             if rowids:
-                with store.db.transaction():
-                    store.memories.track_access(rowids)
+                store.memories.note_access(rowids)
 
     def mark_useful(self, items: Recall | RecalledItem | str | Iterable[RecalledItem | str], *,
                     namespace: str | None = None) -> int:

@@ -31,7 +31,7 @@ from .clock import Clock, SystemClock, to_iso
 from .config import Config
 from .db import Database, is_postgres_url, open_database
 from .embed import Embedder, HashingEmbedder, as_matrix, content_hash, embedder_from_name
-from .errors import EmbedderMismatchError, NotFoundError, SchemaError
+from .errors import EmbedderMismatchError, NotFoundError, OpenKoiError, SchemaError
 from .index.filters import Filter
 from .index.keyword import keyword_index_for
 from .index.vectors import vector_index_for
@@ -254,6 +254,11 @@ class MemoryStore:
                     closer()
                 except Exception:  # closing must not fail half-way; the journal keeps what was not flushed
                     logging.getLogger("openkoi.store").exception("a close hook failed")
+            if not self._db.read_only:
+                try:  # access counts that searches kept while another writer had the memory
+                    self._memories.flush_access()
+                except OpenKoiError as exc:
+                    logging.getLogger("openkoi.store").warning("access counts not written at close: %s", exc)
         self._db.close()
 
     def register_closer(self, closer: Callable[[], None]) -> None:
@@ -699,10 +704,9 @@ class MemoryStore:
             linked = self.links.expand(hits, scope) if expand else []
             live = [h.memory.rowid for h in [*hits, *linked] if h.memory.archived_at is None]
             if track and live and not self._db.read_only:
-                with self._db.transaction():
-                    self._memories.track_access(live)
-                    if self.config.links.enabled:
-                        self.links.record(h.memory for h in hits)
+                # never waits for another writer: counts kept for later, this co-recall left out of the links
+                self._memories.note_access(live, (lambda: self.links.record(h.memory for h in hits))
+                                           if self.config.links.enabled else None)
             return SearchResults([*hits, *linked], query=query)
 
     def search_archive(

@@ -30,6 +30,8 @@ def open_database(target: str, *, read_only: bool = False, settings: DatabaseCon
     if is_postgres_url(target):
         from .postgres import PostgresDatabase
 
-        return PostgresDatabase(target, read_only=read_only, pool_size=settings.pool_size)
+        return PostgresDatabase(target, read_only=read_only, pool_size=settings.pool_size,
+                                busy_timeout_s=settings.busy_timeout_s)
     return Database(target, read_only=read_only, cache_mb=settings.cache_mb, checkpoint_pages=settings.checkpoint_pages,
-                    background_checkpoints=settings.background_checkpoints)
+                    background_checkpoints=settings.background_checkpoints,
+                    busy_timeout_ms=round(settings.busy_timeout_s * 1000))

@@ -17,6 +17,7 @@ import re
 import threading
 import time
 import unicodedata
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from typing import Any
 from ..errors import DriverError, SchemaError, StorageError, StoreClosedError
 from .checkpoints import BackgroundCheckpointer
 from .driver import Driver, connect, connect_companion, get_driver
-from .transactions import NestedTransactions
+from .transactions import NestedTransactions, busy_error, released, unstorable
 
 try:
     import fcntl
@@ -48,8 +49,11 @@ class _ErrorTranslation:
         return None
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
-        if exc is not None and isinstance(exc, self._db.driver.Error):
-            raise self._db._translate(exc) from exc
+        if exc is not None:
+            if isinstance(exc, self._db.driver.Error):
+                raise self._db._translate(exc) from exc
+            if isinstance(exc, (UnicodeEncodeError, OverflowError)):
+                raise unstorable(exc) from exc
         return False
 
 
@@ -162,10 +166,20 @@ class Database(NestedTransactions):
 
     # -- transactions --------------------------------------------------------------------------
 
-    def _open_outer(self) -> None:
-        self._turns.acquire()
+    def _open_outer(self, wait: float | None) -> None:
+        deadline = time.monotonic() + (self._busy_timeout_s if wait is None else max(0.0, wait))
+        with released(self.lock):  # readers of this store go on while another writer has the file
+            self._turns.acquire(deadline, self.path)
         try:
-            self._begin()
+            self.check_open()  # closed by another thread meanwhile
+            if wait is not None and wait < self._busy_timeout_s:  # SQLite's own wait within the same bound
+                self.conn.execute(f"PRAGMA busy_timeout = {int(max(0.0, wait) * 1000)}")
+                try:
+                    self._execute_when_free("BEGIN IMMEDIATE", deadline)
+                finally:
+                    self.conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
+            else:
+                self._begin()
         except BaseException:
             self._turns.release()
             raise
@@ -225,7 +239,7 @@ class Database(NestedTransactions):
     def _commit(self) -> None:
         self._execute_when_free("COMMIT")
 
-    def _execute_when_free(self, sql: str) -> None:
+    def _execute_when_free(self, sql: str, deadline: float | None = None) -> None:
         """``sql``, retried while SQLite reports the file busy, for ``busy_timeout`` in all.
 
         SQLite's busy handler already waits that long for an ordinary lock; some busy cases (a
@@ -233,7 +247,7 @@ class Database(NestedTransactions):
         after a short sleep gets past them. The deadline keeps a lock that is held for good from
         costing a retry count of full waits (50 x 10 s) before the error.
         """
-        deadline = time.monotonic() + self._busy_timeout_s
+        deadline = time.monotonic() + self._busy_timeout_s if deadline is None else deadline
         for attempt in range(_BUSY_RETRIES):
             try:
                 self.conn.execute(sql)
@@ -262,10 +276,7 @@ class Database(NestedTransactions):
         message = str(exc)
         lowered = message.lower()
         if _is_busy(exc):
-            return StorageError(
-                f"{self.path} stayed locked by another writer for too long ({message}); retry, or make "
-                "long-running writers commit in smaller batches"
-            )
+            return busy_error(self.path, message)
         if "readonly" in lowered or "read-only" in lowered:
             return StorageError(
                 f"cannot write to {self.path} ({message}); check the file and directory permissions"
@@ -350,8 +361,6 @@ class Database(NestedTransactions):
 # which thread of this process holds the write turn of each file, through which store object
 _TURN_HOLDERS: dict[tuple[int, int], tuple[int, _WriterTurns]] = {}
 _TURN_HOLDERS_LOCK = threading.Lock()
-if hasattr(os, "register_at_fork"):  # a child holds no turn, whatever its parent's threads held
-    os.register_at_fork(after_in_child=_TURN_HOLDERS.clear)
 
 
 class _WriterTurns:
@@ -364,13 +373,21 @@ class _WriterTurns:
     lock still decides, so connections that do not take it (other libraries, other SQLite
     builds) stay correct, and a killed process releases it with its file descriptors.
     ``OPENKOI_WRITER_TURNS=off`` leaves it out (for file systems whose ``flock`` misbehaves).
-    A thread that holds a file's turn through one store object and asks for it through another
-    would wait for itself: that is an error at once (with or without the ``flock``).
+
+    A wait has a deadline: past it, :class:`~shared_core.errors.BusyError`, whatever holds the
+    turn (a process stopped in a debugger, a notebook in ``with store.transaction():``). The
+    threads of one store take turns on a mutex first. A thread that holds a file's turn through
+    one store object and asks for it through another would wait for itself: that is an error
+    at once (with or without the ``flock``).
     """
 
     def __init__(self, path: str | None) -> None:
         self._fd: int | None = None
+        self._held: int | None = None  # the descriptor whose flock this store holds now
+        self._lock_path: str | None = None
+        self._mutex = threading.Lock()
         self._file: tuple[int, int] | None = None  # the database file's identity, however it was named
+        _ALL_TURNS.add(self)
         if path is None:
             return
         with contextlib.suppress(OSError):
@@ -379,11 +396,13 @@ class _WriterTurns:
         if fcntl is None or os.environ.get("OPENKOI_WRITER_TURNS", "").lower() in ("off", "0", "no"):
             return
         try:
-            self._fd = os.open(f"{path}-lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+            self._lock_path = f"{path}-lock"
+            self._fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | _CLOEXEC, 0o600)
         except OSError:  # a read-only directory, say: SQLite's locking alone
             self._fd = None
 
-    def acquire(self) -> None:
+    def acquire(self, deadline: float, name: str) -> None:
+        """This store's turn to write, by ``deadline`` (``time.monotonic()``), or :class:`BusyError`."""
         me = threading.get_ident()
         if self._file is not None:
             with _TURN_HOLDERS_LOCK:
@@ -394,24 +413,100 @@ class _WriterTurns:
                     "this thread already has a write transaction open on the same file through another "
                     "store object; commit it first (leave its transaction block), or use one MemoryStore per file"
                 )
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
+        if not self._mutex.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise busy_error(name)
+        try:
+            if self._fd is not None:
+                self._held = self._flock(deadline, name)
+        except BaseException:
+            self._mutex.release()
+            raise
         if self._file is not None:
             with _TURN_HOLDERS_LOCK:
                 _TURN_HOLDERS[self._file] = (me, self)
+
+    def _flock(self, deadline: float, name: str) -> int:
+        """The descriptor that now holds the file's flock: ours at once when it is free, else one of
+        its own that a helper thread waits on, so that giving up leaves nothing held behind."""
+        assert self._fd is not None and self._lock_path is not None
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return self._fd
+        except BlockingIOError:
+            if deadline <= time.monotonic():  # a try that cannot wait
+                raise busy_error(name) from None
+        waiter = _FlockWaiter(os.open(self._lock_path, os.O_RDWR | _CLOEXEC))
+        if waiter.wait(max(0.0, deadline - time.monotonic())):
+            return waiter.fd
+        raise busy_error(name)
 
     def release(self) -> None:
         if self._file is not None:
             with _TURN_HOLDERS_LOCK:
                 if _TURN_HOLDERS.get(self._file, (0, None))[1] is self:
                     del _TURN_HOLDERS[self._file]
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        held, self._held = self._held, None
+        if held is not None:
+            fcntl.flock(held, fcntl.LOCK_UN)
+            if held != self._fd:
+                os.close(held)
+        if self._mutex.locked():
+            self._mutex.release()
 
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+class _FlockWaiter:
+    """A blocking ``flock`` on a descriptor of its own, on a helper thread, that can be abandoned."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._done = threading.Event()
+        self._abandoned = False
+        self._guard = threading.Lock()
+        threading.Thread(target=self._run, name="openkoi-writer-turn", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except OSError:
+            os.close(self.fd)
+            return
+        with self._guard:
+            if not self._abandoned:
+                self._done.set()
+                return
+        fcntl.flock(self.fd, fcntl.LOCK_UN)  # the caller gave up before the turn came
+        os.close(self.fd)
+
+    def wait(self, timeout: float) -> bool:
+        """True when the flock is held within ``timeout`` seconds; otherwise it is let go when it comes."""
+        if self._done.wait(timeout):
+            return True
+        with self._guard:
+            if self._done.is_set():
+                return True
+            self._abandoned = True
+        return False
+
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_ALL_TURNS: weakref.WeakSet[_WriterTurns] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """A child holds no turn, whatever its parent's threads held."""
+    _TURN_HOLDERS.clear()
+    for turns in list(_ALL_TURNS):
+        turns._mutex = threading.Lock()
+        turns._held = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 _VALUES = re.compile(r"^(\s*INSERT\s.+?\sVALUES\s*)(\([^()]*\))\s*$", re.IGNORECASE | re.DOTALL)

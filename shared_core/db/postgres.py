@@ -27,6 +27,7 @@ import atexit
 import contextlib
 import re
 import threading
+import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
@@ -36,16 +37,17 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from ..errors import DriverError, SchemaError, StorageError, StoreClosedError
+from ..errors import BusyError, DriverError, SchemaError, StorageError, StoreClosedError
 from .pg_translate import Catalog, DialectError, Translated, translate
-from .transactions import NestedTransactions
+from .transactions import NestedTransactions, busy_error, released, unstorable
 
 __all__ = ["PostgresDatabase", "is_postgres_url", "parse_url", "PgTarget"]
 
 _URL = re.compile(r"^postgres(?:ql)?(?:\+psycopg)?://", re.IGNORECASE)
 _LOCK_CLASS = 0x4F4B4F49  # "OKOI" (fits a signed int4): the advisory lock class of this library
 _CACHE_SIZE = 4096
-LOCK_TIMEOUT_S = 60  # how long a writer waits for the memory's write lock (or a row lock) before giving up
+BUSY_TIMEOUT_S = 10  # how long a writer waits for its turn (the memory's advisory lock), as SQLite's busy timeout
+LOCK_TIMEOUT_S = 60  # how long a statement inside a transaction waits for a row lock before giving up
 
 
 def is_postgres_url(target: Any) -> bool:
@@ -276,8 +278,11 @@ class PostgresDatabase(NestedTransactions):
 
     dialect = "postgresql"
 
-    def __init__(self, url: str, *, read_only: bool = False, alias: str | None = None, pool_size: int = 8) -> None:
-        psycopg, _ = _psycopg()
+    def __init__(self, url: str, *, read_only: bool = False, alias: str | None = None, pool_size: int = 8,
+                 busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
+        psycopg, psycopg_pool = _psycopg()
+        self._pool_timeout = psycopg_pool.PoolTimeout
+        self._busy_timeout_s = busy_timeout_s
         self.url = url
         self.target = parse_url(url)
         self.schema = self.target.schema
@@ -482,14 +487,38 @@ class PostgresDatabase(NestedTransactions):
 
     # -- transactions --------------------------------------------------------------------------
 
-    def _open_outer(self) -> None:
-        with self.translate_errors():
-            conn = self._pool.getconn()
-        try:
-            self._ready(conn)
+    def _open_outer(self, wait: float | None) -> None:
+        seconds = self._busy_timeout_s if wait is None else max(0.0, wait)
+        deadline = time.monotonic() + seconds
+        with released(self.lock):  # readers of this store go on while another writer holds the memory
             with self.translate_errors():
-                conn.execute(f"BEGIN; SELECT pg_advisory_xact_lock({_LOCK_CLASS}, {self._lock_key})")
+                try:
+                    conn = self._pool.getconn(timeout=max(0.001, seconds))
+                except self._pool_timeout:
+                    raise BusyError(f"no connection to {self.path} came free within {seconds:g} s (every one of the "
+                                    "pool is in use); retry shortly, or give the store a bigger pool") from None
+            try:
+                self._ready(conn)
+                lock_ms = max(1, round((deadline - time.monotonic()) * 1000))
+                with self.translate_errors():
+                    # lock_timeout 0 would mean no limit: a try that cannot wait asks without waiting
+                    take = (f"pg_try_advisory_xact_lock({_LOCK_CLASS}, {self._lock_key})" if seconds == 0 else
+                            f"pg_advisory_xact_lock({_LOCK_CLASS}, {self._lock_key})")
+                    conn.execute(f"BEGIN; SET LOCAL lock_timeout = '{lock_ms}ms'")
+                    got = conn.execute(f"SELECT {take}").fetchone()
+                    conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_S}s'")
+                if got is not None and got[0] is False:
+                    raise busy_error(self.path)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    conn.rollback()
+                self._pool.putconn(conn)
+                raise
+        try:
+            self.check_open()  # closed by another thread meanwhile
         except BaseException:
+            with contextlib.suppress(Exception):
+                conn.rollback()
             self._pool.putconn(conn)
             raise
         self._tx_conn, self._tx_thread = conn, threading.get_ident()
@@ -565,6 +594,8 @@ class PostgresDatabase(NestedTransactions):
             raise
         except self._psycopg.Error as exc:
             raise self._translate_error(exc) from exc
+        except (UnicodeEncodeError, OverflowError) as exc:
+            raise unstorable(exc) from exc
         except Exception as exc:
             if type(exc).__module__.startswith("psycopg_pool"):
                 raise StorageError(
@@ -587,10 +618,7 @@ class PostgresDatabase(NestedTransactions):
                 "of it; the transaction is rolled back when it ends"
             )
         if isinstance(exc, errors.LockNotAvailable):
-            return StorageError(
-                f"another writer held {self.path} for more than {LOCK_TIMEOUT_S} s ({message}); retry, or make "
-                "long-running writers commit in smaller batches"
-            )
+            return busy_error(self.path, message)
         if isinstance(exc, errors.ReadOnlySqlTransaction):
             return StorageError(f"{self.path} was opened read-only; open it without read_only=True to write")
         if isinstance(exc, errors.InsufficientPrivilege):

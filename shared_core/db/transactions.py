@@ -13,9 +13,38 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..errors import StorageError
+from ..errors import BusyError, InputError, StorageError
 
-__all__ = ["NestedTransactions"]
+__all__ = ["NestedTransactions", "busy_error", "released", "unstorable"]
+
+
+def busy_error(name: str, detail: str = "") -> BusyError:
+    """The error of a write that did not get its turn within the busy timeout (REST: 503 + Retry-After)."""
+    return BusyError(
+        f"{name} is being written by another process or thread, which did not finish within the busy timeout"
+        f"{f' ({detail})' if detail else ''}; retry shortly (a notebook inside 'with store.transaction():' or a "
+        "process stopped in a debugger holds it until it ends; long writers should commit in smaller batches)"
+    )
+
+
+def unstorable(exc: BaseException) -> InputError:
+    """The error for a value the driver could not send (the last line of defence: the core's
+    validation refuses such values first, naming the argument)."""
+    if isinstance(exc, UnicodeEncodeError):
+        return InputError(f"a value holds a character that cannot be stored ({exc.object[exc.start:exc.end]!r}, "
+                          "a lone surrogate); decode the text properly or remove it")
+    return InputError(f"a number is too large to store ({exc}); integers are kept in 64 bits")
+
+
+@contextlib.contextmanager
+def released(lock: Any) -> Iterator[None]:
+    """Let go of ``lock`` (an ``RLock`` this thread holds, however many times) for the block, and
+    take it back after: a writer waiting for its turn must not keep this store's readers waiting."""
+    state = lock._release_save()
+    try:
+        yield
+    finally:
+        lock._acquire_restore(state)
 
 
 class NestedTransactions(ABC):
@@ -34,19 +63,24 @@ class NestedTransactions(ABC):
         return self._depth > 0
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        """A write transaction; nested calls are savepoints. Rolls back on any exception."""
+    def transaction(self, *, wait: float | None = None) -> Iterator[None]:
+        """A write transaction; nested calls are savepoints. Rolls back on any exception.
+
+        The outer one waits for the memory's write turn at most ``wait`` seconds (default: the
+        busy timeout), with the store's lock let go meanwhile so its readers go on, then raises
+        :class:`~shared_core.errors.BusyError`; ``wait=0`` tries once.
+        """
         with self.lock:
             self.check_open()
             if self.read_only:
                 raise StorageError(f"{self.path} was opened read-only; open it without read_only=True to write")
             if self._depth == 0:
-                yield from self._outer()
+                yield from self._outer(wait)
             else:
                 yield from self._savepoint()
 
-    def _outer(self) -> Iterator[None]:
-        self._open_outer()
+    def _outer(self, wait: float | None) -> Iterator[None]:
+        self._open_outer(wait)
         self._depth = 1
         self._after_commit = [[]]
         try:
@@ -98,8 +132,9 @@ class NestedTransactions(ABC):
         """Raise if the store is closed."""
 
     @abstractmethod
-    def _open_outer(self) -> None:
-        """Begin the outer transaction (and take the memory's write lock)."""
+    def _open_outer(self, wait: float | None) -> None:
+        """Begin the outer transaction (and take the memory's write lock within ``wait`` seconds,
+        default the busy timeout, without holding ``self.lock`` while waiting)."""
 
     @abstractmethod
     def _commit_outer(self) -> None:

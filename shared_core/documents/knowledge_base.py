@@ -323,8 +323,7 @@ class KnowledgeBase:
                     if len(kept) == limit:
                         break
             if kept and store.config.search.track_access and not store.db.read_only:
-                with store.transaction():
-                    store.memories.track_access(h.hit.memory.rowid for h in kept if h.hit is not None)
+                store.memories.note_access(h.hit.memory.rowid for h in kept if h.hit is not None)
             return kept
 
     search = search_knowledge_base

@@ -182,12 +182,13 @@ class Harness:
 
         def open_database(target: str, *, read_only: bool = False, settings: Any = None) -> Any:
             pool_size = settings.pool_size if settings is not None else 8
+            busy = {"busy_timeout_s": settings.busy_timeout_s} if settings is not None else {}
             if postgres.is_postgres_url(target) or harness.bypass:
                 return original(target, read_only=read_only, settings=settings)
             if target == ":memory:":
                 schema = harness.allocate()
                 db = PostgresDatabase(schema_url(harness.base_url, schema), read_only=read_only, alias=":memory:",
-                                      pool_size=pool_size)
+                                      pool_size=pool_size, **busy)
                 harness._track(db, schema, release=True)
                 return db
             path = str(Path(target).absolute())
@@ -200,7 +201,7 @@ class Harness:
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
                 Path(path).touch(exist_ok=True)
             db = PostgresDatabase(schema_url(harness.base_url, schema), read_only=read_only, alias=target,
-                                  pool_size=pool_size)
+                                  pool_size=pool_size, **busy)
             harness._track(db, schema, release=False)
             return db
 
