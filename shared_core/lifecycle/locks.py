@@ -4,7 +4,9 @@ Seed 003's forgetting lock: key ``memory_forgetting:<namespace>``, TTL 60 000 ms
 ``<key>:<timestamp>:<random>``. Taking a lock is one ``BEGIN IMMEDIATE`` transaction, so
 two processes (or threads) can never both take it. A lock is live while
 ``acquired_at - ttl <= now < expires_at``: a holder that crashed stops blocking others
-after the TTL, and a clock that jumped far backwards does not keep a lock forever.
+after the TTL, and a clock that jumped far backwards does not keep a lock forever. Each lock
+records its holder's host and process id (migration 44): a holder on this host that no longer
+runs (a ``maintain`` killed half-way) frees its lock at once instead of after the TTL.
 Holders refresh the expiry between steps and check, inside each of their write
 transactions, that the lock is still theirs.
 """
@@ -12,7 +14,9 @@ transactions, that the lock is still theirs.
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -21,6 +25,22 @@ from ..clock import Clock, from_iso, to_iso
 from ..db import Database
 
 __all__ = ["RunLock", "RunLocks"]
+
+_HOST = socket.gethostname().replace(":", "_")
+
+
+def _holder_alive(holder: str | None) -> bool:
+    """False only when ``holder`` (``host:pid``) is a process of this host that has ended."""
+    host, _, pid = (holder or "").rpartition(":")
+    if host != _HOST or not pid.isdigit():
+        return True  # another host's (or an older version's) holder: only its TTL tells
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it runs, as another user
+        return True
+    return True
 
 
 @dataclass(frozen=True)
@@ -44,16 +64,16 @@ class RunLocks:
         ttl = timedelta(milliseconds=ttl_ms)
         token = f"{key}:{round(now.timestamp() * 1000)}:{secrets.token_hex(6)}"
         with self.db.transaction():
-            rows = self.db.query("SELECT acquired_at, expires_at FROM run_locks WHERE key = ?", (key,))
+            rows = self.db.query("SELECT acquired_at, expires_at, holder FROM run_locks WHERE key = ?", (key,))
             if rows:
                 acquired, expires = from_iso(rows[0][0]), from_iso(rows[0][1])
-                if acquired - ttl <= now < expires:  # type: ignore[operator]
+                if acquired - ttl <= now < expires and _holder_alive(rows[0][2]):  # type: ignore[operator]
                     return None
             self.db.execute(
-                "INSERT INTO run_locks (key, token, acquired_at, expires_at) VALUES (?, ?, ?, ?) "
+                "INSERT INTO run_locks (key, token, acquired_at, expires_at, holder) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT(key) DO UPDATE SET token = excluded.token, acquired_at = excluded.acquired_at, "
-                "expires_at = excluded.expires_at",
-                (key, token, to_iso(now), to_iso(now + ttl)),
+                "expires_at = excluded.expires_at, holder = excluded.holder",
+                (key, token, to_iso(now), to_iso(now + ttl), f"{_HOST}:{os.getpid()}"),
             )
         return RunLock(key, token, now, now + ttl)
 

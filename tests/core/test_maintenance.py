@@ -76,6 +76,35 @@ def test_second_concurrent_run_is_skipped(tmp_path, clock):
         assert b.maintain().status == "ran"
 
 
+def test_a_killed_maintain_frees_its_lock_at_once(tmp_path, clock):
+    """A maintain killed half-way (its lock row left behind, 10 minutes to live) blocks nobody."""
+    path = tmp_path / "killed.db"
+    MemoryStore.open(path, clock=clock).close()
+    code = (f"import os, sys; sys.path.insert(0, {str(ROOT)!r}); from shared_core import MemoryStore; "
+            f"s = MemoryStore.open({str(path)!r}); lock = s.maintenance._locks.acquire('maintenance', 600_000); "
+            "print(lock is not None, flush=True); os.kill(os.getpid(), 9)")
+    proc = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, timeout=120)
+    assert proc.stdout.strip() == "True" and proc.returncode == -9
+    with MemoryStore.open(path, clock=clock) as s:
+        assert s.maintenance._locks.current("maintenance") is not None  # the dead holder's row is there
+        assert s.maintain().status == "ran"
+
+
+def test_a_live_holder_in_another_process_keeps_its_lock(tmp_path):
+    path = tmp_path / "alive.db"
+    MemoryStore.open(path).close()
+    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from shared_core import MemoryStore; "
+            f"s = MemoryStore.open({str(path)!r}); lock = s.maintenance._locks.acquire('maintenance', 600_000); "
+            "print(lock is not None, flush=True); sys.stdin.read()")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "True"
+        with MemoryStore.open(path) as s:  # the system clock, as the holder's
+            assert s.maintain().status == "skipped_locked"
+    finally:
+        proc.communicate("", timeout=120)
+
+
 def test_two_processes_maintaining_at_once(tmp_path):
     path = tmp_path / "procs.db"
     with MemoryStore.open(path) as s:
