@@ -241,7 +241,7 @@ class MemoryStore:
                     f"{embedder.name!r} ({embedder.dims} dims); open it with that embedder, or re-embed it "
                     "with MemoryStore.open(path, embedder=..., reembed=True)"
                 )
-            store._switch_embedder(embedder, recorded_dims or embedder.dims)
+            store._switch_embedder(embedder)
         else:
             store._vectors.ensure_ready()
         return store
@@ -879,67 +879,85 @@ class MemoryStore:
                 progress: Progress | None = None) -> int:
         """Re-embed what needs it; return how many memories were re-embedded.
 
-        With a different ``embedder`` (or dims): everything, in one transaction, and the database
-        then records the new embedder. Otherwise: only rows whose versioned FNV-64a content
-        hash (seed 003) or embedder name no longer matches.
+        With a different ``embedder`` (or dims): everything, and the database then records the
+        new embedder. Otherwise: only rows whose versioned FNV-64a content hash (seed 003) or
+        embedder name no longer matches. The embedding (minutes with a real model) runs without
+        the store's lock and outside any write transaction, so searches go on and other writers
+        get their turns; only the writing of each batch (or, for a new embedder, of all the new
+        vectors at the end) holds the memory.
         """
         self._load_domains()  # domains register how their kinds are embedded
+        if embedder is not None and (embedder.name != self.embedder.name or embedder.dims != self.embedder.dims):
+            _check_embedder(embedder)
+            return self._switch_embedder(embedder, batch_size=batch_size, progress=progress)
         with self._db.lock:
-            if embedder is not None and (embedder.name != self.embedder.name or embedder.dims != self.embedder.dims):
-                _check_embedder(embedder)
-                return self._switch_embedder(embedder, self.embedder.dims, batch_size=batch_size, progress=progress)
             rows = self._db.query("SELECT chunk_rowid, content_hash, embedding_model FROM memory_chunks")
-            memories = self._memories
-            stale: list[int] = []
             candidates = self._memories.by_rowids([int(r[0]) for r in rows])
-            for rowid, stored_hash, model in rows:
-                memory = candidates[int(rowid)]
-                if model != self.embedder.name or stored_hash != content_hash(self._embedding_text(memory)):
-                    stale.append(int(rowid))
-            done = 0
-            for start in range(0, len(stale), batch_size):
-                part = [candidates[r] for r in stale[start : start + batch_size]]
-                vectors = memories.embed([self._embedding_text(m) for m in part])
-                with self._db.transaction():
-                    for memory, vector in zip(part, vectors, strict=False):
-                        memories.update(memory, vector=vector, embedding_text=self._embedding_text(memory),
-                                        refresh_hit=False)
-                done += len(part)
-                if progress:
-                    progress(done, len(stale))
-            return done
+            stale = [m for rowid, stored_hash, model in rows if (m := candidates.get(int(rowid))) is not None
+                     and (model != self.embedder.name or stored_hash != content_hash(self._embedding_text(m)))]
+        done = 0
+        for start in range(0, len(stale), batch_size):
+            part = stale[start : start + batch_size]
+            texts = [self._embedding_text(m) for m in part]
+            vectors = self._memories.embed(texts)  # no lock held: the slow part
+            with self._db.lock, self._db.transaction():
+                current = self._memories.by_rowids([m.rowid for m in part])
+                for memory, text, vector in zip(part, texts, vectors, strict=True):
+                    now = current.get(memory.rowid)
+                    if now is not None and self._embedding_text(now) == text:  # else changed or gone meanwhile
+                        self._memories.update(now, vector=vector, embedding_text=text, refresh_hit=False)
+            done += len(part)
+            if progress:
+                progress(done, len(stale))
+        return done
 
     def _embedding_text(self, memory: Memory) -> str:
         builder = self._embedding_texts.get(memory.kind)
         return builder(memory) if builder else memory.text
 
-    def _switch_embedder(self, embedder: Embedder, old_dims: int, *, batch_size: int = 256,
-                         progress: Progress | None = None) -> int:
+    def _switch_embedder(self, embedder: Embedder, *, batch_size: int = 256, progress: Progress | None = None) -> int:
+        """Every vector anew with ``embedder``: embedded batch by batch without the lock (kept in a
+        temporary file, not in RAM), then written in one transaction with the few rows that were
+        added or changed meanwhile, so the memory switches embedders at one moment."""
         db = self._db
-        self.embedder = embedder
-        self._build_components()
-        rows = db.query("SELECT chunk_rowid FROM memory_chunks")
-        memories = self._memories.by_rowids([int(r[0]) for r in rows])
-        ordered = list(memories.values())
-        with db.transaction():
-            self._vectors.rebuild(embedder.dims)
-            now = to_iso(self.clock.now())
-            for start in range(0, len(ordered), batch_size):
-                part = ordered[start : start + batch_size]
-                texts = [self._embedding_text(m) for m in part]
-                vectors = as_matrix(embedder.embed(texts), embedder.dims, count=len(texts), what="embedding")
-                self._vectors.write_all([(m.rowid, v) for m, v in zip(part, vectors, strict=False)])
-                db.executemany(
-                    "UPDATE memory_chunks SET content_hash = ?, embedding_model = ?, embedded_at = ? WHERE chunk_rowid = ?",
-                    [(content_hash(t), embedder.name, now, m.rowid) for m, t in zip(part, texts, strict=False)],
-                )
+        with db.lock:
+            snapshot = {m.rowid: self._embedding_text(m) for m in self._memories.by_rowids(
+                [int(r[0]) for r in db.query("SELECT chunk_rowid FROM memory_chunks")]).values()}
+        order = list(snapshot)
+        with tempfile.TemporaryDirectory(prefix="openkoi-reembed-") as scratch:
+            staged = np.lib.format.open_memmap(Path(scratch) / "vectors.npy", mode="w+", dtype=np.float32,
+                                               shape=(max(1, len(order)), embedder.dims))
+            for start in range(0, len(order), batch_size):
+                texts = [snapshot[r] for r in order[start : start + batch_size]]
+                staged[start : start + len(texts)] = as_matrix(embedder.embed(texts), embedder.dims,
+                                                               count=len(texts), what="embedding")
                 if progress:
-                    progress(min(start + batch_size, len(ordered)), len(ordered))
-            db.set_meta("embedder_name", embedder.name)
-            db.set_meta("embedder_dims", str(embedder.dims))
+                    progress(min(start + batch_size, len(order)), len(order))
+            slot = {rowid: i for i, rowid in enumerate(order)}
+            with db.lock, db.transaction():
+                memories = self._memories.by_rowids([int(r[0]) for r in db.query("SELECT chunk_rowid FROM memory_chunks")])
+                texts = {rowid: self._embedding_text(m) for rowid, m in memories.items()}
+                late = [rowid for rowid, text in texts.items() if snapshot.get(rowid) != text]
+                fresh = dict(zip(late, as_matrix(embedder.embed([texts[r] for r in late]), embedder.dims,
+                                                 count=len(late), what="embedding"), strict=True)) if late else {}
+                self.embedder = embedder
+                self._build_components()
+                self._vectors.rebuild(embedder.dims)
+                now = to_iso(self.clock.now())
+                rowids = list(memories)
+                for start in range(0, len(rowids), batch_size):
+                    part = rowids[start : start + batch_size]
+                    self._vectors.write_all([(r, fresh[r] if r in fresh else staged[slot[r]]) for r in part])
+                    db.executemany(
+                        "UPDATE memory_chunks SET content_hash = ?, embedding_model = ?, embedded_at = ? "
+                        "WHERE chunk_rowid = ?", [(content_hash(texts[r]), embedder.name, now, r) for r in part],
+                    )
+                db.set_meta("embedder_name", embedder.name)
+                db.set_meta("embedder_dims", str(embedder.dims))
+            del staged
         self._vectors.reset()
         self._vectors.ensure_ready()
-        return len(ordered)
+        return len(memories)
 
     # -- for domain modules and adapters --------------------------------------------------------
 

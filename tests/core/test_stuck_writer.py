@@ -122,3 +122,43 @@ def test_a_try_without_waiting_is_busy_at_once(holder, clock):
         stop()
         with store.db.transaction(wait=0):
             pass
+
+
+class _GatedEmbedder:
+    """The default embedder, but a batch of more than one text waits at a gate (a slow model)."""
+
+    def __init__(self, dims: int) -> None:
+        from shared_core import HashingEmbedder
+
+        self._inner = HashingEmbedder(dims=dims)
+        self.name, self.dims = f"gated-{dims}", dims
+        self.entered, self.gate = threading.Event(), threading.Event()
+
+    def embed(self, texts):
+        if len(texts) > 1:
+            self.entered.set()
+            assert self.gate.wait(120)
+        return self._inner.embed(texts)
+
+
+@pytest.mark.parametrize("dims", [384, 64], ids=["same-dims", "new-dims"])
+def test_reembedding_lets_searches_and_writes_through_while_it_embeds(tmp_path, clock, dims):
+    with MemoryStore.open(tmp_path / "r.db", clock=clock) as store:
+        store.add_many([f"tide table entry {i}" for i in range(20)], namespace="a")
+        embedder = _GatedEmbedder(dims)
+        if dims == 384:  # same dims, another name: every row is stale and re-embedded in place
+            store.db.execute("UPDATE memory_chunks SET embedding_model = 'old-model'")
+        worker = threading.Thread(target=lambda: store.reembed(embedder if dims != 384 else None, batch_size=8))
+        if dims == 384:
+            store._memories.embedder = embedder  # the store's own embedder is the slow one
+        worker.start()
+        try:
+            assert embedder.entered.wait(120)
+            assert len(store.search("tide table", namespace="a", limit=50)) == 20  # not waiting for the model
+            store.add("written while the re-embed embeds", namespace="a", dedup=False)
+        finally:
+            embedder.gate.set()
+            worker.join(timeout=120)
+        assert not worker.is_alive()
+        assert store.count(namespace="a") == 21
+        assert store.search("written while the re-embed embeds", namespace="a")[0].text.startswith("written")
