@@ -25,9 +25,8 @@ from llama_index.core.schema import (
 )
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 
+from shared_core import Hit, Memory, NewMemory
 from shared_core.clock import to_iso
-from shared_core.memories import Memory, NewMemory
-from shared_core.search import Hit
 
 __all__ = ["NODE_KIND", "SOURCE", "memory_id", "node_to_memory", "memory_to_node", "hit_to_node"]
 
