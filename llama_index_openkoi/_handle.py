@@ -11,15 +11,31 @@ from __future__ import annotations
 
 import os
 import threading
-from pathlib import Path
 from typing import Any
 
 from shared_core import MemoryStore
-from shared_core.db import is_postgres_url
 from shared_core.embed import PrecomputedVectors
 from shared_core.errors import EmbedderMismatchError
+from shared_core.namespaces import Namespace, NamespaceTemplateError, as_namespace, template_fields
 
-__all__ = ["StoreHandle", "fit_dims"]
+__all__ = ["StoreHandle", "fit_dims", "namespace_of"]
+
+
+def namespace_of(namespace: Namespace, owner: str) -> str:
+    """The core namespace of ``namespace`` (a string as given, a tuple encoded), as every door reads it.
+
+    A template (``"user:{user_id}"``) is refused: LlamaIndex has no per-run config to fill it,
+    and taken literally it would put every user in one namespace.
+    """
+    try:
+        return as_namespace(namespace)
+    except NamespaceTemplateError:
+        fields = ", ".join(f"{name!r}: ..." for name in template_fields(namespace))
+        raise NamespaceTemplateError(
+            f"{owner} got the namespace template {namespace!r}, but LlamaIndex has no per-run config to fill it; "
+            f"build one {owner} per user with a filled namespace, e.g. "
+            f"namespace=resolve_namespace({namespace!r}, {{{fields}}}) (from shared_core.namespaces)"
+        ) from None
 
 
 def fit_dims(store: MemoryStore, dims: int, *, take_over: bool) -> None:
@@ -66,16 +82,10 @@ class StoreHandle:
         self._path = None if path is None else os.fspath(path)
         self._open_kwargs = open_kwargs
         if store is None:
-            embedder = None
-            target = self._path
-            if embed_dim is not None and target is not None and (
-                target == ":memory:" or (not is_postgres_url(target) and not Path(target).expanduser().exists())
-            ):
-                embedder = PrecomputedVectors(embed_dim)  # a new file: the right size straight away
-            store = MemoryStore.open(target, embedder=embedder, **open_kwargs)
+            store = MemoryStore.open(self._path, **open_kwargs)
         self.store = store
         if embed_dim is not None:
-            self.fit(embed_dim)
+            self.fit(embed_dim)  # a file without memories takes this size straight away
 
     def fit(self, dims: int) -> MemoryStore:
         """The store, sized for ``dims``-dimensional vectors (once; then only checked)."""

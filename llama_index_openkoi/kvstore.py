@@ -20,10 +20,10 @@ from llama_index.core.storage.kvstore.types import (
     BaseKVStore,
 )
 
-from shared_core import MemoryStore
-from shared_core.memories import DEFAULT_NAMESPACE, check_namespace
+from shared_core import DEFAULT_NAMESPACE, MemoryStore
+from shared_core.namespaces import Namespace
 
-from ._handle import StoreHandle
+from ._handle import StoreHandle, namespace_of
 
 __all__ = ["OpenKoiKVStore", "OpenKoiDocumentStore", "OpenKoiIndexStore"]
 
@@ -32,16 +32,17 @@ class OpenKoiKVStore(BaseKVStore):
     """A LlamaIndex key-value store on an openkoi-memory file.
 
     Give an open :class:`~shared_core.MemoryStore` (to share it with the vector store)
-    or a ``path``. Values are JSON dicts; each read returns a fresh copy.
+    or a ``path``. Values are JSON dicts; each read returns a fresh copy. ``namespace``: a
+    string, or a tuple read as everywhere else; a template is refused.
     """
 
     def __init__(self, store: MemoryStore | None = None, *, path: str | os.PathLike[str] | None = None,
-                 namespace: str = DEFAULT_NAMESPACE, **open_kwargs: Any) -> None:
+                 namespace: Namespace = DEFAULT_NAMESPACE, **open_kwargs: Any) -> None:
+        self.namespace = namespace_of(namespace, "OpenKoiKVStore")
         self._handle = StoreHandle(store, path, **open_kwargs)
-        self.namespace = check_namespace(namespace)
 
     @classmethod
-    def from_path(cls, path: str | os.PathLike[str], *, namespace: str = DEFAULT_NAMESPACE) -> OpenKoiKVStore:
+    def from_path(cls, path: str | os.PathLike[str], *, namespace: Namespace = DEFAULT_NAMESPACE) -> OpenKoiKVStore:
         return cls(path=path, namespace=namespace)
 
     @property
@@ -103,11 +104,11 @@ class OpenKoiDocumentStore(KVDocumentStore):
         super().__init__(kvstore, namespace=namespace, batch_size=batch_size, **kwargs)
 
     @classmethod
-    def from_store(cls, store: MemoryStore, *, namespace: str = DEFAULT_NAMESPACE) -> OpenKoiDocumentStore:
+    def from_store(cls, store: MemoryStore, *, namespace: Namespace = DEFAULT_NAMESPACE) -> OpenKoiDocumentStore:
         return cls(OpenKoiKVStore(store, namespace=namespace))
 
     @classmethod
-    def from_path(cls, path: str | os.PathLike[str], *, namespace: str = DEFAULT_NAMESPACE) -> OpenKoiDocumentStore:
+    def from_path(cls, path: str | os.PathLike[str], *, namespace: Namespace = DEFAULT_NAMESPACE) -> OpenKoiDocumentStore:
         return cls(OpenKoiKVStore(path=path, namespace=namespace))
 
 
@@ -119,9 +120,9 @@ class OpenKoiIndexStore(KVIndexStore):
         super().__init__(kvstore, namespace=namespace, collection_suffix=collection_suffix)
 
     @classmethod
-    def from_store(cls, store: MemoryStore, *, namespace: str = DEFAULT_NAMESPACE) -> OpenKoiIndexStore:
+    def from_store(cls, store: MemoryStore, *, namespace: Namespace = DEFAULT_NAMESPACE) -> OpenKoiIndexStore:
         return cls(OpenKoiKVStore(store, namespace=namespace))
 
     @classmethod
-    def from_path(cls, path: str | os.PathLike[str], *, namespace: str = DEFAULT_NAMESPACE) -> OpenKoiIndexStore:
+    def from_path(cls, path: str | os.PathLike[str], *, namespace: Namespace = DEFAULT_NAMESPACE) -> OpenKoiIndexStore:
         return cls(OpenKoiKVStore(path=path, namespace=namespace))

@@ -8,11 +8,12 @@ prompt (``aget``). This block:
 * on put, stores each flushed turn (a user message and the replies after it, as
   ``role: text`` lines) as an episode (``store.episodes``, kind ``episode``) with the
   session id, so it persists in the file, is searchable, and survives restarts;
-* on get, searches the namespace's facts and episodes (``store.search``, the core's hybrid
-  search and ranking) for the latest user message, keeps those whose keywords matched or
-  whose vector is close enough (seed 003's gate), takes the best that fit the block's
-  ``token_budget`` (counted with the core's ``count_tokens``), and adds the learnings recall
-  (``store.recall``) in what is left.
+* on get, searches the namespace's facts and episodes for the latest user message with the
+  core's recall gate (``shared_core.relevance.relevant``: hybrid search on the message's
+  content words, so a memory that shares only stop words with it is never recalled, kept
+  when its keywords matched or its vector is close enough, seed 003), takes the best that
+  fit the block's ``token_budget`` (counted with the core's ``count_tokens``), and adds the
+  learnings recall (``store.recall``) in what is left.
 
 Facts come from anything that writes kind ``fact`` into the namespace (``store.add``, the
 LangChain tools, your own code). The rule-based fact extraction and context building of
@@ -31,12 +32,11 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
 
-from shared_core import MemoryStore
-from shared_core.embed import profile_of
-from shared_core.memories import DEFAULT_NAMESPACE, check_namespace
+from shared_core import DEFAULT_NAMESPACE, MemoryStore
+from shared_core.relevance import mark_recalled, relevant
 from shared_core.tokens import count_tokens
 
-from ._handle import StoreHandle
+from ._handle import StoreHandle, namespace_of
 
 __all__ = ["OpenKoiMemoryBlock"]
 
@@ -47,8 +47,8 @@ class OpenKoiMemoryBlock(BaseMemoryBlock[str]):
     """A ``Memory`` block that remembers flushed turns in an openkoi file and recalls what is relevant.
 
     Give an open :class:`~shared_core.MemoryStore` (to share it with the chat store) or a
-    ``path``. ``namespace``: whose memory (a user, an agent); every session of the namespace
-    shares it. ``kinds``: what is recalled (facts and episodes by default). ``token_budget``:
+    ``path``. ``namespace``: whose memory (a user, an agent; a string, or a tuple read as
+    everywhere else; a template is refused); every session of the namespace shares it. ``kinds``: what is recalled (facts and episodes by default). ``token_budget``:
     the most tokens the block adds to the prompt; ``max_items``: the most memories it lists.
     ``include_learnings``: add the learnings recall (seed 000) in the budget left over.
     """
@@ -73,7 +73,7 @@ class OpenKoiMemoryBlock(BaseMemoryBlock[str]):
     def __init__(self, store: MemoryStore | None = None, *, path: str | os.PathLike[str] | None = None,
                  **data: Any) -> None:
         if "namespace" in data:
-            check_namespace(data["namespace"])
+            data["namespace"] = namespace_of(data["namespace"], "OpenKoiMemoryBlock")
         super().__init__(**data)
         self._handle = StoreHandle(store, path)
 
@@ -119,23 +119,20 @@ class OpenKoiMemoryBlock(BaseMemoryBlock[str]):
     def recall(self, query: str) -> str:
         """The recalled memories for ``query``, rendered as ``- item`` lines, within the budget."""
         store = self.client
-        threshold = profile_of(store.embedder).kb_threshold if self.min_similarity is None else self.min_similarity
-        hits = store.search(query, namespace=self.namespace, kind=self.kinds, limit=max(3 * self.max_items, 20),
-                            track_access=False)
+        hits = relevant(store, query, namespace=self.namespace, kind=self.kinds, limit=self.max_items,
+                        min_similarity=self.min_similarity, min_keyword=self.min_keyword)
         lines: list[str] = []
         used = 0
         recalled = []
-        for hit in hits.matching(threshold, min_keyword=self.min_keyword)[: self.max_items]:
+        for hit in hits:
             line = _item(hit.text)
             cost = count_tokens(line + "\n")
             if used + cost > self.token_budget:
                 break  # the best that fit, in rank order (seed 000's recall does the same)
             lines.append(line)
-            recalled.append(hit.memory.rowid)
+            recalled.append(hit)
             used += cost
-        if recalled and store.config.search.track_access and not store.db.read_only:
-            with store.transaction():  # what was recalled counts as accessed (seed 003), not the rest
-                store.memories.track_access(recalled)
+        mark_recalled(store, recalled)  # what was recalled counts as accessed (seed 003), not the rest
         remaining = self.token_budget - used
         if self.include_learnings and remaining > 0:
             learned = store.recall(query, token_budget=remaining, namespace=self.namespace)

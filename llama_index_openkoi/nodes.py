@@ -7,24 +7,34 @@ memory's metadata, which also carries ``ref_doc_id``/``doc_id``/``document_id`` 
 can be filtered on. ``metadata_dict_to_node`` rebuilds the node. Memory ids are
 ``<namespace>/<node id>`` (ids are unique across a file's namespaces, node ids need only
 be unique within a store); ``owner_id`` keeps the plain node id.
+
+Other memories (facts, document chunks from the knowledge base, ...) read as ``TextNode``s
+with the memory id as node id; a document chunk's ``ref_doc_id`` is its document's id.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from llama_index.core.schema import BaseNode, MetadataMode, TextNode
+from llama_index.core.schema import (
+    BaseNode,
+    MetadataMode,
+    NodeRelationship,
+    RelatedNodeInfo,
+    TextNode,
+)
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 
+from shared_core import Hit, Memory, NewMemory
 from shared_core.clock import to_iso
-from shared_core.memories import Memory, NewMemory
-from shared_core.search import Hit
 
 __all__ = ["NODE_KIND", "SOURCE", "memory_id", "node_to_memory", "memory_to_node", "hit_to_node"]
 
 NODE_KIND = "node"
 SOURCE = "llamaindex"  # the source column is keyword-indexed: one token nobody searches for
 SCORE_KEYS = ("score_parts", "memory_id", "memory_kind", "memory_namespace")
+# where a knowledge-base chunk sits in its document, and when a memory was made: not for the LLM
+_BOOKKEEPING = ("document_id", "chunk_index", "start", "end", "created_at")
 
 
 def memory_id(namespace: str, node_id: str) -> str:
@@ -63,7 +73,11 @@ def memory_to_node(memory: Memory) -> BaseNode:
         metadata.setdefault("category", memory.category)
     if memory.created_at:
         metadata.setdefault("created_at", to_iso(memory.created_at))
-    return TextNode(id_=memory.id, text=memory.text, metadata=metadata)
+    document = metadata.get("document_id")  # a knowledge-base chunk names its document
+    relationships = {NodeRelationship.SOURCE: RelatedNodeInfo(node_id=document)} if isinstance(document, str) else {}
+    hidden = [key for key in _BOOKKEEPING if key in metadata]
+    return TextNode(id_=memory.id, text=memory.text, metadata=metadata, relationships=relationships,
+                    excluded_llm_metadata_keys=hidden, excluded_embed_metadata_keys=list(hidden))
 
 
 def hit_to_node(hit: Hit) -> BaseNode:

@@ -3,9 +3,10 @@
 Unlike a vector-store retriever it searches any memories (facts, learnings, document
 chunks, LlamaIndex nodes), fuses FTS5 BM25 with vector similarity and ranks by the
 core's feedback and recency weights (seed 002). Each ``NodeWithScore`` carries the
-final score; the node's metadata carries ``score_parts`` (BM25, similarity, fusion,
-feedback, recency), ``memory_id``, ``memory_kind`` and ``memory_namespace``, all hidden
-from the LLM and the embedder.
+final score on a 0..1 scale (divided by the largest relevance the fusion gives, so the order
+stays; a memory lifted by feedback may exceed 1); the node's metadata carries
+``score_parts`` (BM25, similarity, fusion, feedback, recency), ``memory_id``,
+``memory_kind`` and ``memory_namespace``, all hidden from the LLM and the embedder.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilters
 
-from shared_core import MemoryStore
+from shared_core import DEFAULT_NAMESPACE, MemoryStore
 from shared_core.index.filters import Filter
-from shared_core.memories import DEFAULT_NAMESPACE
+from shared_core.namespaces import Namespace
+from shared_core.relevance import unit_scores
 
-from ._handle import StoreHandle
+from ._handle import StoreHandle, namespace_of
 from .filters import to_openkoi_filter
 from .nodes import hit_to_node
 
@@ -35,8 +37,11 @@ __all__ = ["OpenKoiRetriever"]
 class OpenKoiRetriever(BaseRetriever):
     """Retrieve memories with openkoi's hybrid search, filters and ranking.
 
-    ``store`` (an open :class:`~shared_core.MemoryStore`) or ``path``; ``namespace`` (one
-    or several) or ``namespace_prefix``; ``kind`` limits to memory kinds (``"node"`` for
+    ``store`` (an open :class:`~shared_core.MemoryStore`) or ``path``. Where to search, one
+    of: ``namespace`` (a string, or a tuple read as everywhere else: ``("users", "ann")`` is
+    ``"users.ann."``; default ``"default"``), ``namespaces`` (a list of them) or
+    ``namespace_prefix`` (``""``: every namespace); templates such as ``"user:{user_id}"``
+    are refused. ``kind`` limits to memory kinds (``"node"`` for
     what :class:`OpenKoiVectorStore` holds); ``filters`` are LlamaIndex ``MetadataFilters``
     or openkoi's dict filters. ``embed_model`` embeds queries when the file holds
     precomputed vectors (without one, and without a text embedder in the store, the
@@ -49,8 +54,9 @@ class OpenKoiRetriever(BaseRetriever):
         store: MemoryStore | None = None,
         *,
         path: str | os.PathLike[str] | None = None,
-        namespace: str | Sequence[str] = DEFAULT_NAMESPACE,
-        namespace_prefix: str | None = None,
+        namespace: Namespace | None = None,
+        namespaces: Sequence[Namespace] | None = None,
+        namespace_prefix: Namespace | None = None,
         kind: str | Sequence[str] | None = None,
         filters: MetadataFilters | Mapping[str, Any] | Filter | None = None,
         similarity_top_k: int = 10,
@@ -66,8 +72,8 @@ class OpenKoiRetriever(BaseRetriever):
             raise TypeError(
                 f"unknown OpenKoiRetriever arguments {sorted(unknown)}; search options are {sorted(_SEARCH_OPTIONS)}"
             )
+        self._scope: dict[str, Any] = {**_where_to_search(namespace, namespaces, namespace_prefix), "kind": kind}
         self._handle = StoreHandle(store, path)
-        self._scope: dict[str, Any] = {"namespace": namespace, "namespace_prefix": namespace_prefix, "kind": kind}
         self._where = to_openkoi_filter(filters)
         self._top_k = similarity_top_k
         self._embed_model = embed_model
@@ -99,7 +105,30 @@ class OpenKoiRetriever(BaseRetriever):
             text if text and text.strip() else None, vector=vector, where=self._where, limit=self._top_k,
             **self._scope, **self._search_kwargs,
         )
-        return [NodeWithScore(node=hit_to_node(hit), score=hit.score) for hit in hits]
+        return [NodeWithScore(node=hit_to_node(hit), score=score)
+                for hit, score in zip(hits, unit_scores(self.store, hits), strict=True)]
+
+
+def _where_to_search(namespace: Namespace | None, namespaces: Sequence[Namespace] | None,
+                     prefix: Namespace | None) -> dict[str, Any]:
+    """The core's ``namespace``/``namespace_prefix`` for the retriever's one way of choosing them."""
+    given = [name for name, value in (("namespace", namespace), ("namespaces", namespaces),
+                                      ("namespace_prefix", prefix)) if value is not None]
+    if len(given) > 1:
+        raise ValueError(f"give one of namespace, namespaces or namespace_prefix, not {' and '.join(given)}")
+    if isinstance(namespace, list):
+        raise ValueError(
+            f"namespace={namespace!r}: a namespace is a string or a tuple of labels such as ('users', 'ann'); "
+            "to search several namespaces, pass namespaces=[...]"
+        )
+    if prefix is not None:
+        return {"namespace": None, "namespace_prefix": "" if prefix == "" else namespace_of(prefix, "OpenKoiRetriever")}
+    if namespaces is not None:
+        if isinstance(namespaces, str) or not namespaces:
+            raise ValueError(f"namespaces must be a non-empty list of namespaces, got {namespaces!r}")
+        return {"namespace": [namespace_of(n, "OpenKoiRetriever") for n in namespaces], "namespace_prefix": None}
+    return {"namespace": namespace_of(DEFAULT_NAMESPACE if namespace is None else namespace, "OpenKoiRetriever"),
+            "namespace_prefix": None}
 
 
 _SEARCH_OPTIONS = frozenset({

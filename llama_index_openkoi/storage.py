@@ -7,8 +7,8 @@ from typing import Any
 
 from llama_index.core import StorageContext
 
-from shared_core import MemoryStore
-from shared_core.memories import DEFAULT_NAMESPACE
+from shared_core import DEFAULT_NAMESPACE, MemoryStore
+from shared_core.namespaces import Namespace
 
 from .kvstore import OpenKoiDocumentStore, OpenKoiIndexStore, OpenKoiKVStore
 from .vector_store import OpenKoiVectorStore
@@ -21,7 +21,7 @@ def openkoi_storage_context(
     *,
     path: str | os.PathLike[str] | None = None,
     embed_dim: int | None = None,
-    namespace: str = DEFAULT_NAMESPACE,
+    namespace: Namespace = DEFAULT_NAMESPACE,
     **vector_store_kwargs: Any,
 ) -> StorageContext:
     """``StorageContext.from_defaults`` with our vector store, document store and index store.
@@ -31,7 +31,7 @@ def openkoi_storage_context(
     """
     vector_store = OpenKoiVectorStore(store, path=path, embed_dim=embed_dim, namespace=namespace,
                                       **vector_store_kwargs)
-    kv = OpenKoiKVStore(vector_store.client, namespace=namespace)
+    kv = OpenKoiKVStore(vector_store.client, namespace=vector_store.namespace)
     return StorageContext.from_defaults(
         vector_store=vector_store,
         docstore=OpenKoiDocumentStore(kv),

@@ -9,10 +9,21 @@ DEFAULT             vector KNN on ``query_embedding`` (cosine similarities)
 TEXT_SEARCH/SPARSE  FTS5 BM25 on ``query_str`` (``sparse_top_k`` if given)
 HYBRID              the core's weighted fusion with ``vector_weight = alpha``
                     (0 keywords only, 1 vectors only; no alpha: the core's default
-                    keyword-first fusion); ``hybrid_top_k`` if given
+                    keyword-first fusion, scaled to 0..1); ``hybrid_top_k`` if given
 MMR                 vector candidates reordered by maximal marginal relevance,
                     ``mmr_threshold`` (query field or keyword) as lambda
 ==================  ==========================================================
+
+``alpha`` 1 is exactly ``DEFAULT`` and 0 exactly ``TEXT_SEARCH``. Similarities are cosine in
+the vector modes (as ``SimpleVectorStore`` reports them) and within 0..1 in the others.
+
+**What it reads.** Queries and ``get_nodes`` read the memories of ``kinds`` in the store's
+namespace: by default its own nodes and document chunks (kind ``document``: what
+``store.documents.ingest`` and ``openkoi-memory ingest`` write, and LangChain's vector
+store), so ``VectorStoreIndex.from_vector_store`` over a file finds the documents ingested
+into it. ``kinds=[..., "fact"]`` adds facts, and so on. Writing and deleting touch only the
+store's own nodes (kind ``node``); a document chunk comes back as a ``TextNode`` whose id is
+its memory id and whose ``ref_doc_id`` is its document's id.
 
 Metadata filters, ``node_ids`` and ``doc_ids`` apply before top-k. In a query, empty
 ``node_ids``/``doc_ids`` mean no restriction (LlamaIndex's retriever sends ``[]`` to
@@ -37,17 +48,20 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryResult,
 )
 
-from shared_core import MemoryStore
-from shared_core.index.filters import And, Condition, Filter
-from shared_core.memories import DEFAULT_NAMESPACE, check_namespace
+from shared_core import DEFAULT_NAMESPACE, MemoryStore
+from shared_core.index.filters import And, Condition, Filter, Not, Or
+from shared_core.namespaces import Namespace
+from shared_core.relevance import unit_scores
 
-from ._handle import StoreHandle
+from ._handle import StoreHandle, namespace_of
 from .filters import to_openkoi_filter
 from .nodes import NODE_KIND, memory_id, memory_to_node, node_to_memory
 
-__all__ = ["OpenKoiVectorStore"]
+__all__ = ["OpenKoiVectorStore", "DEFAULT_KINDS"]
 
 _MODES = ("default", "text_search", "sparse", "hybrid", "mmr")
+DEFAULT_KINDS = (NODE_KIND, "document")
+"""What a vector store reads unless told otherwise: its nodes and the file's document chunks."""
 
 
 class OpenKoiVectorStore(BasePydanticVectorStore):
@@ -59,10 +73,14 @@ class OpenKoiVectorStore(BasePydanticVectorStore):
     separates independent stores in one file. ``ranking=True`` weights relevance by the
     core's feedback and recency (seed 002), as :class:`OpenKoiRetriever` does; by default
     results come in plain similarity order, as LlamaIndex expects of a vector store.
+    ``namespace`` is a string, or a tuple read as everywhere else (``("users", "ann")`` is
+    ``"users.ann."``); a template such as ``"user:{user_id}"`` is refused. ``kinds``: the
+    memory kinds queries and ``get_nodes`` read (default: nodes and document chunks).
     """
 
     stores_text: bool = True
     namespace: str = DEFAULT_NAMESPACE
+    kinds: tuple[str, ...] = DEFAULT_KINDS
     ranking: bool = False
 
     _handle: StoreHandle = PrivateAttr()
@@ -73,16 +91,18 @@ class OpenKoiVectorStore(BasePydanticVectorStore):
         *,
         path: str | os.PathLike[str] | None = None,
         embed_dim: int | None = None,
-        namespace: str = DEFAULT_NAMESPACE,
+        namespace: Namespace = DEFAULT_NAMESPACE,
+        kinds: str | Sequence[str] = DEFAULT_KINDS,
         ranking: bool = False,
         **open_kwargs: Any,
     ) -> None:
-        super().__init__(namespace=check_namespace(namespace), ranking=ranking)
+        super().__init__(namespace=namespace_of(namespace, "OpenKoiVectorStore"), kinds=_kinds(kinds),
+                         ranking=ranking)
         self._handle = StoreHandle(store, path, embed_dim, **open_kwargs)
 
     @classmethod
     def from_path(cls, path: str | os.PathLike[str], *, embed_dim: int | None = None,
-                  namespace: str = DEFAULT_NAMESPACE, **kwargs: Any) -> OpenKoiVectorStore:
+                  namespace: Namespace = DEFAULT_NAMESPACE, **kwargs: Any) -> OpenKoiVectorStore:
         """A store on the file at ``path`` (created if missing), closed by :meth:`close`."""
         return cls(path=path, embed_dim=embed_dim, namespace=namespace, **kwargs)
 
@@ -144,13 +164,14 @@ class OpenKoiVectorStore(BasePydanticVectorStore):
 
     def get_nodes(self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None) -> list[BaseNode]:
         """The nodes among ``node_ids`` (in that order) that match ``filters``; neither: all nodes."""
-        where = to_openkoi_filter(filters)
-        ids = None if node_ids is None else [memory_id(self.namespace, i) for i in node_ids]
-        memories = self.client.list(namespace=self.namespace, kind=NODE_KIND, ids=ids, where=where)
-        if ids is not None:
-            order = {mid: i for i, mid in enumerate(ids)}
-            memories.sort(key=lambda m: order[m.id])
-        return [memory_to_node(m) for m in memories]
+        if node_ids is not None and not node_ids:
+            return []
+        memories = self.client.list(namespace=self.namespace, kind=list(self.kinds), where=self._where(node_ids, filters))
+        found = [memory_to_node(m) for m in memories]
+        if node_ids is not None:
+            order = {node_id: i for i, node_id in enumerate(node_ids)}
+            found.sort(key=lambda node: order.get(node.node_id, len(order)))
+        return found
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """Run ``query`` in its mode (see the module docs); filters apply before top-k."""
@@ -184,21 +205,27 @@ class OpenKoiVectorStore(BasePydanticVectorStore):
             if query.alpha is not None:
                 if not 0.0 <= query.alpha <= 1.0:
                     raise ValueError(f"alpha must be between 0 (keywords only) and 1 (vectors only), got {query.alpha}")
-                options["fusion"] = "weighted"
-                options["vector_weight"] = float(query.alpha)
+                if query.alpha == 1.0:  # vectors only: exactly DEFAULT, every neighbour counts
+                    options["fusion"] = "vector"
+                elif query.alpha == 0.0 and text is not None:  # keywords only: exactly TEXT_SEARCH
+                    options["fusion"] = "keyword"
+                    vector = None
+                else:
+                    options["fusion"] = "weighted"
+                    options["vector_weight"] = float(query.alpha)
             limit = query.hybrid_top_k or limit
         # VectorIndexRetriever sends node_ids=[] for stores that keep text: empty means "no restriction"
         where = self._where(query.node_ids or None, query.filters, query.doc_ids or None)
         hits = store.search(
-            text, vector=vector, namespace=self.namespace, kind=NODE_KIND, where=where, limit=limit,
+            text, vector=vector, namespace=self.namespace, kind=list(self.kinds), where=where, limit=limit,
             rank=self.ranking, track_access=self.ranking, **options,  # plain vector-store reads never write
         )
-        cosine = options.get("fusion") == "vector" and not self.ranking
-        return VectorStoreQueryResult(
-            nodes=[memory_to_node(hit.memory) for hit in hits],
-            similarities=[float(hit.parts.similarity if cosine else hit.score) for hit in hits],  # type: ignore[arg-type]
-            ids=[hit.memory.owner_id or hit.memory.id for hit in hits],
-        )
+        if options.get("fusion") == "vector" and not self.ranking:
+            similarities = [float(hit.parts.similarity) for hit in hits]  # type: ignore[arg-type]
+        else:
+            similarities = unit_scores(store, hits)
+        nodes = [memory_to_node(hit.memory) for hit in hits]
+        return VectorStoreQueryResult(nodes=nodes, similarities=similarities, ids=[node.node_id for node in nodes])
 
     # -- async twins ------------------------------------------------------------------------
 
@@ -230,10 +257,14 @@ class OpenKoiVectorStore(BasePydanticVectorStore):
     def _where(self, node_ids: list[str] | None, filters: MetadataFilters | None,
                doc_ids: list[str] | None = None) -> Filter | None:
         parts: list[Filter] = []
-        if node_ids is not None:
-            parts.append(Condition("@id", "$in", [memory_id(self.namespace, i) for i in node_ids]))
-        if doc_ids is not None:
-            parts.append(Condition(("ref_doc_id",), "$in", list(doc_ids)))
+        if node_ids is not None:  # a node's memory id is scoped by namespace; other memories keep their own
+            is_node = Condition("@kind", "$eq", NODE_KIND)
+            parts.append(Or((
+                And((is_node, Condition("@id", "$in", [memory_id(self.namespace, i) for i in node_ids]))),
+                And((Not(is_node), Condition("@id", "$in", list(node_ids)))),
+            )))
+        if doc_ids is not None:  # nodes and document chunks both record their document as document_id
+            parts.append(Condition(("document_id",), "$in", list(doc_ids)))
         translated = to_openkoi_filter(filters)
         if translated is not None:
             parts.append(translated)
@@ -250,3 +281,10 @@ def _prefetch(limit: int, kwargs: dict[str, Any]) -> int:
     if factor is not None:
         return max(int(limit * float(factor)), limit)
     return max(20, 4 * limit)
+
+
+def _kinds(kinds: str | Sequence[str]) -> tuple[str, ...]:
+    chosen = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    if not chosen or not all(isinstance(k, str) and k.strip() for k in chosen):
+        raise ValueError(f"kinds must name one or more memory kinds, such as ('node', 'document'), got {kinds!r}")
+    return chosen

@@ -97,7 +97,8 @@ def test_messages_live_in_the_core(store, chat_store):
     chat_store.add_message("chat", ChatMessage(role="assistant", blocks=[
         TextBlock(text="Noted."), ImageBlock(url="https://img.example/oslo.png")]))
     chat_store.add_message("chat", ChatMessage(role="tool", content="ok", additional_kwargs={"tool_call_id": "c9"}))
-    stored = store.conversations.messages("chat")
+    assert chat_store.session_id("chat") == "default/chat"  # keys are scoped by namespace
+    stored = store.conversations.messages(chat_store.session_id("chat"))
     assert [m.role for m in stored] == ["user", "assistant", "tool"]
     assert stored[0].raw_content == "The staging database lives in Oslo"  # a lone text block is plain text
     assert stored[1].content == "Noted." and stored[1].content_blocks[1]["url"] == "https://img.example/oslo.png"
@@ -110,7 +111,7 @@ def test_messages_live_in_the_core(store, chat_store):
 def test_tool_calls_are_searchable_and_readable_by_other_frameworks(store, chat_store):
     chat_store.add_message("chat", ChatMessage(role="assistant", blocks=[
         ToolCallBlock(tool_call_id="call_7", tool_name="search_flights", tool_kwargs={"to": "LIS"})]))
-    (stored,) = store.conversations.messages("chat")
+    (stored,) = store.conversations.messages(chat_store.session_id("chat"))
     assert stored.tool_calls == [{"name": "search_flights", "args": {"to": "LIS"}, "id": "call_7"}]
     assert "msg:" + stored.message_id in store.search("search_flights LIS", kind="message").ids
     # read back, the ToolCallBlock is there and additional_kwargs gained nothing
@@ -189,11 +190,34 @@ def test_namespaces_keep_keys_apart(store):
     bob.add_message("chat-b", ChatMessage(role="user", content="I am Bob"))
     assert alice.get_keys() == ["chat-a"] and bob.get_keys() == ["chat-b"]
     assert bob.get_messages("chat-a") == [] and bob.delete_messages("chat-a") is None
-    with pytest.raises(ValueError, match="belongs to namespace 'user:alice'"):
-        bob.add_message("chat-a", ChatMessage(role="user", content="intruder"))
+    bob.add_message("chat-a", ChatMessage(role="user", content="Bob's own chat-a"))  # his key, his session
     assert [m.content for m in alice.get_messages("chat-a")] == ["I am Alice"]
+    assert [m.content for m in bob.get_messages("chat-a")] == ["Bob's own chat-a"]
+    assert bob.get_keys() == ["chat-a", "chat-b"]
     store.erase_namespace("user:alice")
-    assert alice.get_keys() == [] and bob.get_keys() == ["chat-b"]
+    assert alice.get_keys() == [] and bob.get_keys() == ["chat-a", "chat-b"]
+
+
+def test_two_users_default_chat_memory_buffers_work_side_by_side(store):
+    """Issue 21: the second user's buffer failed with "session 'chat_history' belongs to namespace 'user:ann'"."""
+    ann = ChatMemoryBuffer.from_defaults(chat_store=OpenKoiChatStore(store, namespace="user:ann"))
+    bob = ChatMemoryBuffer.from_defaults(chat_store=OpenKoiChatStore(store, namespace="user:bob"))
+    ann.put(ChatMessage(role="user", content="I am Ann"))
+    bob.put(ChatMessage(role="user", content="I am Bob"))
+    assert [m.content for m in ann.get_all()] == ["I am Ann"]
+    assert [m.content for m in bob.get_all()] == ["I am Bob"]
+    assert ann.chat_store.get_keys() == bob.chat_store.get_keys() == ["chat_history"]
+    assert ann.chat_store.session_id("chat_history") == "user:ann/chat_history"
+
+
+def test_a_session_another_door_wrote_reads_under_its_plain_key(store):
+    store.conversations.append("trip", "user", "Book the 08:15 ferry", namespace="user:ann")
+    ann = OpenKoiChatStore(store, namespace="user:ann")
+    assert ann.session_id("trip") == "trip" and ann.get_keys() == ["trip"]
+    ann.add_message("trip", ChatMessage(role="assistant", content="Booked."))
+    assert [m.content for m in store.conversations.messages("trip")] == ["Book the 08:15 ferry", "Booked."]
+    bob = OpenKoiChatStore(store, namespace="user:bob")
+    assert bob.get_messages("trip") == [] and bob.session_id("trip") == "user:bob/trip"
 
 
 def test_chat_memory_buffer_persists_across_processes(tmp_path):

@@ -126,7 +126,7 @@ def test_memory_keeps_its_history_in_the_file(tmp_path):
     window = memory.get()
     assert 0 < len(window) < 20 and window[-1].content == "Answer 9: the one from pier 9."
     assert len(memory.get_all()) == 20
-    archived = chat.client.conversations.messages("trip", active=False)
+    archived = chat.client.conversations.messages(chat.session_id("trip"), active=False)
     assert archived and archived[0].content.startswith("Question 0")  # flushed, not lost
     chat.close()
 
@@ -140,8 +140,9 @@ def test_memory_keeps_its_history_in_the_file(tmp_path):
 
 
 async def test_memory_async_api(store):
-    memory = Memory.from_defaults(session_id="s", chat_store=OpenKoiDBChatStore(store))
+    chat = OpenKoiDBChatStore(store)
+    memory = Memory.from_defaults(session_id="s", chat_store=chat)
     await memory.aput_messages(_msgs("hello", "hi there"))
     await memory.aset(_msgs("replaced"))
     assert _texts(await memory.aget()) == ["replaced"]
-    assert store.conversations.count("s") == 1
+    assert store.conversations.count(chat.session_id("s")) == 1

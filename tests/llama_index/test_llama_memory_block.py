@@ -14,6 +14,7 @@ from llama_index.core.memory import Memory
 
 from llama_index_openkoi import OpenKoiDBChatStore, OpenKoiMemoryBlock
 from shared_core import MemoryStore
+from shared_core.namespaces import NamespaceTemplateError
 from shared_core.tokens import count_tokens
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,6 +98,28 @@ async def test_truncate_drops_the_least_relevant_items_first(store):
     assert await block.atruncate(content, learnings) == "- first fact\n- second fact\n  continued"
     assert await block.atruncate(content, learnings + 1) == "- first fact"
     assert await block.atruncate(content, 10_000) is None
+
+
+async def test_memories_that_share_only_stop_words_with_the_message_are_not_recalled(store):
+    """Issue 21: "What is the weather like?" recalled "My cat is called Miso." (both say "is")."""
+    store.add("My cat is called Miso.", namespace="user:priya")
+    store.add("The flight to Lisbon was on a Tuesday.", namespace="user:priya")
+    block = OpenKoiMemoryBlock(store, namespace="user:priya", include_learnings=False)
+    for question in ("What is the weather like?", "Is it the one?", "What do you think about that?"):
+        assert await block.aget([ChatMessage(role="user", content=question)]) == "", question
+    assert await block.aget([ChatMessage(role="user", content="What is my cat called?")]) == "- My cat is called Miso."
+    assert await block.aget([ChatMessage(role="user", content="When was the flight?")]) == (
+        "- The flight to Lisbon was on a Tuesday.")
+
+
+def test_a_tuple_namespace_reads_as_everywhere_else_and_a_template_is_refused(store):
+    store.add("Ann keeps bees", namespace="users.ann.")
+    block = OpenKoiMemoryBlock(store, namespace=("users", "ann"), include_learnings=False)
+    assert block.namespace == "users.ann." and block.recall("who keeps bees?") == "- Ann keeps bees"
+    with pytest.raises(NamespaceTemplateError, match=r"OpenKoiMemoryBlock.*resolve_namespace"):
+        OpenKoiMemoryBlock(store, namespace="user:{user_id}")
+    with pytest.raises(NamespaceTemplateError, match="langgraph_user_id"):
+        OpenKoiMemoryBlock(store, namespace=("memories", "{langgraph_user_id}"))
 
 
 def test_bad_settings_are_refused(store):

@@ -12,9 +12,15 @@ from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.ingestion import DocstoreStrategy, IngestionPipeline
 from llama_index.core.llms import MockLLM
 from llama_index.core.node_parser import SentenceSplitter
-from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
+from llama_index.core.schema import MetadataMode
+from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters, VectorStoreQuery
 
-from llama_index_openkoi import OpenKoiReader, OpenKoiVectorStore, openkoi_storage_context
+from llama_index_openkoi import (
+    OpenKoiEmbedding,
+    OpenKoiReader,
+    OpenKoiVectorStore,
+    openkoi_storage_context,
+)
 from shared_core import MemoryStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
@@ -110,6 +116,39 @@ def test_from_vector_store_reopens_an_existing_index(tmp_path):
     nodes = index.as_retriever(similarity_top_k=1).retrieve("sourdough starter")
     assert nodes[0].node.ref_doc_id == "sourdough"
     reopened.close()
+
+
+def test_documents_ingested_into_the_file_are_found_by_from_vector_store(tmp_path):
+    """Issue 21: documents ingested with store.documents (or the CLI) were invisible here (0 nodes)."""
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    (folder / "ferry.md").write_text("# Ferry\n\nThe ferry leaves at 08:15 and 17:40 on weekdays.\n")
+    (folder / "starter.txt").write_text("Feed the sourdough starter twice a day.")
+    path = tmp_path / "kb.db"
+    with MemoryStore.open(path) as store:
+        report = store.documents.ingest(folder)
+        store.add("The ferry captain is called Ines", id="captain")  # a fact: not a document
+    ferry = next(d for d in report.added if d.file_name == "ferry.md")
+    vector_store = OpenKoiVectorStore.from_path(path)
+    assert sorted(n.get_content() for n in vector_store.get_nodes()) == [
+        "# Ferry\n\nThe ferry leaves at 08:15 and 17:40 on weekdays.", "Feed the sourdough starter twice a day."]
+    index = VectorStoreIndex.from_vector_store(vector_store, embed_model=OpenKoiEmbedding(vector_store.client.embedder))
+    (top,) = index.as_retriever(similarity_top_k=1).retrieve("When does the ferry leave?")
+    assert "08:15" in top.node.get_content() and top.node.ref_doc_id == ferry.id
+    assert "chunk_index" not in top.node.get_content(metadata_mode=MetadataMode.LLM)  # bookkeeping stays hidden
+    words = index.as_retriever(vector_store_query_mode="text_search", similarity_top_k=5).retrieve("ferry")
+    assert [n.node.ref_doc_id for n in words] == [ferry.id]  # the fact is not a document
+    hybrid = index.as_query_engine(llm=MockLLM(), vector_store_query_mode="hybrid", alpha=0.5, similarity_top_k=1)
+    assert "sourdough" in hybrid.query("sourdough starter").source_nodes[0].node.get_content()
+    assert [n.node_id for n in vector_store.get_nodes([top.node.node_id])] == [top.node.node_id]
+    assert len(vector_store.query(VectorStoreQuery(query_str="ferry", mode="text_search", doc_ids=[ferry.id])).ids) == 1
+    vector_store.clear()  # writes touch only the store's own nodes: the knowledge base keeps its documents
+    assert len(vector_store.get_nodes()) == 2
+    only_nodes = OpenKoiVectorStore(vector_store.client, kinds="node")
+    assert only_nodes.get_nodes() == []
+    with_facts = OpenKoiVectorStore(vector_store.client, kinds=["node", "document", "fact"])
+    assert "captain" in [n.node_id for n in with_facts.get_nodes()]
+    vector_store.close()
 
 
 @pytest.fixture

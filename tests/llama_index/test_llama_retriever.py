@@ -13,6 +13,7 @@ from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter,
 
 from llama_index_openkoi import OpenKoiRetriever, OpenKoiVectorStore
 from shared_core import MemoryStore
+from shared_core.namespaces import NamespaceTemplateError
 
 
 @pytest.fixture
@@ -40,7 +41,9 @@ def test_hybrid_results_carry_score_parts(memories):
     meta = results[0].node.metadata
     parts = meta["score_parts"]
     assert set(parts) >= {"bm25", "similarity", "relevance", "feedback", "recency", "fusion"}
-    assert results[0].score == pytest.approx(parts["relevance"] * parts["feedback"] * parts["recency"])
+    # the rank on a 0..1 scale: keyword-first relevance is at most 1 + the vector weight (0.3 for hashing)
+    assert results[0].score == pytest.approx(parts["relevance"] * parts["feedback"] * parts["recency"] / 1.3)
+    assert all(0 < r.score <= 1 for r in results)
     assert meta["memory_id"] == "db" and meta["memory_kind"] == "fact" and meta["memory_namespace"] == "default"
     assert meta["team"] == "platform" and meta["tags"] == ["infra"]
     llm_view = results[0].node.get_content(metadata_mode=MetadataMode.LLM)
@@ -57,6 +60,25 @@ def test_namespace_kind_and_filters(memories):
         "db", "staging"]
     assert _ids(OpenKoiRetriever(memories, filters={"team": "people"}).retrieve("tea or coffee")) == ["tea"]
     assert _ids(OpenKoiRetriever(memories, tags="process").retrieve("deploys tuesday")) == ["deploy"]
+
+
+def test_a_tuple_namespace_is_one_namespace_as_everywhere_else(memories):
+    """Issue 21: a tuple was read as two namespaces ("users" and "ann"), unlike every other class."""
+    memories.add("Ann's bees swarmed in May", id="ann-bees", namespace="users.ann.")
+    memories.add("The users' bees are a shared hive", id="users-bees", namespace="users")
+    assert _ids(OpenKoiRetriever(memories, namespace=("users", "ann")).retrieve("bees")) == ["ann-bees"]
+    assert _ids(OpenKoiRetriever(memories, namespace="users.ann.").retrieve("bees")) == ["ann-bees"]
+    several = OpenKoiRetriever(memories, namespaces=[("users", "ann"), "user:bob"]).retrieve("bees database")
+    assert sorted(_ids(several)) == ["ann-bees", "bob"]
+    assert _ids(OpenKoiRetriever(memories, namespace_prefix=("users",)).retrieve("bees")) == ["ann-bees"]
+    with pytest.raises(ValueError, match=r"namespaces=\[\.\.\.\]"):
+        OpenKoiRetriever(memories, namespace=["users", "ann"])
+    with pytest.raises(ValueError, match="not namespace and namespaces"):
+        OpenKoiRetriever(memories, namespace="a", namespaces=["b"])
+    with pytest.raises(NamespaceTemplateError, match=r"OpenKoiRetriever.*langgraph_user_id"):
+        OpenKoiRetriever(memories, namespace=("memories", "{langgraph_user_id}"))
+    with pytest.raises(NamespaceTemplateError, match="user_id"):
+        OpenKoiRetriever(memories, namespaces=["user:{user_id}"])
 
 
 def test_feedback_changes_the_ranking(memories):

@@ -14,6 +14,7 @@ from llama_index.core.indices.query.embedding_utils import (
     get_top_k_mmr_embeddings,
 )
 from llama_index.core.schema import NodeRelationship, TextNode
+from llama_index.core.vector_stores import SimpleVectorStore
 from llama_index.core.vector_stores.types import (
     FilterOperator,
     MetadataFilter,
@@ -25,6 +26,7 @@ from llama_index.core.vector_stores.types import (
 from llama_index_openkoi import OpenKoiVectorStore
 from shared_core import MemoryStore
 from shared_core.errors import EmbedderMismatchError
+from shared_core.namespaces import NamespaceTemplateError
 
 Q = VectorStoreQueryMode
 
@@ -160,6 +162,59 @@ def test_hybrid_alpha_moves_between_keywords_and_vectors(filled):
                                             mode=Q.HYBRID, similarity_top_k=2))
     # no alpha: the core's keyword-first fusion adds the vector evidence to the keyword match
     assert set(default.ids) == {"n3", "n5"}
+
+
+def test_hybrid_alpha_one_is_exactly_the_default_mode(filled):
+    """Issue 21: alpha=1.0 dropped every node whose cosine was under the embedder's noise floor."""
+    query = [0.0, 0.1, 1.0, 0.0]  # close to n3; n1, n2 and n5 are under the floor (0.2)
+    default = filled.query(VectorStoreQuery(query_embedding=query, similarity_top_k=5))
+    hybrid = filled.query(VectorStoreQuery(query_str="mountain", query_embedding=query, mode=Q.HYBRID, alpha=1.0,
+                                           similarity_top_k=5))
+    assert len(default.ids) == 5 and min(default.similarities) < 0.2
+    assert hybrid.ids == default.ids
+    assert hybrid.similarities == pytest.approx(default.similarities)
+
+
+def test_hybrid_alpha_zero_is_exactly_text_search(filled):
+    text = filled.query(VectorStoreQuery(query_str="storm harbour", mode=Q.TEXT_SEARCH, similarity_top_k=5))
+    hybrid = filled.query(VectorStoreQuery(query_str="storm harbour", query_embedding=[0.0, 0.0, 1.0, 0.0],
+                                           mode=Q.HYBRID, alpha=0.0, similarity_top_k=5))
+    assert hybrid.ids == text.ids == ["n2", "n1"]
+    assert hybrid.similarities == pytest.approx(text.similarities)
+
+
+def test_similarities_follow_llamaindex_conventions(filled, nodes):
+    """Vector modes report cosine as SimpleVectorStore does; the others stay within 0..1, best first."""
+    simple = SimpleVectorStore()
+    simple.add(nodes)
+    query = [0.9, 0.2, 0.3, 0.1]
+    expected = simple.query(VectorStoreQuery(query_embedding=query, similarity_top_k=5))
+    for mode, extra in ((Q.DEFAULT, {}), (Q.HYBRID, {"alpha": 1.0, "query_str": "storm"})):
+        got = filled.query(VectorStoreQuery(query_embedding=query, mode=mode, similarity_top_k=5, **extra))
+        assert got.ids == expected.ids
+        assert got.similarities == pytest.approx(expected.similarities, abs=1e-5)
+    for extra in ({"mode": Q.TEXT_SEARCH}, {"mode": Q.HYBRID}, {"mode": Q.HYBRID, "alpha": 0.5}):
+        got = filled.query(VectorStoreQuery(query_str="storm harbour", query_embedding=[0.8, 0.6, 0.0, 0.0],
+                                            similarity_top_k=5, **extra))
+        assert got.ids[0] == "n2", extra
+        assert got.similarities == sorted(got.similarities, reverse=True), extra
+        assert all(0.0 <= s <= 1.0 for s in got.similarities), (extra, got.similarities)
+    # the default hybrid (keyword-first): n2 matches both words and is the query's own vector
+    best = filled.query(VectorStoreQuery(query_str="storm harbour", query_embedding=[0.8, 0.6, 0.0, 0.0],
+                                         mode=Q.HYBRID, similarity_top_k=1))
+    assert best.similarities == [pytest.approx(1.0)]
+
+
+def test_a_tuple_namespace_reads_as_everywhere_else(clock, nodes):
+    with MemoryStore.open(":memory:", clock=clock) as store:
+        vs = OpenKoiVectorStore(store, namespace=("users", "ann"))
+        assert vs.namespace == "users.ann."
+        vs.add(nodes)
+        assert store.count(namespace="users.ann.", kind="node") == 5
+        same = OpenKoiVectorStore(store, namespace="users.ann.")
+        assert _ids(same.get_nodes()) == _ids(nodes)
+        with pytest.raises(NamespaceTemplateError, match=r"OpenKoiVectorStore.*resolve_namespace.*'user_id'"):
+            OpenKoiVectorStore(store, namespace=("users", "{user_id}"))
 
 
 def test_hybrid_top_k_and_filters(filled):
