@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Mapping, Sequence
-from typing import Any, Union
+from typing import Any
 
 from .errors import OpenKoiError
 
@@ -40,7 +40,7 @@ __all__ = [
     "values_from_config",
 ]
 
-Namespace = Union[str, Sequence[str]]
+Namespace = str | Sequence[str]
 _FIELD = re.compile(r"\{([^{}]*)\}")
 
 
