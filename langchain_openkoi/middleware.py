@@ -55,17 +55,22 @@ from langchain_core.messages import (
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from typing_extensions import NotRequired
 
-from shared_core import ContextManager, ContextPolicy, MemoryStore
+from shared_core import ContextAddendum, ContextManager, ContextPolicy, MemoryStore
 from shared_core.context.messages import is_compacted_summary
-from shared_core.embed import fnv1a_64
+from shared_core.embed import fnv1a_64, profile_of
+from shared_core.items import ITEM_KIND
 from shared_core.memories import DEFAULT_NAMESPACE
+from shared_core.namespaces import as_namespace
+from shared_core.tokens import count_tokens
 
-from ._core import core_namespace, core_store
+from ._core import core_store
+from ._run import RunNamespace
 from .messages import SUMMARY_SOURCE, summary_message, to_new_message
 
 __all__ = ["OpenKoiMemoryMiddleware", "OpenKoiMemoryState"]
 
 Namespace = str | Sequence[str]
+STORE_ITEMS_HEADER = "### From the agent's store"
 
 
 class OpenKoiMemoryState(AgentState):
@@ -79,8 +84,9 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
 
     ``store``: an open :class:`~shared_core.MemoryStore` or an openkoi adapter on one (the
     ``OpenKoiStore`` given to ``create_agent(store=...)`` works). ``namespace``: whose memory
-    (a core namespace, a LangGraph tuple, or a function of the runtime returning one, e.g.
-    ``lambda runtime: ("memories", runtime.context.user_id)``). ``context``: the compaction policy
+    (a core namespace, a LangGraph tuple, a template filled per run from the runtime's context
+    and the run's ``configurable``, e.g. ``("memories", "{user_id}")``, or a function of the
+    runtime returning one, e.g. ``lambda runtime: ("memories", runtime.context.user_id)``). ``context``: the compaction policy
     (a preset name or a ``ContextPolicy``; default the store's ``context.preset``) and
     ``window_tokens`` its window (default ``context.window_tokens``). ``memory_tokens``: the
     budget of the memory added to the system prompt (default: seed 000's recall budget).
@@ -108,7 +114,9 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
     ) -> None:
         super().__init__()
         self.memory_store: MemoryStore = core_store(store)
-        self.namespace = namespace if callable(namespace) else core_namespace(namespace)
+        self._scope = None if callable(namespace) else RunNamespace(namespace)
+        self.namespace: Namespace | Callable[[Any], Namespace] = (
+            namespace if self._scope is None else self._scope.fixed or self._scope.given)
         if isinstance(context, ContextPolicy) and window_tokens is not None:
             raise ValueError("window_tokens applies to presets; build the ContextPolicy with it instead")
         self.context = context
@@ -153,7 +161,8 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
             self.remember(messages, session_id=session_id, namespace=namespace)
         if not self.compact:
             return None
-        result = self._manager(namespace).manage(messages, session_id=session_id)
+        sid = self.memory_store.conversations.session_for(session_id, namespace)
+        result = self._manager(namespace).manage(messages, session_id=sid)
         if result.action != "compact":
             return None
         assert result.summary_position is not None and result.summary_message is not None
@@ -211,8 +220,9 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
             self.remember(messages, session_id=session_id, namespace=namespace)
         if self.extract_facts:
             manager = self._manager(namespace)
-            if manager.status(messages, session_id=session_id).unread:
-                manager.flush(messages, session_id=session_id)
+            sid = self.memory_store.conversations.session_for(session_id, namespace)
+            if manager.status(messages, session_id=sid).unread:
+                manager.flush(messages, session_id=sid)
         return None
 
     async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
@@ -228,24 +238,37 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
         under the same id, an edit, keeps its first version in the transcript). Our own
         compacted-history messages are not part of it (the summary is a memory of its own).
         """
-        ns = self.namespace if namespace is None else core_namespace(namespace)
-        if not isinstance(ns, str):
-            raise TypeError("remember() needs namespace= when the middleware's namespace is a function")
-        candidates = [(self._message_id(session_id, m), m) for m in messages
+        if namespace is not None:
+            ns = as_namespace(namespace)
+        elif self._scope is not None and self._scope.fixed is not None:
+            ns = self._scope.fixed
+        else:
+            raise TypeError("remember() needs namespace= when the middleware's namespace is a function or a template")
+        convs = self.memory_store.conversations
+        sid = convs.session_for(session_id, ns)
+        candidates = [(self._message_id(sid, m), m) for m in messages
                       if not isinstance(m, RemoveMessage) and not _is_our_summary(m)]
         if not candidates:
             return 0
-        convs = self.memory_store.conversations
         stored = convs.stored_ids([mid for mid, _ in candidates])
         new = [to_new_message(m, message_id=mid, lenient=True) for mid, m in candidates if mid not in stored]
         if new:
-            convs.append_many(session_id, new, namespace=ns)
+            convs.append_many(sid, new, namespace=ns)
         return len(new)
 
-    def end_conversation(self, session_id: str) -> Any:
+    def end_conversation(self, session_id: str, *, namespace: Namespace | None = None) -> Any:
         """The conversation is over: facts of its unread messages and its summary (seed 002), from the
-        stored transcript (``memory_manager.end_session``). Returns the core's ``SessionEnd``."""
-        return self.memory_store.memory_manager.end_session(session_id)
+        stored transcript (``memory_manager.end_session``). Returns the core's ``SessionEnd``.
+        ``namespace``: whose conversation (needed when the middleware's namespace is a template or a function)."""
+        if namespace is not None:
+            ns = as_namespace(namespace)
+        elif self._scope is not None and self._scope.fixed is not None:
+            ns = self._scope.fixed
+        else:
+            raise TypeError("end_conversation() needs namespace= when the middleware's namespace is a function "
+                            "or a template")
+        sid = self.memory_store.conversations.session_for(session_id, ns)
+        return self.memory_store.memory_manager.end_session(sid)
 
     # -- internals --------------------------------------------------------------------------------
 
@@ -261,12 +284,14 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
         return {} if self.window_tokens is None else {"window_tokens": self.window_tokens}
 
     def _namespace_of(self, runtime: Any) -> str:
-        if not callable(self.namespace):
-            return self.namespace
+        """This run's namespace: the fixed one, the template filled from the run, or the function's choice."""
+        if self._scope is not None:
+            return self._scope.resolve(runtime=runtime)
+        assert callable(self.namespace)
         chosen = self.namespace(runtime)
         if not isinstance(chosen, (str, tuple, list)):
             raise TypeError(f"the namespace function must return a namespace (a string or a tuple), got {chosen!r}")
-        return core_namespace(chosen)
+        return as_namespace(tuple(chosen) if isinstance(chosen, list) else chosen)
 
     def _new_session_id(self, runtime: Any) -> str:
         info = getattr(runtime, "execution_info", None)
@@ -289,12 +314,13 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
     def _system_message(self, request: ModelRequest) -> SystemMessage | None:
         session_id = self._session_id(request.state, request.runtime)
         namespace = self._namespace_of(request.runtime)
+        sid = self.memory_store.conversations.session_for(session_id, namespace)
         query = next((m.text for m in reversed(request.messages) if isinstance(m, HumanMessage) and m.text.strip()),
                      None)
         carries_summary = any(is_compacted_summary(m) for m in request.messages)
         addendum = self.memory_store.memory_manager.build_context(
-            session_id, query, self.memory_tokens, namespace=namespace, include_summary=not carries_summary)
-        text = addendum.render()
+            sid, query, self.memory_tokens, namespace=namespace, include_summary=not carries_summary)
+        text = _with_store_items(addendum, self._store_items(query, namespace))
         base = request.system_message
         if not text:
             return base
@@ -311,14 +337,46 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
             error = "the tool reported an error without a message"
         runtime = request.runtime
         state = request.state if isinstance(request.state, dict) else {}
-        session_id = self._session_id(state, runtime)
+        namespace = self._namespace_of(runtime)
+        session_id = self.memory_store.conversations.session_for(self._session_id(state, runtime), namespace)
         try:
             args = json.dumps(call.get("args", {}), ensure_ascii=False, sort_keys=True, default=str)
         except (TypeError, ValueError):
             args = repr(call.get("args"))
         self.memory_store.memory_manager.record_error(
-            str(call.get("name") or "tool"), error, namespace=self._namespace_of(runtime),
+            str(call.get("name") or "tool"), error, namespace=namespace,
             context=f"arguments {args[:500]}", session_id=session_id)
+
+    def _store_items(self, query: str | None, namespace: str) -> list[str]:
+        """The namespace's LangGraph store items that match the query, as prompt lines.
+
+        The addendum builder reads facts only; until it takes extra kinds, the items put with
+        ``OpenKoiStore.put`` (LangMem's tools included) come from the core's ``memory_search``,
+        kept to what the keywords or a strong vector match found (the knowledge-base gate).
+        """
+        limit = self.memory_store.config.context.relevant_facts
+        if query is None or limit <= 0:
+            return []
+        hits = self.memory_store.memory_manager.search(query, namespace=namespace, kinds=(ITEM_KIND,), limit=limit)
+        return [f"- {hit.text}" for hit in hits.matching(profile_of(self.memory_store.embedder).kb_threshold)]
+
+
+def _with_store_items(addendum: ContextAddendum, lines: list[str]) -> str:
+    """The rendered addendum with the store items' lines under their own header, within its budget."""
+    text = addendum.render()
+    shown = {line for line in text.splitlines()}
+    room = addendum.token_budget - count_tokens(text)
+    block: list[str] = []
+    opening = [] if "## Memory" in shown else ["## Memory"]
+    for line in (line for line in lines if line not in shown):
+        candidate = "\n".join([*opening, STORE_ITEMS_HEADER, *block, line])
+        if count_tokens(candidate) + 2 > room:
+            break
+        block.append(line)
+    if not block:
+        return text
+    added = "\n".join([*opening, STORE_ITEMS_HEADER, *block])
+    return f"{text}\n\n{added}" if text and opening else f"{text}\n{added}" if text else added
 
 
 def _is_our_summary(message: BaseMessage) -> bool:

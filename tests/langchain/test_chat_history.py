@@ -122,11 +122,14 @@ def test_namespaces_and_clear(store):
     alice.add_message(HumanMessage("hello from alice"))
     assert store.conversations.session("shared-id").namespace == "users.alice."
     bob = OpenKoiChatMessageHistory("shared-id", store, namespace="user:bob")
-    assert bob.messages == []  # another namespace's session reads as empty ...
-    with pytest.raises(ValueError, match="belongs to namespace"):
-        bob.add_message(HumanMessage("hijack"))  # ... and cannot be written to
+    assert bob.messages == []  # the key is per namespace: Bob's "shared-id" is a session of his own ...
+    bob.add_message(HumanMessage("hello from bob"))
+    assert bob.stored_session_id == "shared-id@user:bob" and alice.stored_session_id == "shared-id"
+    assert [m.content for m in alice.messages] == ["hello from alice"]  # ... and never meets Alice's
+    assert [m.content for m in bob.messages] == ["hello from bob"]
     alice.clear()
-    assert alice.messages == [] and store.search("alice", kind="message") == []
+    assert alice.messages == [] and store.search("alice", kind="message", namespace="users.alice.") == []
+    assert [m.content for m in bob.messages] == ["hello from bob"]
     alice.add_message(AIMessage("again"))
     assert [m.content for m in alice.messages] == ["again"]
 
