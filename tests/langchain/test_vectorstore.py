@@ -192,3 +192,23 @@ def test_relevance_follows_langchain_cores_convention():
         assert relevance == pytest.approx({"n": 1.0, "ne": 0.6, "e": 0.0}, abs=1e-6)
         kept = vs.similarity_search_with_relevance_scores("north", k=4, score_threshold=0.5)
         assert [d.id for d, _ in kept] == ["n", "ne"]  # a threshold keeps only what is related
+
+
+def test_documents_ingested_with_the_cli_are_found_over_the_same_file(tmp_path):
+    """`openkoi-memory ingest` chunks are documents of the vector store's default kind and namespace."""
+    from click.testing import CliRunner
+
+    from shared_core.cli import main
+
+    db = str(tmp_path / "kb.db")
+    (tmp_path / "runbook.md").write_text("# Runbook\n\nRestart the ingest workers with the red button.\n",
+                                         encoding="utf-8")
+    (tmp_path / "holidays.md").write_text("# Holidays\n\nThe office closes on the first of May.\n", encoding="utf-8")
+    runner = CliRunner()
+    assert runner.invoke(main, ["--db", db, "ingest", str(tmp_path / "runbook.md")]).exit_code == 0
+    assert runner.invoke(main, ["--db", db, "ingest", "-n", "team", str(tmp_path / "holidays.md")]).exit_code == 0
+    with OpenKoiVectorStore(path=db) as vs:  # by default: the file's embedder, namespace and kind
+        found = vs.similarity_search("restart the ingest workers", k=1)[0]
+        assert "red button" in found.page_content and found.metadata["file_name"] == "runbook.md"
+    with OpenKoiVectorStore(path=db, namespace="team") as vs:  # ingested with -n: the one argument
+        assert vs.similarity_search("when does the office close", k=5)[0].metadata["file_name"] == "holidays.md"
