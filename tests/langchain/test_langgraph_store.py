@@ -299,3 +299,26 @@ def test_over_an_open_memory_store(clock):
         assert core.search("shared file", namespace="u.").ids == [item_id(("u",), "k")]
         assert core.get(item_id(("u",), "k")).source == "langgraph"
         assert timedelta(0) == core.get(item_id(("u",), "k")).created_at - clock.now()
+
+
+def test_memories_other_doors_wrote_are_items(graph_store):
+    """A fact saved by the core, the tools or the middleware is an item of its namespace: read, filter, fix, delete."""
+    core = graph_store.memory_store
+    ns = ("memories", "ann")
+    fact = str(core.add("Ann's cat is called Miso", namespace="memories.ann.", category="pets", tags=["cat"]))
+    graph_store.put(ns, "tea", {"content": "Ann drinks oolong tea"})
+    item = graph_store.get(ns, fact)
+    assert item.key == fact and item.namespace == ns
+    assert item.value == {"content": "Ann's cat is called Miso", "kind": "fact", "category": "pets", "tags": ["cat"]}
+    assert graph_store.get(("memories", "bob"), fact) is None  # its id is a key of its own namespace only
+    assert [i.key for i in graph_store.search(ns, filter={"kind": "fact"})] == [fact]
+    assert [i.key for i in graph_store.search(ns, filter={"category": "pets"})] == [fact]
+    assert [i.key for i in graph_store.search(ns, filter={"content": "Ann drinks oolong tea"})] == ["tea"]
+    assert graph_store.search(ns, query="cat called Miso")[0].key == fact
+    graph_store.put(ns, fact, {"content": "Ann's cat is called Mochi"})  # corrects the fact in place
+    assert core.get(fact).text == "Ann's cat is called Mochi" and core.get(fact).kind == "fact"
+    assert graph_store.get(ns, "tea").value == {"content": "Ann drinks oolong tea"}  # the store's own item as put
+    with pytest.raises(ValueError, match="content"):
+        graph_store.put(ns, fact, {"name": "Mochi"})
+    graph_store.delete(ns, fact)
+    assert core.get_many([fact]) == [] and [i.key for i in graph_store.search(ns)] == ["tea"]
