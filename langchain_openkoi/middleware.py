@@ -86,8 +86,8 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
     ``OpenKoiStore`` given to ``create_agent(store=...)`` works). ``namespace``: whose memory
     (a core namespace, a LangGraph tuple, a template filled per run from the runtime's context
     and the run's ``configurable``, e.g. ``("memories", "{user_id}")``, or a function of the
-    runtime returning one, e.g. ``lambda runtime: ("memories", runtime.context.user_id)``). ``context``: the compaction policy
-    (a preset name or a ``ContextPolicy``; default the store's ``context.preset``) and
+    runtime returning one, e.g. ``lambda runtime: ("memories", runtime.context.user_id)``).
+    ``context``: the compaction policy (a preset name or a ``ContextPolicy``; default the store's ``context.preset``) and
     ``window_tokens`` its window (default ``context.window_tokens``). ``memory_tokens``: the
     budget of the memory added to the system prompt (default: seed 000's recall budget).
     ``session_id``: the conversation id when the agent runs without a checkpointer.
@@ -238,12 +238,7 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
         under the same id, an edit, keeps its first version in the transcript). Our own
         compacted-history messages are not part of it (the summary is a memory of its own).
         """
-        if namespace is not None:
-            ns = as_namespace(namespace)
-        elif self._scope is not None and self._scope.fixed is not None:
-            ns = self._scope.fixed
-        else:
-            raise TypeError("remember() needs namespace= when the middleware's namespace is a function or a template")
+        ns = self._given_namespace(namespace, "remember()")
         convs = self.memory_store.conversations
         sid = convs.session_for(session_id, ns)
         candidates = [(self._message_id(sid, m), m) for m in messages
@@ -260,13 +255,7 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
         """The conversation is over: facts of its unread messages and its summary (seed 002), from the
         stored transcript (``memory_manager.end_session``). Returns the core's ``SessionEnd``.
         ``namespace``: whose conversation (needed when the middleware's namespace is a template or a function)."""
-        if namespace is not None:
-            ns = as_namespace(namespace)
-        elif self._scope is not None and self._scope.fixed is not None:
-            ns = self._scope.fixed
-        else:
-            raise TypeError("end_conversation() needs namespace= when the middleware's namespace is a function "
-                            "or a template")
+        ns = self._given_namespace(namespace, "end_conversation()")
         sid = self.memory_store.conversations.session_for(session_id, ns)
         return self.memory_store.memory_manager.end_session(sid)
 
@@ -282,6 +271,14 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
 
     def _overrides(self) -> dict[str, Any]:
         return {} if self.window_tokens is None else {"window_tokens": self.window_tokens}
+
+    def _given_namespace(self, namespace: Namespace | None, caller: str) -> str:
+        """``namespace`` if given, else the middleware's fixed one (a call outside a run cannot fill a template)."""
+        if namespace is not None:
+            return as_namespace(namespace)
+        if self._scope is not None and self._scope.fixed is not None:
+            return self._scope.fixed
+        raise TypeError(f"{caller} needs namespace= when the middleware's namespace is a function or a template")
 
     def _namespace_of(self, runtime: Any) -> str:
         """This run's namespace: the fixed one, the template filled from the run, or the function's choice."""
