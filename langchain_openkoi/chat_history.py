@@ -27,6 +27,7 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
 from shared_core import ContextManager, ContextPolicy, MemoryStore
+from shared_core.chat_keys import session_for_key
 from shared_core.context.messages import is_compacted_summary
 from shared_core.memories import DEFAULT_NAMESPACE
 from shared_core.namespaces import NamespaceTemplateError
@@ -41,9 +42,11 @@ __all__ = ["OpenKoiChatMessageHistory"]
 class OpenKoiChatMessageHistory(BaseChatMessageHistory):
     """The messages of one session, in an openkoi-memory file.
 
-    ``session_id``: the conversation's key, per namespace: two users' histories under one key
-    are two sessions (``store.conversations.session_for(session_id, namespace)`` names the one
-    this history keeps). ``store``: an open :class:`~shared_core.MemoryStore` (or an openkoi
+    ``session_id``: the conversation's key, per namespace (:mod:`shared_core.chat_keys`, as for
+    LlamaIndex's chat stores): two users' histories under one key are two sessions, kept as
+    ``"<namespace>/<session_id>"`` (:attr:`stored_session_id`); a session named ``session_id``
+    that belongs to the namespace (written by another door, or an older version) is read and
+    continued as it is. ``store``: an open :class:`~shared_core.MemoryStore` (or an openkoi
     adapter built on one), or ``path``: a file to open (closed by :meth:`close`; ``None`` for
     both: the default data file). ``namespace``: whose conversation (a core namespace, a
     LangGraph tuple, or a template such as ``("chats", "{user_id}")`` filled from the current
@@ -98,8 +101,8 @@ class OpenKoiChatMessageHistory(BaseChatMessageHistory):
 
     @property
     def stored_session_id(self) -> str:
-        """The id of the session that holds this history (``session_id`` unless another namespace has that id)."""
-        return self.memory_store.conversations.session_for(self.session_id, self.namespace)
+        """The id of the ``store.conversations`` session that holds this history (see :mod:`shared_core.chat_keys`)."""
+        return session_for_key(self.memory_store.conversations, self.session_id, self.namespace)
 
     def close(self) -> None:
         """Close the file if this history opened it (a store passed in stays open)."""

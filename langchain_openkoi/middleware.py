@@ -7,7 +7,8 @@ Each hook is a call into ``store.memory_manager`` / ``store.conversations``:
 hook                 what happens
 ==================== ==================================================================================
 ``before_agent``     the conversation gets its session id: the LangGraph thread id, else ``session_id=``,
-                     else a fresh ``run-...`` id (kept in the agent state)
+                     else a fresh ``run-...`` id (kept in the agent state); its transcript is the
+                     namespace's session for that key (``shared_core.chat_keys``: ``"<namespace>/<id>"``)
 ``before_model``     the messages new since the last call are appended to the session's transcript
                      (``store.conversations``); then ``context_manager(...).manage(messages)``: when the
                      conversation passes its threshold, facts and the summary are stored **first**,
@@ -56,6 +57,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from typing_extensions import NotRequired
 
 from shared_core import ContextAddendum, ContextManager, ContextPolicy, MemoryStore
+from shared_core.chat_keys import session_for_key
 from shared_core.context.messages import is_compacted_summary
 from shared_core.embed import fnv1a_64, profile_of
 from shared_core.items import ITEM_KIND
@@ -161,7 +163,7 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
             self.remember(messages, session_id=session_id, namespace=namespace)
         if not self.compact:
             return None
-        sid = self.memory_store.conversations.session_for(session_id, namespace)
+        sid = session_for_key(self.memory_store.conversations, session_id, namespace)
         result = self._manager(namespace).manage(messages, session_id=sid)
         if result.action != "compact":
             return None
@@ -220,7 +222,7 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
             self.remember(messages, session_id=session_id, namespace=namespace)
         if self.extract_facts:
             manager = self._manager(namespace)
-            sid = self.memory_store.conversations.session_for(session_id, namespace)
+            sid = session_for_key(self.memory_store.conversations, session_id, namespace)
             if manager.status(messages, session_id=sid).unread:
                 manager.flush(messages, session_id=sid)
         return None
@@ -240,7 +242,7 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
         """
         ns = self._given_namespace(namespace, "remember()")
         convs = self.memory_store.conversations
-        sid = convs.session_for(session_id, ns)
+        sid = session_for_key(convs, session_id, ns)
         candidates = [(self._message_id(sid, m), m) for m in messages
                       if not isinstance(m, RemoveMessage) and not _is_our_summary(m)]
         if not candidates:
@@ -256,7 +258,7 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
         stored transcript (``memory_manager.end_session``). Returns the core's ``SessionEnd``.
         ``namespace``: whose conversation (needed when the middleware's namespace is a template or a function)."""
         ns = self._given_namespace(namespace, "end_conversation()")
-        sid = self.memory_store.conversations.session_for(session_id, ns)
+        sid = session_for_key(self.memory_store.conversations, session_id, ns)
         return self.memory_store.memory_manager.end_session(sid)
 
     # -- internals --------------------------------------------------------------------------------
@@ -311,7 +313,7 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
     def _system_message(self, request: ModelRequest) -> SystemMessage | None:
         session_id = self._session_id(request.state, request.runtime)
         namespace = self._namespace_of(request.runtime)
-        sid = self.memory_store.conversations.session_for(session_id, namespace)
+        sid = session_for_key(self.memory_store.conversations, session_id, namespace)
         query = next((m.text for m in reversed(request.messages) if isinstance(m, HumanMessage) and m.text.strip()),
                      None)
         carries_summary = any(is_compacted_summary(m) for m in request.messages)
@@ -335,7 +337,7 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
         runtime = request.runtime
         state = request.state if isinstance(request.state, dict) else {}
         namespace = self._namespace_of(runtime)
-        session_id = self.memory_store.conversations.session_for(self._session_id(state, runtime), namespace)
+        session_id = session_for_key(self.memory_store.conversations, self._session_id(state, runtime), namespace)
         try:
             args = json.dumps(call.get("args", {}), ensure_ascii=False, sort_keys=True, default=str)
         except (TypeError, ValueError):

@@ -251,29 +251,6 @@ class Conversations:
                 raise NotFoundError(f"no session {session_id!r}{where}")
             return session
 
-    def session_for(self, key: str, namespace: str) -> str:
-        """The id of the session that holds the conversation ``key`` of ``namespace``.
-
-        Session ids are unique in a file, but a chat key (LlamaIndex's default ``"chat_history"``,
-        a LangGraph thread id, a request's session id) is chosen per user. The session is ``key``
-        itself when it belongs to ``namespace`` or is free; when another namespace holds it, the
-        namespace's own session for the key, ``"<key>@<namespace>"``. So two users' chats under
-        one key never meet and never fail. Adapters that take a key and a namespace call this for
-        the session to read and write; it creates nothing.
-        """
-        key = _session_id(key)
-        check_namespace(namespace)
-        scoped = f"{key}@{namespace}"
-        if len(scoped) > _MAX_SESSION_ID:
-            scoped = f"{key[: _MAX_SESSION_ID - 17]}@{fnv1a_64(namespace):016x}"
-        with self._db.lock:
-            found = self._repo.session(key)
-            if found is not None and found.namespace == namespace:
-                return key
-            if found is None and self._repo.session(scoped) is None:
-                return key
-            return scoped
-
     def update_session(
         self,
         session_id: str,
@@ -1147,13 +1124,10 @@ def _chunk_metadata(message: Message) -> dict[str, Any]:
     return out
 
 
-_MAX_SESSION_ID = 512
-
-
 def _session_id(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"a session id must be a non-empty string such as 'chat-42', got {value!r}")
-    return check_text(value, "session id", max_len=_MAX_SESSION_ID)
+    return check_text(value, "session id", max_len=512)
 
 
 def _state(active: Any) -> bool | None:
