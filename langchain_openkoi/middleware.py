@@ -59,10 +59,11 @@ from typing_extensions import NotRequired
 from shared_core import ContextAddendum, ContextManager, ContextPolicy, MemoryStore
 from shared_core.chat_keys import session_for_key
 from shared_core.context.messages import is_compacted_summary
-from shared_core.embed import fnv1a_64, profile_of
+from shared_core.embed import fnv1a_64
 from shared_core.items import ITEM_KIND
 from shared_core.memories import DEFAULT_NAMESPACE
 from shared_core.namespaces import as_namespace
+from shared_core.relevance import mark_recalled, relevant
 from shared_core.tokens import count_tokens
 
 from ._core import core_store
@@ -350,14 +351,16 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
         """The namespace's LangGraph store items that match the query, as prompt lines.
 
         The addendum builder reads facts only; until it takes extra kinds, the items put with
-        ``OpenKoiStore.put`` (LangMem's tools included) come from the core's ``memory_search``,
-        kept to what the keywords or a strong vector match found (the knowledge-base gate).
+        ``OpenKoiStore.put`` (LangMem's tools included) come from the core's recall gate
+        (:func:`shared_core.relevance.relevant`: the message's content words matched, or a strong
+        vector match), counted as recalled.
         """
         limit = self.memory_store.config.context.relevant_facts
         if query is None or limit <= 0:
             return []
-        hits = self.memory_store.memory_manager.search(query, namespace=namespace, kinds=(ITEM_KIND,), limit=limit)
-        return [f"- {hit.text}" for hit in hits.matching(profile_of(self.memory_store.embedder).kb_threshold)]
+        hits = relevant(self.memory_store, query, namespace=namespace, kind=ITEM_KIND, limit=limit)
+        mark_recalled(self.memory_store, hits)
+        return [f"- {hit.text}" for hit in hits]
 
 
 def _with_store_items(addendum: ContextAddendum, lines: list[str]) -> str:

@@ -20,7 +20,7 @@ collection of items.
 ...     fact = store.add("Alice drinks oolong tea", namespace="memories.alice.")
 ...     memory = store.get(fact)
 ...     item_key(memory) == fact, item_value(memory)
-(True, {'content': 'Alice drinks oolong tea', 'kind': 'fact'})
+(True, {'content': 'Alice drinks oolong tea', 'kind': 'fact', 'category': 'food'})
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from .memories import Memory
 from .namespaces import decode_namespace
+from .relevance import relevance_scale
 
 if TYPE_CHECKING:
     from .store import MemoryStore
@@ -119,7 +120,8 @@ def search_items(
     """The items in ``scope`` for ``query``, best first, with scores in [0, 1], as LangGraph's stores rank.
 
     First the hybrid search's matches by relevance (keywords and vectors fused; the score is the
-    fused relevance, capped at 1; feedback and recency do not reorder them), then, while fewer
+    fused relevance over the largest the fusion gives, :func:`~shared_core.relevance.relevance_scale`,
+    as the LlamaIndex retriever scores; feedback and recency do not reorder them), then, while fewer
     than ``offset + limit`` matched, the other indexed items by vector similarity (scored no
     higher than the last match, and never below 0), then items stored without an index (score
     ``None``), newest first. ``scope`` is :func:`item_scope`'s.
@@ -134,7 +136,8 @@ def search_items(
     indexed = [kind for kind in kinds if kind != UNINDEXED_KIND]
     found: list[tuple[Memory, float | None]] = []
     hits = store.search(query, **scope, kind=indexed, where=where, limit=wanted, fusion=fusion, rank=False)
-    found.extend((hit.memory, min(1.0, max(0.0, hit.parts.relevance))) for hit in hits)
+    scale = relevance_scale(store, fusion)
+    found.extend((hit.memory, min(1.0, max(0.0, hit.parts.relevance / scale))) for hit in hits)
     if len(found) < wanted:
         floor = found[-1][1] or 0.0 if found else 1.0
         others = _excluding(where, [m.id for m, _ in found])

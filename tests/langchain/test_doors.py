@@ -148,3 +148,14 @@ def test_store_items_reach_the_middlewares_prompt(store, value):
     agent.invoke({"messages": [HumanMessage("Recommend a vegetarian restaurant")]})
     assert "Ann is vegetarian" in model.prompts[0]
     assert "### From the agent's store" in model.prompts[0]
+
+
+def test_store_items_that_share_only_stop_words_stay_out_of_the_prompt(store):
+    graph = OpenKoiStore(store=store)
+    graph.put(USER, "cat", {"content": "My cat is called Miso"})
+    model = ScriptedModel([AIMessage("Sunny."), AIMessage("Miso.")])
+    agent = create_agent(model, [], system_prompt="You help Ann.", middleware=[OpenKoiMemoryMiddleware(
+        store, namespace=USER, store_transcript=False, extract_facts=False)])
+    agent.invoke({"messages": [HumanMessage("What is the weather like?")]})
+    agent.invoke({"messages": [HumanMessage("What is my cat called?")]})
+    assert "Miso" not in model.prompts[0] and "- My cat is called Miso" in model.prompts[1]
