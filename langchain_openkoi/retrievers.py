@@ -72,14 +72,15 @@ class OpenKoiRetriever(BaseRetriever):
 
     def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
         """Search for ``input``; a namespace template is filled from ``config`` (and the runtime in it)."""
-        kwargs["namespace"] = _resolve(self.namespace if kwargs.get("namespace") is None else kwargs["namespace"],
-                                       config)
-        return super().invoke(input, config, **kwargs)
+        return super().invoke(input, config, **self._for_run(config, kwargs))
 
     async def ainvoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
-        kwargs["namespace"] = _resolve(self.namespace if kwargs.get("namespace") is None else kwargs["namespace"],
-                                       config)
-        return await super().ainvoke(input, config, **kwargs)
+        return await super().ainvoke(input, config, **self._for_run(config, kwargs))
+
+    def _for_run(self, config: RunnableConfig | None, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The call's options with its namespace (given per call, or the retriever's) filled for this run."""
+        given = kwargs.get("namespace")
+        return {**kwargs, "namespace": _resolve(self.namespace if given is None else given, config)}
 
     def _get_relevant_documents(
         self,
