@@ -1,6 +1,8 @@
 """LangChain and LangGraph adapters for openkoi-memory (install the ``langchain`` extra).
 
-They translate types and delegate to :mod:`shared_core`; no SQL and no ranking live here.
+They translate types and delegate to :mod:`shared_core`; no SQL and no ranking live here. Every
+class reads a namespace the same way (:mod:`shared_core.namespaces`): a string as given, a tuple
+as one LangGraph namespace, a template such as ``("memories", "{user_id}")`` filled per run.
 
 * :class:`OpenKoiVectorStore`: a ``VectorStore`` (pure vector similarity, MMR, metadata filters).
 * :class:`OpenKoiRetriever`: the core's hybrid, feedback-ranked search as a retriever.
@@ -8,7 +10,7 @@ They translate types and delegate to :mod:`shared_core`; no SQL and no ranking l
 * :class:`OpenKoiSaver` / :class:`OpenKoiAsyncSaver`: LangGraph's SQLite checkpointer in the same file.
 * :class:`OpenKoiChatMessageHistory`: a ``BaseChatMessageHistory`` on ``store.conversations``.
 * :class:`OpenKoiMemoryMiddleware`: ``create_agent`` middleware: recall, write-then-compact, learning.
-* :func:`create_memory_tools`: memory_store/query/reinforce/demote/update/recall/search/save tools.
+* :func:`create_memory_tools`: memory tools (memory_save and memory_search by default, the rest by name).
 * :class:`OpenKoiDocumentLoader`: a ``BaseLoader`` over the core's document loaders.
 * :class:`OpenKoiMemory`: the classic chain memory (needs the ``classic`` extra, langchain-classic;
   imported on first use).

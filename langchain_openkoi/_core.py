@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from shared_core import EmbedderMismatchError, MemoryStore
 from shared_core.clock import Clock
 from shared_core.config import Config
 from shared_core.embed import Embedder
-from shared_core.memories import check_namespace
 
-__all__ = ["core_store", "open_store", "core_namespace"]
-
-
-def core_namespace(namespace: str | Sequence[str]) -> str:
-    """A core namespace as given, or the one a LangGraph namespace tuple maps to (``("users", "a")`` -> ``"users.a."``)."""
-    if isinstance(namespace, str):
-        return check_namespace(namespace)
-    from .langgraph_store import encode_namespace  # the store module imports this one
-
-    return encode_namespace(namespace)
+__all__ = ["core_store", "open_store"]
 
 
 def core_store(obj: Any) -> MemoryStore:

@@ -27,10 +27,13 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
 from shared_core import ContextManager, ContextPolicy, MemoryStore
+from shared_core.chat_keys import session_for_key
 from shared_core.context.messages import is_compacted_summary
 from shared_core.memories import DEFAULT_NAMESPACE
+from shared_core.namespaces import NamespaceTemplateError
 
-from ._core import core_namespace, open_store
+from ._core import open_store
+from ._run import RunNamespace
 from .messages import summary_message, to_langchain, to_new_message
 
 __all__ = ["OpenKoiChatMessageHistory"]
@@ -39,11 +42,15 @@ __all__ = ["OpenKoiChatMessageHistory"]
 class OpenKoiChatMessageHistory(BaseChatMessageHistory):
     """The messages of one session, in an openkoi-memory file.
 
-    ``session_id``: the conversation (session ids are unique in a file; a session belongs to
-    one namespace). ``store``: an open :class:`~shared_core.MemoryStore` (or an openkoi adapter
-    built on one), or ``path``: a file to open (closed by :meth:`close`; ``None`` for both: the
-    default data file). ``namespace``: whose conversation (a core namespace or a LangGraph
-    tuple); a session of another namespace reads as empty and cannot be written to.
+    ``session_id``: the conversation's key, per namespace (:mod:`shared_core.chat_keys`, as for
+    LlamaIndex's chat stores): two users' histories under one key are two sessions, kept as
+    ``"<namespace>/<session_id>"`` (:attr:`stored_session_id`); a session named ``session_id``
+    that belongs to the namespace (written by another door, or an older version) is read and
+    continued as it is. ``store``: an open :class:`~shared_core.MemoryStore` (or an openkoi
+    adapter built on one), or ``path``: a file to open (closed by :meth:`close`; ``None`` for
+    both: the default data file). ``namespace``: whose conversation (a core namespace, a
+    LangGraph tuple, or a template such as ``("chats", "{user_id}")`` filled from the current
+    run's config and context, refused outside a run that has the value).
     ``context``: ``None`` (every message), a preset name or a ``ContextPolicy`` (see the module
     docs); ``window_tokens`` sets a preset's window (default ``context.window_tokens``).
 
@@ -66,7 +73,15 @@ class OpenKoiChatMessageHistory(BaseChatMessageHistory):
         if context is None and window_tokens is not None:
             raise ValueError("window_tokens applies to a context window: pass context='fleet' (or another preset) too")
         self.session_id = session_id
-        self.namespace = core_namespace(namespace)
+        try:
+            self.namespace = RunNamespace(namespace).resolve()
+        except NamespaceTemplateError as exc:
+            raise NamespaceTemplateError(
+                f"{exc}. A chat history is usually made before the run starts (RunnableWithMessageHistory calls its "
+                "factory first), so name the user there: history_factory_config=[ConfigurableFieldSpec(id='user_id', "
+                "annotation=str), ...] and lambda session_id, user_id: OpenKoiChatMessageHistory(session_id, store, "
+                "namespace=('chats', user_id))"
+            ) from None
         self.memory_store, self._owned = open_store(store, path, None)
         try:
             self.context_manager: ContextManager | None = None
@@ -75,7 +90,7 @@ class OpenKoiChatMessageHistory(BaseChatMessageHistory):
                 if isinstance(context, ContextPolicy) and overrides:
                     raise ValueError("window_tokens applies to presets; build the ContextPolicy with it instead")
                 self.context_manager = self.memory_store.memory_manager.context_manager(
-                    context, namespace=self.namespace, session_id=session_id, **overrides)
+                    context, namespace=self.namespace, session_id=self.stored_session_id, **overrides)
         except BaseException:
             self.close()
             raise
@@ -83,6 +98,11 @@ class OpenKoiChatMessageHistory(BaseChatMessageHistory):
     def __repr__(self) -> str:
         window = f", context={self.context_manager.policy.name!r}" if self.context_manager else ""
         return f"OpenKoiChatMessageHistory({self.session_id!r}, namespace={self.namespace!r}{window})"
+
+    @property
+    def stored_session_id(self) -> str:
+        """The id of the ``store.conversations`` session that holds this history (see :mod:`shared_core.chat_keys`)."""
+        return session_for_key(self.memory_store.conversations, self.session_id, self.namespace)
 
     def close(self) -> None:
         """Close the file if this history opened it (a store passed in stays open)."""
@@ -102,18 +122,18 @@ class OpenKoiChatMessageHistory(BaseChatMessageHistory):
         """The session's messages in order (within the window when ``context`` is set)."""
         convs = self.memory_store.conversations
         if self.context_manager is None:
-            return [to_langchain(m) for m in convs.messages(self.session_id, namespace=self.namespace)]
+            return [to_langchain(m) for m in convs.messages(self.stored_session_id, namespace=self.namespace)]
         return self._window()
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Append messages in order, in one transaction (one embedding batch, one transcript write)."""
         items = [to_new_message(m) for m in messages]
         if items:
-            self.memory_store.conversations.append_many(self.session_id, items, namespace=self.namespace)
+            self.memory_store.conversations.append_many(self.stored_session_id, items, namespace=self.namespace)
 
     def clear(self) -> None:
         """Delete every message of the session (rows, transcript lines, index chunks); the session stays."""
-        self.memory_store.conversations.clear(self.session_id, namespace=self.namespace)
+        self.memory_store.conversations.clear(self.stored_session_id, namespace=self.namespace)
 
     async def aget_messages(self) -> list[BaseMessage]:
         return await asyncio.to_thread(lambda: self.messages)
@@ -131,34 +151,35 @@ class OpenKoiChatMessageHistory(BaseChatMessageHistory):
         assert self.context_manager is not None
         store = self.memory_store
         convs = store.conversations
-        active = convs.messages(self.session_id, namespace=self.namespace, active=True)
+        sid = self.stored_session_id
+        active = convs.messages(sid, namespace=self.namespace, active=True)
         view: list[BaseMessage] = [to_langchain(m) for m in active]
         offset = 0
-        summary = self._last_summary()
+        summary = self._last_summary(sid)
         if summary is not None:
             lead = 0
             while lead < len(view) and view[lead].type == "system" and not is_compacted_summary(view[lead]):
                 lead += 1
             view.insert(lead, summary_message(summary))
             offset = lead
-        result = self.context_manager.manage(view, session_id=self.session_id)
+        result = self.context_manager.manage(view, session_id=sid)
         if result.action != "compact":
             return view
         kept = set(result.kept)
         left_out = [active[i if summary is None or i < offset else i - 1].message_id
                     for i in range(len(view)) if i not in kept and not (summary is not None and i == offset)]
-        convs.deactivate(self.session_id, left_out, namespace=self.namespace)  # facts and summary are stored
+        convs.deactivate(sid, left_out, namespace=self.namespace)  # facts and summary are stored
         out = list(result.messages)
         assert result.summary_position is not None and result.summary_message is not None
         out[result.summary_position] = summary_message(result.summary_message["content"])
         return out
 
-    def _last_summary(self) -> str | None:
+    def _last_summary(self, sid: str) -> str | None:
         """The latest compaction's summary, while messages it covers are out of the window."""
         store = self.memory_store
-        if not store.conversations.count(self.session_id, namespace=self.namespace, active=False):
+        if not store.conversations.count(sid, namespace=self.namespace, active=False):
             return None  # never compacted, or cleared since
-        events = store.memory_manager.compactions(self.session_id, namespace=self.namespace, limit=1)
+        events = store.memory_manager.compactions(sid, namespace=self.namespace, limit=1)
         return events[0].summary if events and events[0].summary.strip() else None
 
     @property

@@ -2,19 +2,28 @@
 
 How LangGraph's model maps onto the core:
 
-* **Namespaces.** A tuple becomes a core namespace with every label followed by a dot:
-  ``("users", "alice")`` is ``"users.alice."``. Labels cannot contain dots (LangGraph forbids
-  them), so a prefix search for ``("users",)`` is the plain string prefix ``"users."``: exact
-  (never ``("usersX",)``) and served by the core's own namespace-prefix scope.
+* **Namespaces.** A tuple becomes a core namespace with every label followed by a dot
+  (:mod:`shared_core.namespaces`): ``("users", "alice")`` is ``"users.alice."``. Labels cannot
+  contain dots (LangGraph forbids them), so a prefix search for ``("users",)`` is the plain
+  string prefix ``"users."``: exact (never ``("usersX",)``) and served by the core's own
+  namespace-prefix scope. A template label (``"{user_id}"``) is refused: whoever calls the
+  store (LangMem's tools, your node) fills it from the run's config first.
+* **One memory, every door.** The other memories of a namespace (facts the middleware or the
+  memory tools saved, learnings...) are items too (:mod:`shared_core.items`): key = the
+  memory's id, value = ``{"content": text, "kind": kind, ...}``. ``get``, ``search`` and
+  ``list_namespaces`` show them; ``put(ns, id, {"content": ...})`` corrects one in place and
+  ``delete(ns, id)`` deletes it.
 * **Keys.** Core ids are global, LangGraph keys unique per namespace: an item's id is a hash
   of (namespace, key), ``"lg-<32 hex>"``, so a put upserts the same row.
 * **Values.** The core memory's metadata holds ``{"key", "value", "ttl_minutes"}``: the value
   round-trips as the JSON it was given (types and key order), and filters address it.
 * **Indexing.** The text at the configured ``fields`` (LangGraph's own path syntax and
-  extraction helpers; ``["$"]``, the whole value, by default) becomes the memory's text, so it
-  gets the core's FTS5 keyword index and one vector (texts from several paths are joined by
-  newlines; LangGraph's stores keep one vector per path). Searching with ``query`` is the
-  core's hybrid search, feedback- and recency-ranked. Items put with ``index=False`` (or whose
+  extraction helpers) becomes the memory's text, so it gets the core's FTS5 keyword index and
+  one vector (texts from several paths are joined by newlines; LangGraph's stores keep one
+  vector per path). Without ``fields``, a value's ``content`` text is indexed when it has one
+  (LangMem's shape), else the whole value. Searching with ``query`` ranks every item in scope
+  as LangGraph's stores do (:func:`shared_core.items.search_items`: the core's hybrid
+  matches by relevance, then the rest by vector similarity; scores in [0, 1]). Items put with ``index=False`` (or whose
   fields are all missing) are stored as kind ``langgraph_item_unindexed`` with a constant
   placeholder vector instead of an embedding (no embedding call is made): every query search
   here is scoped to kind ``langgraph_item``, so they never match a query, but ``get`` and
@@ -59,20 +68,33 @@ from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, toke
 from shared_core import FilterError, Memory, NewMemory
 from shared_core.clock import Clock
 from shared_core.config import Config
+from shared_core.items import (
+    ITEM_KIND,
+    ITEM_KINDS,
+    MEMORY_ITEM_KINDS,
+    MEMORY_VALUE_FIELDS,
+    STORE_ITEM_KINDS,
+    UNINDEXED_KIND,
+    item_key,
+    item_scope,
+    item_text,
+    item_value,
+    search_items,
+)
+from shared_core.namespaces import decode_namespace, is_template
+from shared_core.namespaces import encode_namespace as _encode
 
 from ._core import open_store
 from .embeddings import LangChainEmbedder
 
 __all__ = [
     "OpenKoiStore", "encode_namespace", "decode_namespace", "item_id", "searchable", "translate_filter",
-    "ITEM_KIND", "UNINDEXED_KIND",
+    "store_filter", "ITEM_KIND", "UNINDEXED_KIND",
 ]
 
 logger = logging.getLogger(__name__)
 
-ITEM_KIND = "langgraph_item"
-UNINDEXED_KIND = "langgraph_item_unindexed"
-_KINDS = (ITEM_KIND, UNINDEXED_KIND)
+_KINDS = STORE_ITEM_KINDS
 _INDEX_KEYS = frozenset({"dims", "embed", "fields", "distance_type"})
 _TTL_KEYS = frozenset({"refresh_on_read", "default_ttl", "sweep_interval_minutes", "omit_expired"})
 
@@ -88,16 +110,10 @@ def searchable(where: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def encode_namespace(namespace: Sequence[str]) -> str:
-    """``("users", "alice")`` -> ``"users.alice."``: the core namespace of a LangGraph namespace."""
+    """``("users", "alice")`` -> ``"users.alice."`` (:func:`shared_core.namespaces.encode_namespace`),
+    with LangGraph's ``InvalidNamespaceError`` for a bad or template namespace."""
     _check_labels(namespace)
-    return "".join(f"{label}." for label in namespace)
-
-
-def decode_namespace(text: str) -> tuple[str, ...]:
-    """The inverse of :func:`encode_namespace`."""
-    if not text.endswith(".") or ".." in text or text.startswith("."):
-        raise ValueError(f"{text!r} is not a LangGraph namespace (those look like 'users.alice.')")
-    return tuple(text[:-1].split("."))
+    return _encode(namespace) if namespace else ""
 
 
 def item_id(namespace: Sequence[str], key: str) -> str:
@@ -149,6 +165,7 @@ class OpenKoiStore(BaseStore):
         self.index_config = index
         self.fusion = fusion
         self._fields = [(path_, path_ if path_ == "$" else tokenize_path(path_)) for path_ in fields]
+        self._default_fields = not (index or {}).get("fields")
         placeholder = np.zeros(self.memory_store.embedder.dims, dtype=np.float32)
         placeholder[0] = 1.0
         self._placeholder = placeholder
@@ -174,7 +191,7 @@ class OpenKoiStore(BaseStore):
 
     @staticmethod
     def core_namespace(namespace: Sequence[str]) -> str:
-        """The core namespace a LangGraph namespace is stored under (for the memory tools, the CLI...)."""
+        """The core namespace a LangGraph namespace is stored under (for the core API, the CLI...)."""
         return encode_namespace(namespace)
 
     # -- the batch interface --------------------------------------------------------------------
@@ -210,27 +227,38 @@ class OpenKoiStore(BaseStore):
     # -- reads ----------------------------------------------------------------------------------
 
     def _get_many(self, gets: list[tuple[int, GetOp]], results: list[Result]) -> None:
-        wanted = {item_id(op.namespace, op.key) for _, op in gets}
-        namespaces = sorted({encode_namespace(op.namespace) for _, op in gets})
-        found = {m.id: m for m in self.memory_store.list(namespace=namespaces, kind=_KINDS, ids=sorted(wanted))}
-        self._refresh([found[item_id(op.namespace, op.key)] for _, op in gets
-                       if op.refresh_ttl and item_id(op.namespace, op.key) in found])
+        found = self._find([(tuple(op.namespace), op.key) for _, op in gets])
+        self._refresh([found[(tuple(op.namespace), op.key)] for _, op in gets
+                       if op.refresh_ttl and (tuple(op.namespace), op.key) in found])
         for i, op in gets:
-            memory = found.get(item_id(op.namespace, op.key))
+            memory = found.get((tuple(op.namespace), op.key))
             results[i] = None if memory is None else _item(memory)
+
+    def _find(self, keys: Sequence[tuple[tuple[str, ...], str]]) -> dict[tuple[tuple[str, ...], str], Memory]:
+        """The memory behind each (namespace, key) that exists: a store item, or a memory whose id is the key."""
+        ids = {item_id(ns, key): (ns, key) for ns, key in keys}
+        ids.update({key: (ns, key) for ns, key in keys if key not in ids})
+        namespaces = sorted({encode_namespace(ns) for ns, _ in keys})
+        found: dict[tuple[tuple[str, ...], str], Memory] = {}
+        for memory in self.memory_store.list(namespace=namespaces, kind=ITEM_KINDS, ids=sorted(ids)):
+            ns, key = ids[memory.id]
+            if memory.namespace == encode_namespace(ns) and item_key(memory) == key:
+                found.setdefault((ns, key), memory)
+        return found
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = encode_namespace(op.namespace_prefix)
-        where = translate_filter(op.filter)
+        where = store_filter(op.filter)
+        scope = item_scope(self.memory_store, prefix)
+        pairs: list[tuple[Memory, float | None]]
         if op.query:
-            hits = self.memory_store.search(
-                op.query, namespace=None, namespace_prefix=prefix, kind=ITEM_KIND, where=where, limit=op.limit,
-                offset=op.offset, fusion=self.fusion,
-            )
-            pairs = [(hit.memory, hit.score) for hit in hits]
+            pairs = search_items(self.memory_store, op.query, scope=scope, where=where, limit=op.limit,
+                                 offset=op.offset, fusion=self.fusion)
+        elif scope["namespace"] == []:
+            pairs = []
         else:
             memories = self.memory_store.list(
-                namespace=None, namespace_prefix=prefix, kind=_KINDS, where=where, limit=op.limit, offset=op.offset,
+                **scope, kind=ITEM_KINDS, where=where, limit=op.limit, offset=op.offset,
                 order_by="updated_at", descending=True,
             )
             pairs = [(memory, None) for memory in memories]
@@ -250,7 +278,7 @@ class OpenKoiStore(BaseStore):
                         break
                     fixed.append(label)
                 literal = max(literal, tuple(fixed), key=len)
-        counts = self.memory_store.namespaces(encode_namespace(literal) if literal else None, kind=_KINDS,
+        counts = self.memory_store.namespaces(encode_namespace(literal) if literal else None, kind=list(ITEM_KINDS),
                                               include_expired=False)
         namespaces = []
         for text in counts:
@@ -268,7 +296,7 @@ class OpenKoiStore(BaseStore):
         """Push out the expiry of items read with ``refresh_ttl`` (the ones put with a TTL)."""
         by_ttl: dict[float, list[str]] = defaultdict(list)
         for memory in memories:
-            minutes = memory.metadata.get("ttl_minutes")
+            minutes = memory.metadata.get("ttl_minutes") if memory.kind in _KINDS else None
             if minutes:
                 by_ttl[float(minutes)].append(memory.id)
         for minutes, ids in by_ttl.items():
@@ -277,11 +305,19 @@ class OpenKoiStore(BaseStore):
     # -- writes ---------------------------------------------------------------------------------
 
     def _write(self, puts: list[PutOp]) -> None:
-        deletes = [item_id(op.namespace, op.key) for op in puts if op.value is None]
-        items = [self._new_memory(op) for op in puts if op.value is not None]
+        existing = self._find([(tuple(op.namespace), op.key) for op in puts])
+        memories = {where: m for where, m in existing.items() if m.kind in MEMORY_ITEM_KINDS}  # other doors' memories
+        corrections = [(memories[(tuple(op.namespace), op.key)], _content(op)) for op in puts
+                       if op.value is not None and (tuple(op.namespace), op.key) in memories]
+        deletes = [memories[(tuple(op.namespace), op.key)].id if (tuple(op.namespace), op.key) in memories
+                   else item_id(op.namespace, op.key) for op in puts if op.value is None]
+        items = [self._new_memory(op) for op in puts
+                 if op.value is not None and (tuple(op.namespace), op.key) not in memories]
         with self.memory_store.transaction():
             if deletes:
                 self.memory_store.delete(deletes, missing_ok=True)
+            for memory, text in corrections:
+                self.memory_store.update(memory.id, text, namespace=memory.namespace)
             if items:
                 self.memory_store.add_many(items)
 
@@ -299,7 +335,7 @@ class OpenKoiStore(BaseStore):
             source="langgraph",
             ttl=None if ttl is None else ttl * 60,
         )
-        texts = self._texts(value, op.index)
+        texts = [item_text(value)] if op.index is None and self._default_fields else self._texts(value, op.index)
         if texts:
             return NewMemory(text="\n".join(texts), kind=ITEM_KIND, **common)
         text = json.dumps(value, ensure_ascii=False, default=str)
@@ -371,7 +407,20 @@ class OpenKoiStore(BaseStore):
 # -- LangGraph filters on the core's filter language ------------------------------------------------
 
 
-def translate_filter(spec: Mapping[str, Any] | None, prefix: str = "value") -> dict[str, Any] | None:
+def store_filter(spec: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A LangGraph filter over every item of a namespace: the stored value of the store's own items,
+    the fields of ``{"content", "kind", "category", "tags"}`` of the memories other doors wrote."""
+    items = translate_filter(spec)
+    if items is None:
+        return None
+    memories = translate_filter(spec, fields=MEMORY_VALUE_FIELDS)
+    own = list(STORE_ITEM_KINDS)
+    return {"$or": [{"$and": [{"@kind": {"$in": own}}, items]},
+                    {"$and": [{"@kind": {"$nin": own}}, memories]}]}
+
+
+def translate_filter(spec: Mapping[str, Any] | None, prefix: str = "value",
+                     fields: Mapping[str, str] | None = None) -> dict[str, Any] | None:
     """A LangGraph filter as a core filter over the stored value.
 
     ``{"status": "active"}`` and ``{"score": {"$gt": 4.99}}`` work as in LangGraph, as does any
@@ -379,34 +428,35 @@ def translate_filter(spec: Mapping[str, Any] | None, prefix: str = "value") -> d
     dict without operators matches the fields it names (``{"a": {"b": 1}}`` holds for
     ``{"a": {"b": 1, "c": 2}}``, like LangGraph's in-memory and Postgres stores); a list
     matches exactly; a dotted key reaches nested fields (like LangGraph's SQLite store).
+    ``fields`` maps top-level value fields to the core fields that hold them (``{"content": "@text"}``).
     """
     if spec is None:
         return None
     if not isinstance(spec, Mapping):
         raise FilterError(f"a store filter must be a dict such as {{'status': 'active'}}, got {spec!r}")
-    parts = list(_translate(spec, prefix))
+    parts = list(_translate(spec, prefix, fields or {}))
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else {"$and": parts}
 
 
-def _translate(spec: Mapping[str, Any], prefix: str) -> Iterable[dict[str, Any]]:
+def _translate(spec: Mapping[str, Any], prefix: str, fields: Mapping[str, str]) -> Iterable[dict[str, Any]]:
     for key, expected in spec.items():
         if not isinstance(key, str) or not key:
             raise FilterError(f"filter keys must be non-empty strings, got {key!r}")
         if key in ("$and", "$or"):
             if isinstance(expected, (str, bytes, Mapping)) or not isinstance(expected, Sequence) or not expected:
                 raise FilterError(f"{key} takes a non-empty list of filters, got {expected!r}")
-            yield {key: [translate_filter(child, prefix) or {} for child in expected]}
+            yield {key: [translate_filter(child, prefix, fields) or {} for child in expected]}
         elif key == "$not":
-            inner = translate_filter(expected, prefix)
+            inner = translate_filter(expected, prefix, fields)
             if inner is None:
                 raise FilterError("$not needs a filter to negate")
             yield {"$not": inner}
         elif key.startswith("$"):
             raise FilterError(f"{key!r} cannot stand at the top of a filter; use $and, $or, $not, or a field name")
         else:
-            path = f"{prefix}.{key}"
+            path = fields.get(key) or f"{prefix}.{key}"
             if isinstance(expected, Mapping) and expected:
                 operators = [k for k in expected if isinstance(k, str) and k.startswith("$")]
                 if operators and len(operators) != len(expected):
@@ -414,7 +464,7 @@ def _translate(spec: Mapping[str, Any], prefix: str) -> Iterable[dict[str, Any]]
                 if operators:
                     yield {path: dict(expected)}
                 else:
-                    yield from _translate(expected, path)
+                    yield from _translate(expected, f"{prefix}.{key}", {})
             else:
                 yield {path: {"$eq": expected}}
 
@@ -423,24 +473,39 @@ def _translate(spec: Mapping[str, Any], prefix: str) -> Iterable[dict[str, Any]]
 
 
 def _item(memory: Memory) -> Item:
-    envelope = memory.metadata
     return Item(
-        namespace=decode_namespace(memory.namespace), key=envelope["key"], value=envelope["value"],
+        namespace=decode_namespace(memory.namespace), key=item_key(memory), value=item_value(memory),
         created_at=memory.created_at, updated_at=memory.updated_at,
     )
 
 
 def _search_item(memory: Memory, score: float | None) -> SearchItem:
-    envelope = memory.metadata
     return SearchItem(
-        namespace=decode_namespace(memory.namespace), key=envelope["key"], value=envelope["value"],
+        namespace=decode_namespace(memory.namespace), key=item_key(memory), value=item_value(memory),
         created_at=memory.created_at, updated_at=memory.updated_at, score=score,
     )
+
+
+def _content(op: PutOp) -> str:
+    """The new text of a memory another door wrote, put back as an item: its value's ``content``."""
+    content = op.value.get("content") if isinstance(op.value, Mapping) else None
+    if not isinstance(content, str) or not content.strip():
+        raise ValueError(
+            f"{op.key!r} in {tuple(op.namespace)!r} is a memory (a fact, a learning...), shown as "
+            "{'content': text, 'kind': ...}; put {'content': 'the corrected text'} to correct it, or use another key"
+        )
+    return content
 
 
 def _check_labels(namespace: Sequence[str]) -> None:
     if isinstance(namespace, str):
         raise InvalidNamespaceError(f"a namespace is a tuple of strings such as ('users', 'alice'), got {namespace!r}")
+    if is_template(tuple(namespace)):
+        raise InvalidNamespaceError(
+            f"namespace {tuple(namespace)!r} is a template; fill it from the run's config before calling the store "
+            "(e.g. ('memories', config['configurable']['user_id'])), or give the template to create_memory_tools "
+            "or OpenKoiMemoryMiddleware, which fill it per run"
+        )
     for label in namespace:
         if not isinstance(label, str) or not label:
             raise InvalidNamespaceError(f"namespace labels must be non-empty strings, got {label!r} in {namespace!r}")

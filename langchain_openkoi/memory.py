@@ -128,7 +128,8 @@ class OpenKoiMemory(BaseChatMemory):
         self.chat_memory.add_messages(turn)
         if self.extract_facts:
             store = self.history.memory_store
-            manager = store.memory_manager.context_manager(namespace=self.namespace, session_id=self.session_id)
+            manager = store.memory_manager.context_manager(namespace=self.namespace,
+                                                           session_id=self.history.stored_session_id)
             manager.flush(turn)
 
     async def asave_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:

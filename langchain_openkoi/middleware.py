@@ -7,7 +7,8 @@ Each hook is a call into ``store.memory_manager`` / ``store.conversations``:
 hook                 what happens
 ==================== ==================================================================================
 ``before_agent``     the conversation gets its session id: the LangGraph thread id, else ``session_id=``,
-                     else a fresh ``run-...`` id (kept in the agent state)
+                     else a fresh ``run-...`` id (kept in the agent state); its transcript is the
+                     namespace's session for that key (``shared_core.chat_keys``: ``"<namespace>/<id>"``)
 ``before_model``     the messages new since the last call are appended to the session's transcript
                      (``store.conversations``); then ``context_manager(...).manage(messages)``: when the
                      conversation passes its threshold, facts and the summary are stored **first**,
@@ -55,17 +56,24 @@ from langchain_core.messages import (
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from typing_extensions import NotRequired
 
-from shared_core import ContextManager, ContextPolicy, MemoryStore
+from shared_core import ContextAddendum, ContextManager, ContextPolicy, MemoryStore
+from shared_core.chat_keys import session_for_key
 from shared_core.context.messages import is_compacted_summary
 from shared_core.embed import fnv1a_64
+from shared_core.items import ITEM_KIND
 from shared_core.memories import DEFAULT_NAMESPACE
+from shared_core.namespaces import as_namespace
+from shared_core.relevance import mark_recalled, relevant
+from shared_core.tokens import count_tokens
 
-from ._core import core_namespace, core_store
+from ._core import core_store
+from ._run import RunNamespace
 from .messages import SUMMARY_SOURCE, summary_message, to_new_message
 
 __all__ = ["OpenKoiMemoryMiddleware", "OpenKoiMemoryState"]
 
 Namespace = str | Sequence[str]
+STORE_ITEMS_HEADER = "### From the agent's store"
 
 
 class OpenKoiMemoryState(AgentState):
@@ -79,9 +87,10 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
 
     ``store``: an open :class:`~shared_core.MemoryStore` or an openkoi adapter on one (the
     ``OpenKoiStore`` given to ``create_agent(store=...)`` works). ``namespace``: whose memory
-    (a core namespace, a LangGraph tuple, or a function of the runtime returning one, e.g.
-    ``lambda runtime: ("memories", runtime.context.user_id)``). ``context``: the compaction policy
-    (a preset name or a ``ContextPolicy``; default the store's ``context.preset``) and
+    (a core namespace, a LangGraph tuple, a template filled per run from the runtime's context
+    and the run's ``configurable``, e.g. ``("memories", "{user_id}")``, or a function of the
+    runtime returning one, e.g. ``lambda runtime: ("memories", runtime.context.user_id)``).
+    ``context``: the compaction policy (a preset name or a ``ContextPolicy``; default the store's ``context.preset``) and
     ``window_tokens`` its window (default ``context.window_tokens``). ``memory_tokens``: the
     budget of the memory added to the system prompt (default: seed 000's recall budget).
     ``session_id``: the conversation id when the agent runs without a checkpointer.
@@ -108,7 +117,9 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
     ) -> None:
         super().__init__()
         self.memory_store: MemoryStore = core_store(store)
-        self.namespace = namespace if callable(namespace) else core_namespace(namespace)
+        self._scope = None if callable(namespace) else RunNamespace(namespace)
+        self.namespace: Namespace | Callable[[Any], Namespace] = (
+            namespace if self._scope is None else self._scope.fixed or self._scope.given)
         if isinstance(context, ContextPolicy) and window_tokens is not None:
             raise ValueError("window_tokens applies to presets; build the ContextPolicy with it instead")
         self.context = context
@@ -153,7 +164,8 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
             self.remember(messages, session_id=session_id, namespace=namespace)
         if not self.compact:
             return None
-        result = self._manager(namespace).manage(messages, session_id=session_id)
+        sid = session_for_key(self.memory_store.conversations, session_id, namespace)
+        result = self._manager(namespace).manage(messages, session_id=sid)
         if result.action != "compact":
             return None
         assert result.summary_position is not None and result.summary_message is not None
@@ -211,8 +223,9 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
             self.remember(messages, session_id=session_id, namespace=namespace)
         if self.extract_facts:
             manager = self._manager(namespace)
-            if manager.status(messages, session_id=session_id).unread:
-                manager.flush(messages, session_id=session_id)
+            sid = session_for_key(self.memory_store.conversations, session_id, namespace)
+            if manager.status(messages, session_id=sid).unread:
+                manager.flush(messages, session_id=sid)
         return None
 
     async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
@@ -228,24 +241,26 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
         under the same id, an edit, keeps its first version in the transcript). Our own
         compacted-history messages are not part of it (the summary is a memory of its own).
         """
-        ns = self.namespace if namespace is None else core_namespace(namespace)
-        if not isinstance(ns, str):
-            raise TypeError("remember() needs namespace= when the middleware's namespace is a function")
-        candidates = [(self._message_id(session_id, m), m) for m in messages
+        ns = self._given_namespace(namespace, "remember()")
+        convs = self.memory_store.conversations
+        sid = session_for_key(convs, session_id, ns)
+        candidates = [(self._message_id(sid, m), m) for m in messages
                       if not isinstance(m, RemoveMessage) and not _is_our_summary(m)]
         if not candidates:
             return 0
-        convs = self.memory_store.conversations
         stored = convs.stored_ids([mid for mid, _ in candidates])
         new = [to_new_message(m, message_id=mid, lenient=True) for mid, m in candidates if mid not in stored]
         if new:
-            convs.append_many(session_id, new, namespace=ns)
+            convs.append_many(sid, new, namespace=ns)
         return len(new)
 
-    def end_conversation(self, session_id: str) -> Any:
+    def end_conversation(self, session_id: str, *, namespace: Namespace | None = None) -> Any:
         """The conversation is over: facts of its unread messages and its summary (seed 002), from the
-        stored transcript (``memory_manager.end_session``). Returns the core's ``SessionEnd``."""
-        return self.memory_store.memory_manager.end_session(session_id)
+        stored transcript (``memory_manager.end_session``). Returns the core's ``SessionEnd``.
+        ``namespace``: whose conversation (needed when the middleware's namespace is a template or a function)."""
+        ns = self._given_namespace(namespace, "end_conversation()")
+        sid = session_for_key(self.memory_store.conversations, session_id, ns)
+        return self.memory_store.memory_manager.end_session(sid)
 
     # -- internals --------------------------------------------------------------------------------
 
@@ -260,13 +275,23 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
     def _overrides(self) -> dict[str, Any]:
         return {} if self.window_tokens is None else {"window_tokens": self.window_tokens}
 
+    def _given_namespace(self, namespace: Namespace | None, caller: str) -> str:
+        """``namespace`` if given, else the middleware's fixed one (a call outside a run cannot fill a template)."""
+        if namespace is not None:
+            return as_namespace(namespace)
+        if self._scope is not None and self._scope.fixed is not None:
+            return self._scope.fixed
+        raise TypeError(f"{caller} needs namespace= when the middleware's namespace is a function or a template")
+
     def _namespace_of(self, runtime: Any) -> str:
-        if not callable(self.namespace):
-            return self.namespace
+        """This run's namespace: the fixed one, the template filled from the run, or the function's choice."""
+        if self._scope is not None:
+            return self._scope.resolve(runtime=runtime)
+        assert callable(self.namespace)
         chosen = self.namespace(runtime)
         if not isinstance(chosen, (str, tuple, list)):
             raise TypeError(f"the namespace function must return a namespace (a string or a tuple), got {chosen!r}")
-        return core_namespace(chosen)
+        return as_namespace(tuple(chosen) if isinstance(chosen, list) else chosen)
 
     def _new_session_id(self, runtime: Any) -> str:
         info = getattr(runtime, "execution_info", None)
@@ -289,12 +314,13 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
     def _system_message(self, request: ModelRequest) -> SystemMessage | None:
         session_id = self._session_id(request.state, request.runtime)
         namespace = self._namespace_of(request.runtime)
+        sid = session_for_key(self.memory_store.conversations, session_id, namespace)
         query = next((m.text for m in reversed(request.messages) if isinstance(m, HumanMessage) and m.text.strip()),
                      None)
         carries_summary = any(is_compacted_summary(m) for m in request.messages)
         addendum = self.memory_store.memory_manager.build_context(
-            session_id, query, self.memory_tokens, namespace=namespace, include_summary=not carries_summary)
-        text = addendum.render()
+            sid, query, self.memory_tokens, namespace=namespace, include_summary=not carries_summary)
+        text = _with_store_items(addendum, self._store_items(query, namespace))
         base = request.system_message
         if not text:
             return base
@@ -311,14 +337,48 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
             error = "the tool reported an error without a message"
         runtime = request.runtime
         state = request.state if isinstance(request.state, dict) else {}
-        session_id = self._session_id(state, runtime)
+        namespace = self._namespace_of(runtime)
+        session_id = session_for_key(self.memory_store.conversations, self._session_id(state, runtime), namespace)
         try:
             args = json.dumps(call.get("args", {}), ensure_ascii=False, sort_keys=True, default=str)
         except (TypeError, ValueError):
             args = repr(call.get("args"))
         self.memory_store.memory_manager.record_error(
-            str(call.get("name") or "tool"), error, namespace=self._namespace_of(runtime),
+            str(call.get("name") or "tool"), error, namespace=namespace,
             context=f"arguments {args[:500]}", session_id=session_id)
+
+    def _store_items(self, query: str | None, namespace: str) -> list[str]:
+        """The namespace's LangGraph store items that match the query, as prompt lines.
+
+        The addendum builder reads facts only; until it takes extra kinds, the items put with
+        ``OpenKoiStore.put`` (LangMem's tools included) come from the core's recall gate
+        (:func:`shared_core.relevance.relevant`: the message's content words matched, or a strong
+        vector match), counted as recalled.
+        """
+        limit = self.memory_store.config.context.relevant_facts
+        if query is None or limit <= 0:
+            return []
+        hits = relevant(self.memory_store, query, namespace=namespace, kind=ITEM_KIND, limit=limit)
+        mark_recalled(self.memory_store, hits)
+        return [f"- {hit.text}" for hit in hits]
+
+
+def _with_store_items(addendum: ContextAddendum, lines: list[str]) -> str:
+    """The rendered addendum with the store items' lines under their own header, within its budget."""
+    text = addendum.render()
+    shown = {line for line in text.splitlines()}
+    room = addendum.token_budget - count_tokens(text)
+    block: list[str] = []
+    opening = [] if "## Memory" in shown else ["## Memory"]
+    for line in (line for line in lines if line not in shown):
+        candidate = "\n".join([*opening, STORE_ITEMS_HEADER, *block, line])
+        if count_tokens(candidate) + 2 > room:
+            break
+        block.append(line)
+    if not block:
+        return text
+    added = "\n".join([*opening, STORE_ITEMS_HEADER, *block])
+    return f"{text}\n\n{added}" if text and opening else f"{text}\n{added}" if text else added
 
 
 def _is_our_summary(message: BaseMessage) -> bool:

@@ -5,8 +5,13 @@ knowledge base gives its chunks) in one namespace: ``page_content`` is the memor
 ``metadata`` its metadata, ``id`` its id (caller-given ids upsert). Similarity search is
 the core's pure vector search (``fusion="vector"``, ``rank=False``: no feedback or
 recency weighting, so a document's age never moves it); its score is the cosine
-similarity, and the relevance score is ``(1 + cosine) / 2``. For the core's hybrid,
+similarity, and the relevance score follows langchain-core's convention for cosine (0 for
+unrelated or opposite, 1 for identical: ``max(0, cosine)``). For the core's hybrid,
 feedback-ranked search use :class:`~langchain_openkoi.OpenKoiRetriever`.
+
+The documents the knowledge base ingested (``openkoi-memory ingest``, ``store.documents``)
+are memories of the same kind in the same default namespace, so a vector store over the file
+finds them as it is; give ``namespace=`` when they were ingested into another one.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from shared_core.memories import DEFAULT_NAMESPACE
 from shared_core.search import SearchResults
 
 from ._core import open_store
+from ._run import RunNamespace
 from .embeddings import LangChainEmbedder, as_embedder
 
 __all__ = ["OpenKoiVectorStore"]
@@ -42,6 +48,9 @@ class OpenKoiVectorStore(VectorStore):
     vectors come from ``emb``; ``OpenKoiVectorStore(store=memory_store)`` works on an open
     store with its own embedder (an ``embedding`` given as well must be the same model).
     Without ``path`` or ``store`` the default data file is used (``MemoryStore.open()``).
+    ``namespace``: a core namespace, a LangGraph tuple (one namespace), or a template such as
+    ``("docs", "{user_id}")`` filled on each call from the current run's config and context
+    (inside a chain, graph node or tool; refused outside a run that has the value).
     ``filter`` takes the core's filter language: ``{"source": "a.pdf"}``,
     ``{"page": {"$gte": 2}}``, ``{"$or": [...]}``, ``$in $nin $ne $lt $lte $gt $gte $and $or
     $not $exists $contains $between ...`` over metadata (``"a.b"`` reaches nested keys).
@@ -53,17 +62,18 @@ class OpenKoiVectorStore(VectorStore):
         *,
         path: str | os.PathLike[str] | None = None,
         store: Any = None,
-        namespace: str = DEFAULT_NAMESPACE,
+        namespace: str | Sequence[str] = DEFAULT_NAMESPACE,
         kind: str = "document",
         config: Config | Mapping[str, Any] | None = None,
         clock: Clock | None = None,
     ) -> None:
         self._embedding = embedding
         self.memory_store, self._owned = open_store(store, path, as_embedder(embedding), config=config, clock=clock)
-        self.namespace = namespace
-        self.kind = kind
         try:
-            self.memory_store.count(namespace=namespace, kind=kind)  # validates both now, not at first use
+            self._scope = RunNamespace(namespace)
+            self.namespace = self._scope.fixed or self._scope.given
+            self.kind = kind
+            self.memory_store.count(namespace=self._scope.fixed or DEFAULT_NAMESPACE, kind=kind)  # validated now
         except BaseException:
             self.close()
             raise
@@ -108,12 +118,13 @@ class OpenKoiVectorStore(VectorStore):
             raise ValueError(f"got {len(metadatas)} metadatas for {len(texts)} texts; give one per text")
         if ids is not None and len(ids) != len(texts):
             raise ValueError(f"got {len(ids)} ids for {len(texts)} texts; give one per text (None for a new id)")
+        namespace = self._scope.resolve()
         items = [
             NewMemory(
                 text=text,
                 id=ids[i] if ids is not None else None,
                 kind=self.kind,
-                namespace=self.namespace,
+                namespace=namespace,
                 metadata=metadatas[i] if metadatas is not None else None,
                 source="langchain",
             )
@@ -147,7 +158,7 @@ class OpenKoiVectorStore(VectorStore):
         if where:
             conditions.append(_filter(where))
         combined = None if not conditions else conditions[0] if len(conditions) == 1 else {"$and": conditions}
-        self.memory_store.delete_where(namespace=self.namespace, kind=self.kind, where=combined)
+        self.memory_store.delete_where(namespace=self._scope.resolve(), kind=self.kind, where=combined)
         return True
 
     async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
@@ -160,7 +171,7 @@ class OpenKoiVectorStore(VectorStore):
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return []
-        found = {m.id: m for m in self.memory_store.list(namespace=self.namespace, kind=self.kind, ids=wanted)}
+        found = {m.id: m for m in self.memory_store.list(namespace=self._scope.resolve(), kind=self.kind, ids=wanted)}
         return [_document(found[i]) for i in wanted if i in found]
 
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
@@ -242,7 +253,7 @@ class OpenKoiVectorStore(VectorStore):
             lambda_mult, fetch_k = mmr
             options = {"mmr_lambda": lambda_mult, "fetch_k": max(fetch_k, k)}
         return self.memory_store.search(
-            query, vector=vector, namespace=self.namespace, kind=self.kind, where=_filter(where), limit=k,
+            query, vector=vector, namespace=self._scope.resolve(), kind=self.kind, where=_filter(where), limit=k,
             fusion="vector", rank=False, track_access=False, **options,  # a vector-store read never writes
         )
 
@@ -285,8 +296,8 @@ def _scored(hits: SearchResults) -> list[tuple[Document, float]]:
 
 
 def _cosine_to_relevance(cosine: float) -> float:
-    """Cosine similarity in [-1, 1] to a relevance in [0, 1] (the core's vector relevance)."""
-    return (1.0 + cosine) / 2.0
+    """langchain-core's relevance for a cosine similarity: 1 identical, 0 unrelated (or opposite)."""
+    return min(1.0, max(0.0, cosine))
 
 
 def _filter(where: Any) -> Mapping[str, Any] | Filter | None:

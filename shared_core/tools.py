@@ -42,6 +42,7 @@ __all__ = [
     "ToolSpec",
     "TOOL_SPECS",
     "MEMORY_TOOL_NAMES",
+    "DEFAULT_TOOL_NAMES",
     "KNOWLEDGE_BASE_TOOL_NAMES",
     "format_hits",
     "bare_id",
@@ -51,6 +52,11 @@ MEMORY_TOOL_NAMES = (
     "memory_store", "memory_query", "memory_reinforce", "memory_demote", "memory_update",
     "memory_recall", "memory_search", "memory_save",
 )
+# what a model is given by default: one tool that writes, one that reads, without overlap (LangMem gives two,
+# manage and search). memory_save's fact goes through the core's write rule (a restatement reinforces, a new
+# value of a known fact supersedes it), so a correction is saved like any fact; memory_search reads every kind
+# of memory in the namespace. The other tools stay available by name.
+DEFAULT_TOOL_NAMES = ("memory_save", "memory_search")
 KNOWLEDGE_BASE_TOOL_NAMES = ("searchKnowledgeBase", "getFullDocumentContent", "listKnowledgeBaseDocuments")
 MAX_LIMIT = 50
 # Kinds whose vectors are placeholders, not content (LangGraph items put with index=False):

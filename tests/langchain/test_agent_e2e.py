@@ -24,6 +24,7 @@ from langchain_openkoi import (
     OpenKoiStore,
     create_memory_tools,
 )
+from langchain_openkoi.tools import TOOL_NAMES
 
 USER = ("memories", "alice")
 
@@ -56,7 +57,7 @@ def _call(name: str, args: dict, call_id: str) -> dict:
 def _agent(path, script):
     store = OpenKoiStore(path)
     saver = OpenKoiSaver(store)
-    tools = [*create_memory_tools(store, namespace=USER), remember_preference, search_preferences]
+    tools = [*create_memory_tools(store, namespace=USER, include=TOOL_NAMES), remember_preference, search_preferences]
     model = ScriptedChatModel(messages=iter(script))
     agent = create_agent(model, tools, system_prompt="You remember things.", store=store, checkpointer=saver)
     return agent, store, saver
@@ -98,7 +99,9 @@ def test_memory_survives_a_restart(tmp_path):
     result = agent.invoke({"messages": [HumanMessage("What is my cat's name?")]}, {"configurable": {"thread_id": "s2"}})
     results = _tool_results(result)
     assert "Whiskerino" in results["memory_recall"] and "[id:" in results["memory_recall"]
-    assert results["search_preferences"] == "Alice prefers oolong tea"
+    # every item of the namespace, ranked: the preference matches, the fact memory_save wrote is an item too
+    assert results["search_preferences"].splitlines() == ["Alice prefers oolong tea",
+                                                          "The user's cat is called Whiskerino"]
     assert result["messages"][-1].content == "Your cat is Whiskerino and you like oolong tea."
 
     # the model's tool errors come back as messages, not exceptions
@@ -138,7 +141,7 @@ def _memory_agent(path, script):
     model = RecordingChatModel(messages=iter(script))
     model.calls = []
     agent = create_agent(
-        model, [*create_memory_tools(store, namespace=USER), weather], system_prompt="You remember things.",
+        model, [*create_memory_tools(store, namespace=USER, include=TOOL_NAMES), weather], system_prompt="You remember things.",
         store=store, checkpointer=saver, middleware=[OpenKoiMemoryMiddleware(store, namespace=USER)],
     )
     return agent, model, store, saver

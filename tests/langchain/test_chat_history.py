@@ -20,6 +20,7 @@ from langchain_core.runnables.history import RunnableWithMessageHistory
 
 from langchain_openkoi import OpenKoiChatMessageHistory, OpenKoiStore
 from shared_core import MemoryStore
+from shared_core.chat_keys import session_id as chat_session
 
 
 def every_kind_of_message() -> list:
@@ -63,7 +64,7 @@ def test_every_message_type_round_trips_exactly(store):
 
 def test_roles_and_core_fields_are_readable_by_others(store):
     OpenKoiChatMessageHistory("chat-1", store).add_messages(every_kind_of_message())
-    stored = store.conversations.messages("chat-1")
+    stored = store.conversations.messages(chat_session("default", "chat-1"))  # the key, in its namespace
     assert [m.role for m in stored] == ["system", "user", "user", "assistant", "tool", "tool", "function", "critic",
                                         "assistant", "user", "assistant", "user", "user"]
     call = stored[3]
@@ -114,19 +115,22 @@ def test_add_messages_is_one_transaction(file_store, monkeypatch):
         history.add_messages([HumanMessage("second"), AIMessage("third")])
     monkeypatch.undo()
     assert [m.content for m in history.messages] == ["first"]  # neither of the two
-    assert len(file_store.conversations.transcript("chat-1")) == 1
+    assert len(file_store.conversations.transcript(history.stored_session_id)) == 1
 
 
 def test_namespaces_and_clear(store):
     alice = OpenKoiChatMessageHistory("shared-id", store, namespace=("users", "alice"))
     alice.add_message(HumanMessage("hello from alice"))
-    assert store.conversations.session("shared-id").namespace == "users.alice."
+    assert store.conversations.session(alice.stored_session_id).namespace == "users.alice."
     bob = OpenKoiChatMessageHistory("shared-id", store, namespace="user:bob")
-    assert bob.messages == []  # another namespace's session reads as empty ...
-    with pytest.raises(ValueError, match="belongs to namespace"):
-        bob.add_message(HumanMessage("hijack"))  # ... and cannot be written to
+    assert bob.messages == []  # the key is per namespace: Bob's "shared-id" is a session of his own ...
+    bob.add_message(HumanMessage("hello from bob"))
+    assert (alice.stored_session_id, bob.stored_session_id) == ("users.alice./shared-id", "user:bob/shared-id")
+    assert [m.content for m in alice.messages] == ["hello from alice"]  # ... and never meets Alice's
+    assert [m.content for m in bob.messages] == ["hello from bob"]
     alice.clear()
-    assert alice.messages == [] and store.search("alice", kind="message") == []
+    assert alice.messages == [] and store.search("alice", kind="message", namespace="users.alice.") == []
+    assert [m.content for m in bob.messages] == ["hello from bob"]
     alice.add_message(AIMessage("again"))
     assert [m.content for m in alice.messages] == ["again"]
 
@@ -162,7 +166,7 @@ def test_works_under_runnable_with_message_history(store):
     assert chain.invoke({"question": "I'm Priya."}, config).content == "Hi Priya!"
     assert chain.invoke({"question": "What's my name?"}, config).content == "Your name is Priya."
     assert [m.content for m in seen[1][1:3]] == ["I'm Priya.", "Hi Priya!"]  # the history went into the prompt
-    stored = store.conversations.messages("conv-1", namespace="user:priya")
+    stored = store.conversations.messages(chat_session("user:priya", "conv-1"), namespace="user:priya")
     assert [(m.role, m.content) for m in stored] == [("user", "I'm Priya."), ("assistant", "Hi Priya!"),
                                                      ("user", "What's my name?"),
                                                      ("assistant", "Your name is Priya.")]
@@ -191,8 +195,8 @@ def test_a_window_compacts_after_storing_the_facts(store):
     assert store.memory_manager.recall_facts("cat", namespace="u").hits[0].text == "The user's cat is called Miso."
     assert store.list(namespace="u", kind="summary")
     # nothing was deleted: the session still holds every message; only the window moved
-    convs = store.conversations
-    assert convs.count("long") == 26 and convs.count("long", active=False) > 0
+    convs, sid = store.conversations, history.stored_session_id
+    assert convs.count(sid) == 26 and convs.count(sid, active=False) > 0
     # the latest view folds the earlier summary into the next one
     last = views[-1]
     assert last[1].content.startswith("[Compacted history]") and "Miso" in last[1].content
@@ -213,7 +217,7 @@ def test_nothing_leaves_the_window_when_storing_facts_fails(store, monkeypatch):
     monkeypatch.setattr(type(store.memory_manager), "store_facts", broken)
     with pytest.raises(RuntimeError, match="locked"):
         _ = history.messages
-    assert store.conversations.count("long", active=True) == 20
+    assert store.conversations.count(history.stored_session_id, active=True) == 20
 
 
 def test_bad_input_is_refused_clearly(store, tmp_path):

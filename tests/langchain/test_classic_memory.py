@@ -50,7 +50,7 @@ def test_conversation_chain_remembers_across_sessions_and_restarts(tmp_path):
         chain.invoke({"input": "Hi, my name is Priya."})
         chain.invoke({"input": "I live in Lisbon."})
         assert "Human: Hi, my name is Priya.\nAI: Nice to meet you, Priya." in llm.prompts[1]
-        assert [m.content for m in store.conversations.messages("monday")] == [
+        assert [m.content for m in store.conversations.messages(memory.history.stored_session_id)] == [
             "Hi, my name is Priya.", "Nice to meet you, Priya.", "I live in Lisbon.", "Noted."]
 
     with MemoryStore.open(path) as store:  # a new process, a new session

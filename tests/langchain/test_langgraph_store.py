@@ -65,11 +65,16 @@ def test_prefix_search_never_crosses_label_boundaries(graph_store):
     graph_store.put(("users",), "root", {"text": "tea"})
     graph_store.put(("users", "alice"), "a", {"text": "tea"})
     graph_store.put(("usersX",), "x", {"text": "tea"})
-    graph_store.memory_store.add("a fact about tea in the same core namespace", namespace="users.alice.")
+    core = graph_store.memory_store
+    fact = core.add("a fact about tea in the same core namespace", namespace="users.alice.")
+    core.add("a transcript line about tea", kind="message", namespace="users.alice.")
+    core.add("a fact about tea elsewhere", namespace="user:alice")  # not a LangGraph namespace
     by_prefix = {(i.namespace, i.key) for i in graph_store.search(("users",))}
-    assert by_prefix == {(("users",), "root"), (("users", "alice"), "a")}
+    assert by_prefix == {(("users",), "root"), (("users", "alice"), "a"), (("users", "alice"), str(fact))}
     assert {(i.namespace, i.key) for i in graph_store.search(("users",), query="tea")} == by_prefix
-    assert len(graph_store.search(())) == 3  # every item, but no other kind of memory
+    # every item and every memory of a tuple namespace; no message, no other namespace
+    assert len(graph_store.search(())) == 4 and len(graph_store.search((), query="tea")) == 4
+    assert graph_store.list_namespaces() == [("users",), ("users", "alice"), ("usersX",)]
 
 
 def test_query_search_is_hybrid_and_ranked(graph_store):
@@ -80,11 +85,14 @@ def test_query_search_is_hybrid_and_ranked(graph_store):
     for i, topic in enumerate(["deploy friday", "budget review", "hiring plan", "roadmap draft"]):
         graph_store.put(ns, f"other{i}", {"text": f"Notes on the {topic}"})
     results = graph_store.search(ns, query="green tea")
-    assert [r.key for r in results][:1] == ["tea"]
-    assert all(r.score is not None and r.score > 0 for r in results)
-    assert [r.key for r in results] == sorted((r.key for r in results), key=lambda k: -next(x.score for x in results if x.key == k))
-    graph_store.memory_store.reinforce(item_id(ns, "tea2"), weight=10)  # core feedback moves LangGraph items too
-    assert graph_store.search(ns, query="green tea")[0].key == "tea2"
+    assert [r.key for r in results][:2] == ["tea", "tea2"]  # keywords and vectors: the best match first
+    assert len(results) == 7  # every item in scope, as LangGraph's stores return them (up to the limit)
+    assert all(r.score is not None and 0 <= r.score <= 1 for r in results)
+    assert [r.score for r in results] == sorted((r.score for r in results), reverse=True)
+    assert [r.key for r in graph_store.search(ns, query="green tea", limit=2)] == ["tea", "tea2"]
+    assert [r.key for r in graph_store.search(ns, query="green tea", limit=2, offset=1)] == ["tea2", results[2].key]
+    graph_store.memory_store.reinforce(item_id(ns, "tea2"), weight=10)  # relevance ranks, as in LangGraph's stores
+    assert graph_store.search(ns, query="green tea")[0].key == "tea"
 
 
 def test_index_fields_and_per_put_index(graph_store, counting_embeddings):
@@ -96,13 +104,15 @@ def test_index_fields_and_per_put_index(graph_store, counting_embeddings):
         store.put(ns, "c", {"text": "volcano volcano"}, index=False)
         store.put(ns, "d", {"other": "volcano"})  # the configured field is missing: stored, not indexed
         assert counting_embeddings.documents == calls  # no embedding for unindexed items
-        assert [i.key for i in store.search(ns, query="volcano")] == ["b"]
+        found = store.search(ns, query="volcano")
+        assert [i.key for i in found][:1] == ["b"] and {i.key for i in found} == {"a", "b", "c", "d"}
+        assert [i.score for i in found[2:]] == [None, None]  # unindexed items come last, without a score
         assert {i.key for i in store.search(ns)} == {"a", "b", "c", "d"}
         assert store.get(ns, "c").value == {"text": "volcano volcano"}
         kinds = {m.metadata["key"]: m.kind for m in store.memory_store.list(namespace="docs.", kind=[ITEM_KIND, UNINDEXED_KIND])}
         assert kinds == {"a": ITEM_KIND, "b": ITEM_KIND, "c": UNINDEXED_KIND, "d": UNINDEXED_KIND}
         store.put(ns, "c", {"text": "volcano"})  # re-put with indexing: now it matches
-        assert {i.key for i in store.search(ns, query="volcano")} == {"b", "c"}
+        assert [i.key for i in store.search(ns, query="volcano", limit=2)] == ["c", "b"]
         assert store.memory_store.embedder.name.startswith("langchain/CountingEmbeddings")
 
 
@@ -176,7 +186,7 @@ def test_ttl_expiry_and_refresh(clock):
         assert store.get(ns, "short") is not None  # read refreshes: 5 more minutes from now
         clock.advance(minutes=4)
         assert store.get(ns, "short", refresh_ttl=False) is not None
-        assert [i.key for i in store.search(ns, query="default ttl")] == ["default"]  # search refreshes too
+        assert [i.key for i in store.search(ns, query="default ttl", limit=1)] == ["default"]  # search refreshes too
         clock.advance(minutes=2)
         assert store.get(ns, "short") is None
         clock.advance(minutes=7)
@@ -289,3 +299,26 @@ def test_over_an_open_memory_store(clock):
         assert core.search("shared file", namespace="u.").ids == [item_id(("u",), "k")]
         assert core.get(item_id(("u",), "k")).source == "langgraph"
         assert timedelta(0) == core.get(item_id(("u",), "k")).created_at - clock.now()
+
+
+def test_memories_other_doors_wrote_are_items(graph_store):
+    """A fact saved by the core, the tools or the middleware is an item of its namespace: read, filter, fix, delete."""
+    core = graph_store.memory_store
+    ns = ("memories", "ann")
+    fact = str(core.add("Ann's cat is called Miso", namespace="memories.ann.", category="pets", tags=["cat"]))
+    graph_store.put(ns, "tea", {"content": "Ann drinks oolong tea"})
+    item = graph_store.get(ns, fact)
+    assert item.key == fact and item.namespace == ns
+    assert item.value == {"content": "Ann's cat is called Miso", "kind": "fact", "category": "pets", "tags": ["cat"]}
+    assert graph_store.get(("memories", "bob"), fact) is None  # its id is a key of its own namespace only
+    assert [i.key for i in graph_store.search(ns, filter={"kind": "fact"})] == [fact]
+    assert [i.key for i in graph_store.search(ns, filter={"category": "pets"})] == [fact]
+    assert [i.key for i in graph_store.search(ns, filter={"content": "Ann drinks oolong tea"})] == ["tea"]
+    assert graph_store.search(ns, query="cat called Miso")[0].key == fact
+    graph_store.put(ns, fact, {"content": "Ann's cat is called Mochi"})  # corrects the fact in place
+    assert core.get(fact).text == "Ann's cat is called Mochi" and core.get(fact).kind == "fact"
+    assert graph_store.get(ns, "tea").value == {"content": "Ann drinks oolong tea"}  # the store's own item as put
+    with pytest.raises(ValueError, match="content"):
+        graph_store.put(ns, fact, {"name": "Mochi"})
+    graph_store.delete(ns, fact)
+    assert core.get_many([fact]) == [] and [i.key for i in graph_store.search(ns)] == ["tea"]

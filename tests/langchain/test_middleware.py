@@ -14,6 +14,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_openkoi import OpenKoiChatMessageHistory, OpenKoiMemoryMiddleware
 from shared_core import ContextPolicy
+from shared_core.chat_keys import session_id as chat_session
 from shared_core.tokens import count_tokens
 
 
@@ -108,9 +109,9 @@ def test_the_transcript_is_stored_once_and_facts_after_the_run(store):
     agent.invoke({"messages": [HumanMessage("Hi, my name is Priya and I live in Lisbon.")]}, _thread("t-1"))
     facts = sorted(m.text for m in store.list(namespace="user:priya", kind="fact"))
     assert facts == ["The user lives in Lisbon.", "The user's name is Priya."]
-    assert {m.session_id for m in store.list(namespace="user:priya", kind="fact")} == {"t-1"}
+    assert {m.session_id for m in store.list(namespace="user:priya", kind="fact")} == {chat_session("user:priya", "t-1")}
     agent.invoke({"messages": [HumanMessage("Where do I live?")]}, _thread("t-1"))
-    stored = store.conversations.messages("t-1", namespace="user:priya")
+    stored = store.conversations.messages(chat_session("user:priya", "t-1"), namespace="user:priya")
     assert [(m.role, m.content) for m in stored] == [
         ("user", "Hi, my name is Priya and I live in Lisbon."), ("assistant", "Nice to meet you."),
         ("user", "Where do I live?"), ("assistant", "Lisbon, you said."),
@@ -134,7 +135,7 @@ def test_compaction_rewrites_the_state_after_storing_facts_and_summary(store):
     assert isinstance(head, SystemMessage) and head.text.startswith("[Compacted history]")
     assert head.additional_kwargs == {"lc_source": "openkoi.compaction"}
     assert len(state) < 16  # the checkpointed thread stays within the window
-    assert store.memory_manager.compactions("long", namespace="u")  # logged, with the summary stored first
+    assert store.memory_manager.compactions(chat_session("u", "long"), namespace="u")  # logged, the summary first
     assert "The user's dog is called Biscuit." in [m.text for m in store.list(namespace="u", kind="fact")]
     assert store.list(namespace="u", kind="summary")
     # the model saw the compacted list, and the summary only once (not again in the system prompt)
@@ -142,7 +143,7 @@ def test_compaction_rewrites_the_state_after_storing_facts_and_summary(store):
     assert last[1].text.startswith("[Compacted history]")
     assert "Summary of this conversation" not in last[0].text
     # the transcript keeps every message; the summary message is not part of it
-    stored = store.conversations.messages("long")
+    stored = store.conversations.messages(chat_session("u", "long"))
     assert len(stored) == 16 and not any(m.content.startswith("[Compacted history]") for m in stored)
 
 
@@ -196,10 +197,10 @@ def test_sessions_without_a_checkpointer(store):
     agent.invoke({"messages": [HumanMessage("first run")]})
     agent.invoke({"messages": [HumanMessage("second run")]})
     sessions = store.conversations.session_ids(namespace="u")
-    assert len(sessions) == 2 and all(s.startswith("run-") for s in sessions)
+    assert len(sessions) == 2 and all(s.startswith(chat_session("u", "run-")) for s in sessions)
     fixed = create_agent(model, [], middleware=[OpenKoiMemoryMiddleware(store, namespace="w", session_id="desk")])
     fixed.invoke({"messages": [HumanMessage("third run")]})
-    assert [m.content for m in store.conversations.messages("desk")] == ["third run", "three"]
+    assert [m.content for m in OpenKoiChatMessageHistory("desk", store, namespace="w").messages] == ["third run", "three"]
 
 
 async def test_async_agents_use_the_async_hooks(store):
@@ -209,7 +210,7 @@ async def test_async_agents_use_the_async_hooks(store):
                          middleware=[OpenKoiMemoryMiddleware(store, namespace="u")])
     await agent.ainvoke({"messages": [HumanMessage("My dog is called Rex. What is my cat called?")]}, _thread("a"))
     assert "Whiskerino" in model.system_prompts[0]
-    assert [m.content for m in store.conversations.messages("a")][-1] == "Whiskerino."
+    assert [m.content for m in store.conversations.messages(chat_session("u", "a"))][-1] == "Whiskerino."
     assert "The user's dog is called Rex." in [m.text for m in store.list(namespace="u", kind="fact")]
 
 
@@ -221,7 +222,7 @@ def test_end_conversation_and_switches(store):
     assert store.list(namespace="u", kind="fact") == []  # extraction was off
     ended = middleware.end_conversation("trip")
     assert [f.text for f in ended.facts] == ["The user prefers window seats."] and ended.summary_id
-    assert store.conversations.session("trip").ended_at is not None
+    assert store.conversations.session(chat_session("u", "trip")).ended_at is not None
 
 
 def test_bad_configuration(store):

@@ -13,7 +13,7 @@ from langchain_openkoi.tools import TOOL_NAMES, format_hits
 
 @pytest.fixture
 def tools(store):
-    return {tool.name: tool for tool in create_memory_tools(store, namespace="user:alice")}
+    return {tool.name: tool for tool in create_memory_tools(store, namespace="user:alice", include=TOOL_NAMES)}
 
 
 def _id(text: str) -> str:
@@ -64,7 +64,7 @@ def test_errors_come_back_as_error_tool_messages(tools, store):
 def test_save_and_recall_with_categories(store):
     saved = []
     tools = {t.name: t for t in create_memory_tools(
-        store, namespace=("memories", "alice"), on_save=saved.append,
+        store, namespace=("memories", "alice"), on_save=saved.append, include=["memory_save", "memory_recall"],
         categorize=lambda text: "pets" if "cat" in text.lower() else None,
     )}
     first = tools["memory_save"].invoke({"content": "The user's cat is called Whiskerino"})
@@ -114,7 +114,7 @@ def test_tools_over_a_langgraph_store_and_formatting(store):
 
 
 def test_memory_save_also_writes_the_workspace_daily_log(file_store):
-    tools = {t.name: t for t in create_memory_tools(file_store, namespace="user:priya")}
+    tools = {t.name: t for t in create_memory_tools(file_store, namespace="user:priya", include=TOOL_NAMES)}
     saved = tools["memory_save"].invoke({"content": "The user's cat is called Whiskerino"})
     assert saved.endswith(" in pets")  # categorised by the core on add
     workspace = file_store.memory_manager.workspace("user:priya")
@@ -156,3 +156,13 @@ def test_memory_recall_is_the_core_three_tier_recall(store):
     expected = store.memory_manager.recall_facts("what is the cat called?", namespace="u", limit=5)
     assert [line.split("]")[0][4:] for line in recalled.splitlines()] == expected.hits.ids
     assert "Whiskerino" in recalled.splitlines()[0]
+
+
+def test_a_model_gets_two_tools_by_default_and_every_other_by_name(store):
+    """LangMem gives a model two tools (manage, search); ours are one that writes and one that reads."""
+    default = create_memory_tools(store, namespace="u")
+    assert [t.name for t in default] == ["memory_save", "memory_search"]
+    saved = default[0].invoke({"content": "The user's cat is called Whiskerino"})
+    assert saved.startswith("Saved [id:") and "Whiskerino" in default[1].invoke({"query": "cat"})
+    every = create_memory_tools(store, namespace="u", include=[*TOOL_NAMES, "searchKnowledgeBase"])
+    assert [t.name for t in every] == [*TOOL_NAMES, "searchKnowledgeBase"]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 from langchain_core.documents import Document
-from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
 from langchain_openkoi import OpenKoiVectorStore
 from shared_core import EmbedderMismatchError, FilterError, MemoryStore
@@ -57,7 +59,7 @@ def test_scores_are_cosine_and_relevance_is_in_unit_range(vs, embedding):
     assert [s for _, s in scored] == sorted((s for _, s in scored), reverse=True)
     assert all(-1.0 <= s <= 1.0 for _, s in scored)
     relevance = vs.similarity_search_with_relevance_scores("gamma", k=4)
-    assert [r for _, r in relevance] == pytest.approx([(1 + s) / 2 for _, s in scored])
+    assert [r for _, r in relevance] == pytest.approx([max(0.0, s) for _, s in scored])
     best = relevance[0][1]
     assert [d.id for d, _ in vs.similarity_search_with_relevance_scores("gamma", k=4, score_threshold=best)] == [
         relevance[0][0].id
@@ -165,3 +167,48 @@ def test_bad_collection_settings_are_refused_at_construction(embedding):
         OpenKoiVectorStore(embedding=embedding, path=":memory:", namespace="")
     with pytest.raises(ValueError, match="kind"):
         OpenKoiVectorStore(embedding=embedding, path=":memory:", kind="Not A Kind")
+
+
+class CompassEmbeddings(Embeddings):
+    """Four words, four fixed directions: north and south opposite, east orthogonal to both."""
+
+    DIRECTIONS: ClassVar[dict[str, list[float]]] = {
+        "north": [1.0, 0.0, 0.0], "south": [-1.0, 0.0, 0.0], "east": [0.0, 1.0, 0.0], "northeast": [0.6, 0.8, 0.0],
+    }
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.DIRECTIONS[text] for text in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.DIRECTIONS.get(text, [0.0, 0.0, 1.0])  # anything else (the dimension probe): up
+
+
+def test_relevance_follows_langchain_cores_convention():
+    """0 for an unrelated (orthogonal) or opposite document, 1 for an identical one, the cosine between."""
+    with OpenKoiVectorStore(embedding=CompassEmbeddings(), path=":memory:") as vs:
+        vs.add_texts(["north", "south", "east", "northeast"], ids=["n", "s", "e", "ne"])
+        relevance = {d.id: r for d, r in vs.similarity_search_with_relevance_scores("north", k=4)}
+        assert relevance.pop("s", 0.0) == 0.0  # the opposite one, when it comes back at all
+        assert relevance == pytest.approx({"n": 1.0, "ne": 0.6, "e": 0.0}, abs=1e-6)
+        kept = vs.similarity_search_with_relevance_scores("north", k=4, score_threshold=0.5)
+        assert [d.id for d, _ in kept] == ["n", "ne"]  # a threshold keeps only what is related
+
+
+def test_documents_ingested_with_the_cli_are_found_over_the_same_file(tmp_path):
+    """`openkoi-memory ingest` chunks are documents of the vector store's default kind and namespace."""
+    from click.testing import CliRunner
+
+    from shared_core.cli import main
+
+    db = str(tmp_path / "kb.db")
+    (tmp_path / "runbook.md").write_text("# Runbook\n\nRestart the ingest workers with the red button.\n",
+                                         encoding="utf-8")
+    (tmp_path / "holidays.md").write_text("# Holidays\n\nThe office closes on the first of May.\n", encoding="utf-8")
+    runner = CliRunner()
+    assert runner.invoke(main, ["--db", db, "ingest", str(tmp_path / "runbook.md")]).exit_code == 0
+    assert runner.invoke(main, ["--db", db, "ingest", "-n", "team", str(tmp_path / "holidays.md")]).exit_code == 0
+    with OpenKoiVectorStore(path=db) as vs:  # by default: the file's embedder, namespace and kind
+        found = vs.similarity_search("restart the ingest workers", k=1)[0]
+        assert "red button" in found.page_content and found.metadata["file_name"] == "runbook.md"
+    with OpenKoiVectorStore(path=db, namespace="team") as vs:  # ingested with -n: the one argument
+        assert vs.similarity_search("when does the office close", k=5)[0].metadata["file_name"] == "holidays.md"
