@@ -1147,15 +1147,11 @@ def _data_dir_for(db: Any, cfg: Config) -> Path | None:
 
 
 def _is_new_file(target: str) -> bool:
-    """True for ``:memory:`` and for a file that does not exist yet (or is empty); False for PostgreSQL."""
+    """True for ``:memory:`` and a file that does not exist yet; False for PostgreSQL (and an existing but
+    empty file, which ``_attach`` checks once it has found no schema in it)."""
     if target == ":memory:":
         return True
-    if is_postgres_url(target):
-        return False
-    try:
-        return os.path.getsize(target) == 0
-    except OSError:
-        return True
+    return not is_postgres_url(target) and not os.path.lexists(target)
 
 
 def default_target(cfg: Config) -> str:
