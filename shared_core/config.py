@@ -182,8 +182,8 @@ class SearchConfig:
     text_weight: float = 1.0  # BM25 column weights (seed 002's FTS table: content, tags, source)
     tags_weight: float = 2.0
     source_weight: float = 0.5
-    max_df_ratio: float = 0.05  # query terms in more than this share of rows are dropped ...
-    df_gate_min_rows: int = 2000  # ... but only once a term is in more rows than this
+    max_df_ratio: float = 0.05  # query terms in more than this share of the file's and the searched scope's rows ...
+    df_gate_min_rows: int = 2000  # ... and in more rows than this (in both) are dropped: a speed measure
     vector_index: str = "auto"  # auto | mirror | sqlite-vec
     exact_scan_rows: int = 20000  # below this many rows the mirror scans exact float vectors
     rerank_pool: int = 256  # binary-quantised candidates reranked exactly (at least 20 x k)
