@@ -27,13 +27,14 @@ from ..categories import Categorizer
 from ..category_search import CategorySearch, search_by_category
 from ..clock import days_between
 from ..embed import fnv1a_64
-from ..errors import ConfigError
+from ..errors import ConfigError, NotFoundError
 from ..memories import DEFAULT_NAMESPACE, Memory, check_namespace
 from ..ranking import is_salient, salience
 from ..workspace import Workspace
 from ..workspace.index import erase_namespace as erase_workspace
 from ..workspace.index import register, reindex
 from .addendum import ContextAddendum, build_addendum
+from .corrections import corrected_fact
 from .extraction import ExtractedFact, Extraction, extract
 from .manager import ContextManager
 from .messages import as_turns, batches
@@ -224,9 +225,14 @@ class MemoryManager:
     ) -> list[StoredFact]:
         """Store facts through the core's fact add (dedup, versioning, auto-category), then MEMORY.md.
 
-        Each fact is ``store.add(text, source="extraction", session_id=...)``; a fact already
-        known comes back ``reinforced``. With a ``workspace``, new facts are appended to
-        ``MEMORY.md`` and corrections to ``learnings/corrections.md``.
+        Each fact is ``store.add(text, source=..., session_id=...)``: ``source`` for the user's
+        statements (default ``extraction``), ``tool_result`` for a tool's, ``agent_observation``
+        for the assistant's. A fact that corrects a current fact of the namespace (a negation of
+        it, or a correction or change of the same thing: :mod:`.corrections`) supersedes it, so
+        the old one leaves search and the prompt (``store.history`` keeps both). A fact already
+        known comes back ``reinforced`` (a tool or the assistant repeating it changes nothing).
+        With a ``workspace``, new facts are appended to ``MEMORY.md`` and corrections to
+        ``learnings/corrections.md``.
         """
         store = self.store
         stored: list[StoredFact] = []
@@ -235,11 +241,17 @@ class MemoryManager:
             metadata: dict[str, Any] = {"extracted_by": method, "rule": item.rule}
             if item.correction:
                 metadata["correction"] = True
-            result = store.add(item.text, namespace=namespace, source=source, session_id=session_id,
-                               metadata=metadata)
+            if item.replaces:
+                metadata["replaces"] = item.replaces
+            origin = _SOURCES.get(item.origin, source)
+            current = store.list(namespace=namespace, kind="fact", order_by="created_at", descending=True, limit=500)
+            if item.origin != "user" and _known(item.text, current):
+                continue  # an echo of what memory holds is no new evidence: not even a reinforcement
+            old = corrected_fact(item, current)
+            result = self._add_fact(item.text, namespace, origin, session_id, metadata, old)
             memory = store.get(result.id)
             stored.append(StoredFact(memory.id, memory.text, result.event, memory.category, item.rule,
-                                     item.correction, getattr(result, "supersedes", None)))
+                                     item.correction or old is not None, getattr(result, "supersedes", None)))
         if workspace is not None and stored:
             fresh = [f.text for f in stored if f.event != "reinforced"]
             label = f"From session {session_id}" if session_id else "Facts"
@@ -248,6 +260,17 @@ class MemoryManager:
                 if fact.correction:
                     workspace.add_learnings_entry("learnings/corrections.md", _stamp(store), [("correction", fact.text)])
         return stored
+
+    def _add_fact(self, text: str, namespace: str, source: str, session_id: str | None, metadata: dict[str, Any],
+                  old: Memory | None) -> Any:
+        """``store.add``, as the new version of ``old`` when there is one (unless another writer replaced it first)."""
+        if old is not None:
+            try:
+                return self.store.add(text, namespace=namespace, source=source, session_id=session_id,
+                                      metadata={**metadata, "correction": True}, supersedes=old.id)
+            except (NotFoundError, ValueError):  # superseded or deleted meanwhile: an ordinary add decides
+                pass
+        return self.store.add(text, namespace=namespace, source=source, session_id=session_id, metadata=metadata)
 
     def store_summary(self, text: str, *, id: str, namespace: str, session_id: str | None,  # noqa: A002
                       summary_type: str, message_count: int, method: str, policy: str | None = None) -> str:
@@ -432,6 +455,14 @@ class MemoryManager:
         self.state.erase(namespace)
         erase_workspace(self.store, namespace)
         self._workspaces = {k: v for k, v in self._workspaces.items() if k[0] != namespace}
+
+
+_SOURCES = {"tool": "tool_result", "assistant": "agent_observation"}  # a user's statement keeps the caller's source
+
+
+def _known(text: str, current: Sequence[Memory]) -> bool:
+    said = " ".join(text.split()).casefold().rstrip(" .!")
+    return any(" ".join(m.text.split()).casefold().rstrip(" .!") == said for m in current)
 
 
 def _folder_name(namespace: str) -> str:
