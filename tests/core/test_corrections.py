@@ -171,3 +171,18 @@ def test_memory_tools_and_known_facts_are_not_read_back_as_new_evidence(store):
     assert store.get(fact.id).score == 0  # not reinforced by the echoes
     (newer,) = _tell(store, "The user no longer lives in Oslo.", role="tool", name="profile", tool_call_id="c2")
     assert newer.supersedes == fact.id and store.get(newer.id).source == "tool_result"
+
+
+def test_a_correction_in_a_conversation_reaches_the_next_prompt_through_the_context_manager(store, clock):
+    manager = store.memory_manager.context_manager("fleet", namespace="user:ann")
+    chat = [{"role": "user", "content": "Hi! I am allergic to peanuts and I use Vim."},
+            {"role": "assistant", "content": "Noted."}]
+    manager.flush(chat, session_id="s1")
+    clock.advance(days=1)
+    chat += [{"role": "user", "content": "Correction: I am not allergic to peanuts. I no longer use Vim."},
+             {"role": "assistant", "content": "Thanks, updated."}]
+    flushed = manager.flush(chat, session_id="s1")
+    assert sorted(f.event for f in flushed.facts) == ["superseded", "superseded"]
+    prompt = store.memory_manager.build_context("s1", "Recommend a snack", 2000, namespace="user:ann").render()
+    assert "The user is not allergic to peanuts." in prompt and "The user no longer uses Vim." in prompt
+    assert "The user is allergic to peanuts." not in prompt and "The user uses Vim." not in prompt
