@@ -186,3 +186,10 @@ def test_a_correction_in_a_conversation_reaches_the_next_prompt_through_the_cont
     prompt = store.memory_manager.build_context("s1", "Recommend a snack", 2000, namespace="user:ann").render()
     assert "The user is not allergic to peanuts." in prompt and "The user no longer uses Vim." in prompt
     assert "The user is allergic to peanuts." not in prompt and "The user uses Vim." not in prompt
+
+
+def test_every_memory_tool_counts_as_an_echo():
+    from shared_core.context.extraction import ECHO_TOOLS
+    from shared_core.tools import KNOWLEDGE_BASE_TOOL_NAMES, MEMORY_TOOL_NAMES
+
+    assert set(MEMORY_TOOL_NAMES) | set(KNOWLEDGE_BASE_TOOL_NAMES) <= ECHO_TOOLS
