@@ -97,7 +97,7 @@ class KeywordIndex:
         freq = self._document_frequencies(terms, rows)
         used = self._gate(terms, freq, rows)
         if scope is not None and len(used) < len(terms):
-            used = gate_in_scope(terms, used, freq, self.config, *self._scope_counters(scope))
+            used = gate_in_scope(terms, used, self.config, *self._scope_counters(scope))
         full = sum(_idf(rows, freq[terms.index(t)]) for t in used if freq[terms.index(t)] > 0)
         return KeywordQuery(tuple(terms), tuple(used), to_fts_query(used), full, rows)
 
@@ -277,28 +277,22 @@ class KeywordIndex:
         return groups
 
 
-def gate_in_scope(terms: list[str], used: list[str], freq: list[int], config: SearchConfig,
-                  scope_rows: Callable[[int | None], int], containing: Callable[[str, int], int]) -> list[str]:
-    """The words to query in a scope, given those the file-wide gate kept (``used``; ``freq``: each
-    term's file-wide count): each left-out word comes back unless it is common within the scope too.
+def gate_in_scope(terms: list[str], used: list[str], config: SearchConfig, scope_rows: Callable[[int | None], int],
+                  containing: Callable[[str, int], int]) -> list[str]:
+    """The words to query in a scope, given those the file-wide gate kept (``used``, never empty):
+    each left-out word comes back unless it is common within the scope too; the kept ones stay.
 
     ``scope_rows(cap)``: the scope's rows, counted up to ``cap`` (``None``: all of them);
     ``containing(term, cap)``: the scope's rows holding ``term``, up to ``cap``. A scope of
     ``df_gate_min_rows`` rows or fewer keeps every word after one capped count; a bigger one drops
     a word held by more than ``max_df_ratio`` of its rows (and more than ``df_gate_min_rows``).
-    When every word is common there too, the two rarest are kept, as the file-wide gate does.
     """
     floor = config.df_gate_min_rows
     if scope_rows(floor + 1) <= floor:  # nothing can be common enough to drop
         return terms
     limit = max(floor, config.max_df_ratio * scope_rows(None))
     cap = int(limit) + 1
-    counts = {t: containing(t, cap) for t in dict.fromkeys(terms) if t not in used}
-    kept = [t for t in terms if counts.get(t, 0) <= limit]
-    if kept:
-        return kept
-    rarest = sorted(range(len(terms)), key=lambda i: (counts[terms[i]], freq[i]))[:2]
-    return [terms[i] for i in sorted(rarest)]
+    return [t for t in terms if t in used or containing(t, cap) <= limit]
 
 
 def _idf(rows: int, containing: int) -> float:

@@ -85,8 +85,8 @@ class PgKeywordIndex:
             kept = [i for i in used if counts[i] <= limit]
             gated = kept or sorted(sorted(used, key=lambda i: counts[i])[:2])
             if scope is not None and len(gated) < len(used):  # ... unless they are rare where we search
-                again = gate_in_scope([terms[i] for i in used], [terms[i] for i in gated], [counts[i] for i in used],
-                                      self.config, *self._scope_counters(scope, dict(zip(terms, queries, strict=True))))
+                again = gate_in_scope([terms[i] for i in used], [terms[i] for i in gated], self.config,
+                                      *self._scope_counters(scope, dict(zip(terms, queries, strict=True))))
                 gated = [i for i in used if terms[i] in again]
             used = gated
         idf = tuple(_idf(rows, counts[i]) for i in used)
