@@ -182,8 +182,8 @@ class SearchConfig:
     text_weight: float = 1.0  # BM25 column weights (seed 002's FTS table: content, tags, source)
     tags_weight: float = 2.0
     source_weight: float = 0.5
-    max_df_ratio: float = 0.05  # query terms in more than this share of rows are dropped ...
-    df_gate_min_rows: int = 2000  # ... but only once a term is in more rows than this
+    max_df_ratio: float = 0.05  # query terms in more than this share of the file's and the searched scope's rows ...
+    df_gate_min_rows: int = 2000  # ... and in more rows than this (in both) are dropped: a speed measure
     vector_index: str = "auto"  # auto | mirror | sqlite-vec
     exact_scan_rows: int = 20000  # below this many rows the mirror scans exact float vectors
     rerank_pool: int = 256  # binary-quantised candidates reranked exactly (at least 20 x k)
@@ -424,7 +424,7 @@ class UsageConfig:
 
 # the prompt addendum's sections, in the order they are filled, with their default shares of the budget
 ADDENDUM_SHARES = {
-    "system_files": 0.30, "working_summary": 0.15, "salient_facts": 0.10, "relevant_facts": 0.15,
+    "system_files": 0.30, "working_summary": 0.15, "salient_facts": 0.10, "known_facts": 0.10, "relevant_facts": 0.15,
     "learnings": 0.20, "episodes": 0.10,
 }
 
@@ -452,6 +452,7 @@ class ContextConfig:
     salience_threshold: float = 1.5  # ours: e.g. 4 accesses today (1.61), or 20 a half-life ago (1.52)
     salience_half_life_days: float = 7.0  # ours
     salient_facts: int = 5  # high-salience facts surfaced without a query, at most
+    known_facts: int = 10  # the namespace's most salient other facts, always in the prompt (issue 21), at most
     relevant_facts: int = 5  # query-relevant facts (three-tier retrieval), at most
     category_min_results: int = 3  # fewer scoped facts than this: the flat fallback fills up (seed 004)
     max_query_categories: int = 3  # categories searched for one query, at most
@@ -480,7 +481,8 @@ class ContextConfig:
         for name in ("keep_last", "window_tokens", "max_facts", "fact_max_chars", "extract_batch_tokens"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"context.{name} must be at least 1, got {getattr(self, name)}")
-        for name in ("max_tokens", "message_overhead_tokens", "salient_facts", "relevant_facts", "recent_episodes",
+        for name in ("max_tokens", "message_overhead_tokens", "salient_facts", "known_facts", "relevant_facts",
+                     "recent_episodes",
                      "learnings_entries", "category_min_results"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"context.{name} must not be negative, got {getattr(self, name)}")

@@ -16,6 +16,7 @@ from typing import Any
 __all__ = [
     "feedback_weight",
     "recency_weight",
+    "standing",
     "koshi_rank",
     "DAY_MS",
     "IMPORTANCE_KEYWORDS",
@@ -608,6 +609,20 @@ def salience(access_count: int, days_since_use: float, score: float = 0.0, *, ha
     boost = math.log1p(max(0, access_count))
     decay = 0.5 ** (max(0.0, days_since_use) / half_life_days)
     return boost * feedback_weight(score, score_weight) * decay
+
+
+def standing(access_count: int, days_since_use: float, score: float = 0.0, importance: float | None = None, *,
+             score_weight: float = 0.2, recency_rate: float = 0.01) -> float:
+    """How strongly a fact belongs in the prompt when no query asks for it (the addendum's known facts).
+
+    ``(0.5 + importance) x (1 + ln(1 + access_count)) x exp(0.2 x score) x 1 / (1 + 0.01 x days)``:
+    salience's signals (seed 004) and seed 002's slow recency, with importance (none counts as 0.5)
+    and a floor of 1 for the access boost, so a fact never retrieved still ranks (salience gives it 0).
+    Pinned facts come before any value (the caller's rule).
+    """
+    weight = 0.5 + (0.5 if importance is None else min(1.0, max(0.0, importance)))
+    boost = 1.0 + math.log1p(max(0, access_count))
+    return weight * boost * feedback_weight(score, score_weight) * recency_weight(days_since_use, recency_rate)
 
 
 def is_salient(value: float, threshold: float = 1.5) -> bool:

@@ -248,7 +248,7 @@ class Searcher:
         keyword_query = None
         if searched_keywords:
             try:
-                keyword_query = self.keyword.prepare(query)  # type: ignore[arg-type]
+                keyword_query = self.keyword.prepare(query, scope)  # type: ignore[arg-type]
                 bm25 = dict(self.keyword.search(keyword_query, scope, pool))
             except BaseException:
                 if scan is not None:

@@ -17,6 +17,7 @@ import logging
 import os
 import shutil
 import tempfile
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -30,8 +31,16 @@ from .archive import Archive
 from .clock import Clock, SystemClock, to_iso
 from .config import Config
 from .db import Database, is_postgres_url, open_database
-from .embed import Embedder, HashingEmbedder, as_matrix, content_hash, embedder_from_name
+from .embed import (
+    Embedder,
+    HashingEmbedder,
+    as_matrix,
+    check_dims,
+    content_hash,
+    embedder_from_name,
+)
 from .errors import EmbedderMismatchError, NotFoundError, OpenKoiError, SchemaError
+from .files import data_dir_of, set_aside_leftovers
 from .index.filters import Filter
 from .index.keyword import keyword_index_for
 from .index.vectors import vector_index_for
@@ -188,9 +197,14 @@ class MemoryStore:
         target = default_target(cfg) if path is None else os.fspath(path)
         if target != ":memory:" and not is_postgres_url(target):
             target = str(Path(target).expanduser())
+        checked = False
+        if embedder is not None and not read_only and _is_new_file(target):
+            _check_embedder(embedder)
+            check_dims(embedder)  # a wrong dims is refused before the file exists
+            checked = True
         db = open_database(target, read_only=read_only, settings=cfg.database)
         try:
-            store = cls._attach(db, embedder, cfg, clock, reembed)
+            store = cls._attach(db, embedder, cfg, clock, reembed, dims_checked=checked)
         except BaseException:
             db.close()
             raise
@@ -198,8 +212,16 @@ class MemoryStore:
         return store
 
     @classmethod
-    def _attach(cls, db: Database, embedder: Embedder | None, cfg: Config, clock: Clock, reembed: bool) -> MemoryStore:
+    def _attach(cls, db: Database, embedder: Embedder | None, cfg: Config, clock: Clock, reembed: bool, *,
+                dims_checked: bool = False) -> MemoryStore:
         version = db.schema_version()
+        if version == 0 and not db.read_only:  # a new memory
+            if embedder is not None and not dims_checked:
+                _check_embedder(embedder)
+                check_dims(embedder)  # (a PostgreSQL schema) its vectors are sized for good by the migration
+            folder = _data_dir_for(db, cfg)
+            if folder is not None:  # a deleted database's folder is not this one's
+                set_aside_leftovers(folder, clock.now(), shared=folder == Path(db.path).parent)
         recorded_name = recorded_dims = None
         if version >= 2:
             recorded_name = db.get_meta("embedder_name")
@@ -247,7 +269,12 @@ class MemoryStore:
         return store
 
     def close(self) -> None:
-        """Close the file (unfinished tasks are flushed first). Further use raises :class:`StoreClosedError`."""
+        """Close the file (unfinished tasks are flushed first). Further use raises :class:`StoreClosedError`.
+
+        A store dropped without ``close()`` lets go of its file and connections when the garbage
+        collector frees it (without flushing unfinished tasks): per-request code cannot run out
+        of file descriptors.
+        """
         if not self._db.closed:
             for closer in list(self._closers):
                 try:
@@ -289,18 +316,16 @@ class MemoryStore:
         ``openkoi.db`` keeps seed 000's layout: its folder (``sessions/``, ``skills/`` beside it).
         Any other file gets a folder of its own, ``<file>.files/``, so two memory files in one
         folder never share transcripts. A ``":memory:"`` store gets a private temporary folder,
-        removed on close: nothing of it lands in the user's data directory.
+        removed on close: nothing of it lands in the user's data directory. The whole layout, and
+        what happens to a folder a deleted database left: :mod:`shared_core.files`, docs/files.md.
         """
         if self._data_dir is None:
-            if self._db.dialect == "postgresql" and self._db.alias is None:
-                self._data_dir = Path(self.config.data_dir) / "postgres" / _slug(self._db.path)
-            elif self.path == ":memory:":
-                self._data_dir = Path(tempfile.mkdtemp(prefix="openkoi-memory-"))
-                self.register_closer(functools.partial(shutil.rmtree, self._data_dir, ignore_errors=True))
-            elif Path(self.path).name == "openkoi.db":
-                self._data_dir = Path(self.path).parent
-            else:
-                self._data_dir = Path(self.path).parent / f"{Path(self.path).name}.files"
+            folder = _data_dir_for(self._db, self.config)
+            if folder is None:
+                folder = Path(tempfile.mkdtemp(prefix="openkoi-memory-"))
+                # removed on close, or when the store is collected without one
+                self.register_closer(weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True))
+            self._data_dir = folder
         return self._data_dir
 
     @contextlib.contextmanager
@@ -1137,6 +1162,23 @@ def _check_embedder(embedder: Any) -> None:
         raise ValueError(f"embedder dims must be a positive integer, got {embedder.dims!r}")
     if not isinstance(embedder.name, str) or not embedder.name:
         raise ValueError(f"embedder name must be a non-empty string, got {embedder.name!r}")
+
+
+def _data_dir_for(db: Any, cfg: Config) -> Path | None:
+    """The data folder of the memory ``db`` (see :mod:`shared_core.files`); None for ``:memory:``."""
+    if db.dialect == "postgresql" and db.alias is None:
+        return Path(cfg.data_dir) / "postgres" / _slug(db.path)
+    if db.path == ":memory:":
+        return None
+    return data_dir_of(db.path)
+
+
+def _is_new_file(target: str) -> bool:
+    """True for ``:memory:`` and a file that does not exist yet; False for PostgreSQL (and an existing but
+    empty file, which ``_attach`` checks once it has found no schema in it)."""
+    if target == ":memory:":
+        return True
+    return not is_postgres_url(target) and not os.path.lexists(target)
 
 
 def default_target(cfg: Config) -> str:

@@ -11,8 +11,14 @@ working_summary   the conversation's newest summary: its last compaction, or    
                   its working-memory summary, whichever is newer
 salient_facts     facts at or above the salience threshold, pinned facts first   004
                   (no query needed)
+known_facts       always: the namespace's other current facts that most belong   004,
+                  in a prompt (pinned, importance, accesses, feedback, recency;  issue 21
+                  ``MemoryManager.known_facts``), up to ``context.known_facts``,
+                  so a generic question ("What do you know about me?") still
+                  gets the user's profile; the query's matches are left to the
+                  next section
 relevant_facts    three-tier retrieval for the query (categories -> scoped ->    004
-                  flat), facts already shown as salient left out
+                  flat), salient facts left out
 learnings         the newest entries of learnings/errors.md and corrections.md,  004, 000
                   then ``store.recall(query)`` (anti-patterns, skills,
                   heuristics, similar tasks) in what is left of the share
@@ -20,7 +26,9 @@ episodes          recent episodes and other sessions' end-of-session summaries  
 ================= ============================================================== =========
 
 Without a ``query``, the conversation's last user message is the query (none: the query-based
-parts are skipped). The budget (default ``recall.budget_fraction x recall.task_token_budget``,
+parts are skipped). Superseded facts never appear: not as facts, and not as lines of a summary or
+episode that state one word for word. ``extra_kinds`` (say ``("langgraph_item",)``) lets the
+known and relevant facts draw on memories of those kinds too. The budget (default ``recall.budget_fraction x recall.task_token_budget``,
 seed 000's 20,000 tokens) is filled in that order in two passes: first each section up to its
 share (``context.addendum_shares``), then, with what is left, each section again in order.
 Items are whole lines (a file or summary is taken line by line); a section stops at the first
@@ -31,6 +39,7 @@ the line as rendered, headers included, and the rendered text never exceeds the 
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -48,11 +57,13 @@ if TYPE_CHECKING:
 
 __all__ = ["ContextAddendum", "AddendumItem", "build_addendum", "SECTIONS"]
 
-SECTIONS = ("system_files", "working_summary", "salient_facts", "relevant_facts", "learnings", "episodes")
+SECTIONS = ("system_files", "working_summary", "salient_facts", "known_facts", "relevant_facts", "learnings",
+            "episodes")
 MEMORY_TITLE = "## Memory"
 _HEADERS = {
     "working_summary": "### Summary of this conversation so far",
     "salient_facts": "### Keep in mind",
+    "known_facts": "### Known facts",
     "relevant_facts": "### Relevant facts",
     "learnings": "### Learnings",
     "episodes": "### Recent episodes",
@@ -89,6 +100,7 @@ class ContextAddendum:
     system_files: list[AddendumItem] = field(default_factory=list)
     working_summary: list[AddendumItem] = field(default_factory=list)
     salient_facts: list[AddendumItem] = field(default_factory=list)
+    known_facts: list[AddendumItem] = field(default_factory=list)
     relevant_facts: list[AddendumItem] = field(default_factory=list)
     learnings: list[AddendumItem] = field(default_factory=list)
     episodes: list[AddendumItem] = field(default_factory=list)
@@ -204,9 +216,15 @@ def _line(section: str, text: str, **kw: Any) -> AddendumItem:
 
 def build_addendum(manager: MemoryManager, conversation_id: str | None, query: str | None,
                    token_budget: int | None, *, namespace: str | None = None,
-                   include_summary: bool = True) -> ContextAddendum:
+                   include_summary: bool = True, extra_kinds: Sequence[str] = ()) -> ContextAddendum:
     """See the module docs. ``include_summary=False`` leaves out the conversation's summary (for callers
-    whose messages already carry it as a ``[Compacted history]`` message)."""
+    whose messages already carry it as a ``[Compacted history]`` message). ``extra_kinds``: memory
+    kinds besides facts that the known and relevant facts draw on (``("langgraph_item",)``)."""
+    if isinstance(extra_kinds, str):
+        extra_kinds = (extra_kinds,)
+    if not all(isinstance(k, str) and k.strip() for k in extra_kinds):
+        raise ValueError(f"extra_kinds must be memory kinds such as 'langgraph_item', got {extra_kinds!r}")
+    kinds = tuple(dict.fromkeys(("fact", *extra_kinds)))
     store = manager.store
     cfg = store.config.context
     if token_budget is None:
@@ -237,12 +255,14 @@ def build_addendum(manager: MemoryManager, conversation_id: str | None, query: s
         for file in space.system_files():
             for line in file.text.splitlines():
                 candidates["system_files"].append(_line("system_files", line, group=f"## {file.name}"))
+    stale = _superseded(store, ns)
     summary = _working_summary(manager, session, conversation_id, ns) if include_summary else None
     if summary is not None:
         text, summary_id = summary
         for line in text.splitlines():
             for piece in (split_sentences(line) if len(line) > 400 else [line]):
-                candidates["working_summary"].append(_line("working_summary", piece, id=summary_id))
+                if _normal(piece) not in stale:  # a fact the summary kept that was corrected since
+                    candidates["working_summary"].append(_line("working_summary", piece, id=summary_id))
     salient = manager.salient_facts(ns)
     shown = set()
     for fact in salient:
@@ -250,19 +270,28 @@ def build_addendum(manager: MemoryManager, conversation_id: str | None, query: s
         candidates["salient_facts"].append(_line("salient_facts", f"- {fact.memory.text}", id=fact.memory.id,
                                                  score=fact.salience, detail={"category": fact.memory.category}))
     if query is not None and cfg.relevant_facts > 0:
-        found = manager.recall_facts(query, namespace=ns, limit=cfg.relevant_facts + len(shown))
+        found = manager.recall_facts(query, namespace=ns, limit=cfg.relevant_facts + len(shown), kinds=kinds)
         result.categories = found.categories
         for hit in found.hits:
             if hit.id in shown or len(candidates["relevant_facts"]) >= cfg.relevant_facts:
                 continue
             candidates["relevant_facts"].append(_line(
                 "relevant_facts", f"- {hit.text}", id=hit.id, score=hit.score,
-                detail={"category": hit.memory.category, "tier": found.tier_of(hit.id)}))
+                detail={"category": hit.memory.category, "tier": found.tier_of(hit.id), **_kind(hit.memory)}))
+    # the query's matches are listed as relevant; the known facts are the others (and come first), less
+    # those the conversation's summary already states
+    stated = {_normal(i.text) for i in candidates["working_summary"]}
+    for fact in manager.known_facts(ns, kinds=kinds, exclude=shown | {i.id for i in candidates["relevant_facts"]}):
+        if _normal(fact.memory.text) in stated:
+            continue
+        candidates["known_facts"].append(_line("known_facts", f"- {fact.memory.text}", id=fact.memory.id,
+                                               score=fact.salience,
+                                               detail={"category": fact.memory.category, **_kind(fact.memory)}))
     if space is not None and cfg.learnings_entries > 0:
         for name in store.config.workspace.learnings_files:
             for entry in space.learnings(name, limit=cfg.learnings_entries):
                 candidates["learnings"].append(_line("learnings", entry.render(), group=_GROUPS.get(name, f"#### {name}")))
-    for when, text, memory_id in _episodes(manager, ns, conversation_id)[: cfg.recent_episodes]:
+    for when, text, memory_id in _episodes(manager, ns, conversation_id, stale)[: cfg.recent_episodes]:
         candidates["episodes"].append(_line("episodes", text, id=memory_id, detail={"at": to_iso(when)}))
 
     budget = _Budget(token_budget)
@@ -342,7 +371,30 @@ def _working_summary(manager: MemoryManager, session: Any, conversation_id: str 
     return found[-1][1], found[-1][2]
 
 
-def _episodes(manager: MemoryManager, namespace: str, conversation_id: str | None) -> list[tuple[datetime, str, str]]:
+def _kind(memory: Any) -> dict[str, str]:
+    """``{"kind": ...}`` for a memory that is not a fact (an extra kind), else nothing."""
+    return {} if memory.kind == "fact" else {"kind": memory.kind}
+
+
+def _normal(line: str) -> str:
+    """A line as a fact's text: list marker, case, spacing and the final full stop do not count."""
+    return " ".join(line.strip().removeprefix("- ").split()).casefold().rstrip(" .!")
+
+
+def _superseded(store: Any, namespace: str, limit: int = 1000) -> frozenset[str]:
+    """The texts of the namespace's superseded facts (the newest ``limit``), as :func:`_normal` has them,
+    less those a current fact still says (a fact corrected back to what it was)."""
+    old = store.list(namespace=namespace, kind="fact", where={"@valid_to": {"$exists": True}}, include_superseded=True,
+                     order_by="updated_at", descending=True, limit=limit)
+    if not old:
+        return frozenset()
+    texts = {_normal(m.text) for m in old if m.valid_to is not None}
+    current = store.list(namespace=namespace, kind="fact", where={"@text": {"$in": [m.text for m in old]}})
+    return frozenset(texts - {_normal(m.text) for m in current})
+
+
+def _episodes(manager: MemoryManager, namespace: str, conversation_id: str | None,
+              stale: frozenset[str] = frozenset()) -> list[tuple[datetime, str, str]]:
     """Recent episodes and other conversations' end-of-session summaries, newest first, as lines."""
     store = manager.store
     limit = store.config.context.recent_episodes
@@ -358,7 +410,8 @@ def _episodes(manager: MemoryManager, namespace: str, conversation_id: str | Non
         if conversation_id is not None and memory.session_id == conversation_id:
             continue
         assert memory.created_at is not None
-        text = " ".join(line.removeprefix("- ").strip() for line in memory.text.splitlines() if line.strip())
+        text = " ".join(line.removeprefix("- ").strip() for line in memory.text.splitlines()
+                        if line.strip() and _normal(line) not in stale)
         out.append((memory.created_at, _clip(f"- {memory.created_at:%Y-%m-%d} (session {memory.session_id}): {text}"),
                     memory.id))
     out.sort(key=lambda e: e[0], reverse=True)

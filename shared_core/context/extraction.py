@@ -1,9 +1,16 @@
 """Durable facts and summaries from conversation turns: rules without a model, a prompt with one.
 
 **Rule-based fact extraction** (0 tokens). A bad fact is worse than a missed one, so the rules
-accept only a few sentence shapes and refuse anything uncertain. Only the **user's** messages are
-read (the assistant's first-person sentences are about the assistant; tool output is not a
-statement). Each message is split into sentences, and a sentence is **refused** when:
+accept only a few sentence shapes and refuse anything uncertain. The **user's** messages are read,
+and, as seed 001 has it ("facts can come from user statements, tool results, or agent
+observations"), two others in the user's words: a **tool result**'s first 20 sentences that state
+something about "the user" in the third person (read as first person) or about a durable thing
+(the ``thing`` and ``dated`` shapes), never one in the first person (a tool speaking of itself)
+nor the results of :data:`ECHO_TOOLS` (the memory's own tools, which repeat what it holds); and the
+**assistant's observations**: its sentences that start by addressing the user ("Noted: you prefer
+window seats" -> "I prefer window seats"), never one where it speaks of itself, and no roles
+("you are a great writer" is praise). ``ExtractedFact.origin`` says which. Each message is split
+into sentences, and a sentence is **refused** when:
 
 * it is a question (ends with ``?``) or shorter than 3 / longer than 30 words;
 * it speaks to or about the assistant (``you``, ``your``), reports someone else (``said``,
@@ -15,9 +22,13 @@ statement). Each message is split into sentences, and a sentence is **refused** 
   relative date turns false.
 
 Leading discourse words are dropped first ("oh,", "by the way,", "just so you know,",
-"remember that", "for the record,"); "actually,", "no,", "correction:" and "I meant" mark the
-fact as a **correction**. What is left must match one of these shapes (case-insensitive), and
-becomes a third-person fact ("my" -> "the user's", "I" -> "the user", "me" -> "the user"):
+"remember that", "for the record,"); "actually,", "no,", "correction:", "oops," and "I meant"
+mark the fact as a **correction**, and so does a closing ", not X" ("Call me Priya, not Pri":
+``replaces == "Pri"``). Some wordings are read as what they mean first: "I don't use Vim
+anymore" -> "I no longer use Vim"; "My name isn't Pri, it's Priya" -> "My name is Priya, not
+Pri"; "I'm not a nurse, I'm a doctor" -> "I am a doctor, not a nurse". What is left must match
+one of these shapes (case-insensitive), and becomes a third-person fact ("my" -> "the user's",
+"I" -> "the user", "me" -> "the user"):
 
 ========== =============================================== ====================================
 rule       shape                                           example -> fact
@@ -36,6 +47,11 @@ decision   we|I decided|agreed|chose|settled on ...;       We decided to use Pos
            let's go with|use|stick with ...; decision: ...
 dated      the|our <deadline|meeting|launch|release|...>   The deadline for Atlas is 14 March -> (kept as said)
            is|falls|starts|ends <a date>
+thing      the|our <thing> runs on|is hosted on|is located The production server runs on Fly.io -> (kept as said)
+           in|expires on|... <value>
+negation   I'm not|no longer <identity>; I no longer|don't I no longer use Vim -> The user no longer uses Vim.
+           |never live|work|use|speak|own|drive|play|have
+           |like|eat|drink|smoke ...; I stopped|quit using
 ========== =============================================== ====================================
 
 and the value must be a value: not a bare pronoun ("I like it"), not a passing state or verdict
@@ -65,20 +81,28 @@ from ..summarize import split_sentences
 from ..tokens import count_tokens
 from .messages import Turn
 
-__all__ = ["ExtractedFact", "Extraction", "extract_facts", "extract", "summarize_turns", "EXTRACTION_PROMPT"]
+__all__ = ["ExtractedFact", "Extraction", "extract_facts", "extract", "summarize_turns", "EXTRACTION_PROMPT", "ECHO_TOOLS"]
 
 logger = logging.getLogger("openkoi.context")
 
 
 @dataclass(frozen=True)
 class ExtractedFact:
-    """A fact found in a conversation: its text (as stored), the rule that found it and where."""
+    """A fact found in a conversation: its text (as stored), the rule that found it and where.
+
+    ``origin``: whose message it came from: ``user`` (a statement), ``tool`` (a tool result) or
+    ``assistant`` (the agent's observation of the user). ``correction``: said as a correction
+    ("Actually, ...", "Correction: ...", "..., not Pri"); ``replaces``: the value it says is wrong
+    ("Pri" in "Call me Priya, not Pri"), when it names one.
+    """
 
     text: str
-    rule: str  # name | possession | identity | place | preference | usage | have | decision | dated | model
+    rule: str  # name | possession | identity | place | preference | usage | have | decision | dated | thing | model
     source: str = ""  # the sentence it came from ("" for a model's fact)
     message_index: int | None = None
     correction: bool = False
+    origin: str = "user"  # user | tool | assistant
+    replaces: str | None = None
 
 
 @dataclass
@@ -101,7 +125,8 @@ _LEADING = re.compile(
     re.IGNORECASE,
 )
 _CORRECTION = re.compile(
-    r"^(?:(?:actually|no|nope|sorry|correction|to correct that|i meant|i mean|wait)\s*[,:;.!-]?\s+)+", re.IGNORECASE
+    r"^(?:(?:actually|no|nope|sorry|correction|small correction|to correct that|let me correct that|to clarify|"
+    r"scratch that|oops|my mistake|my bad|i meant|i mean|wait)\s*[,:;.!-]?\s+)+", re.IGNORECASE
 )
 _REFUSE = re.compile(
     r"\b(?:you|your|yours|you're|youre|you've|you'll|you'd|yourself|said|says|told me|tells me|asked|asks|"
@@ -122,6 +147,7 @@ question questions problem problems issue issues point guess bad pleasure concer
 tasks idea ideas thought thoughts answer answers message messages mistake mistakes fault turn suggestion doubt
 headache cold fever flu hangover mood day night morning evening week weekend break lunch dinner breakfast plan
 plans attempt try test tests build error errors output result results connection internet battery screen
+option options choice choices order orders status response request session file files clue
 """.split())
 _STATES = frozenset("""
 broken down slow stuck failing failed crashing crashed dead gone missing wrong weird strange annoying annoyed
@@ -129,7 +155,8 @@ confusing confused tired busy sick ill hungry thirsty sleepy bored boring fine o
 horrible amazing awesome nice cool done finished ready here there coming late early happy sad angry upset
 worried excited nervous scared afraid sorry glad fun funny hard easy difficult simple important interesting
 better worse best worst right correct true false full empty open closed lost back away off on out over
-working running loading compiling waiting pending
+working running loading compiling waiting pending confirmed cancelled canceled shipped delivered booked received sent
+approved rejected updated saved deleted fixed resolved welcome
 """.split())
 _INTENSIFIERS = frozenset("bit little lot so very really too quite pretty extremely totally super kinda".split())
 _OPENERS = frozenset("when how what whatever why where who whenever wherever".split())  # "I hate when ...": a feeling
@@ -148,12 +175,13 @@ _POSSESSION = re.compile(
     r"comes|come|expires|expire|renews|opens|closes|weighs|means)\s+(?P<value>.+)$",
     re.I,
 )
-_IDENTITY = re.compile(
-    r"^(?:i am|i'm)\s+(?P<value>(?:an?\s+.+)|(?:allergic|intolerant)\s+to\s+.+|(?:originally\s+)?from\s+.+|"
+_IDENTITY_VALUE = (
+    r"(?P<value>(?:an?\s+.+)|(?:allergic|intolerant)\s+to\s+.+|(?:originally\s+)?from\s+.+|"
     r"based\s+in\s+.+|\d+\s+years\s+old|(?:vegan|vegetarian|pescatarian|diabetic|left-handed|right-handed|"
-    r"colou?r-?blind|married|divorced|retired|self-employed|lactose intolerant|gluten intolerant)\b.*)$",
-    re.I,
+    r"colou?r-?blind|married|divorced|retired|self-employed|lactose intolerant|gluten intolerant)\b.*)"
 )
+_IDENTITY = re.compile(rf"^(?:i am|i'm)\s+{_IDENTITY_VALUE}$", re.I)
+_NEG_IDENTITY = re.compile(rf"^(?:i am|i'm)\s+(?P<neg>not|no longer)\s+{_IDENTITY_VALUE}$", re.I)
 _PLACE = re.compile(
     r"^i\s+(?P<verb>live|lived|moved|work|worked|grew up|was born|study|studied|relocated)\s+"
     r"(?P<value>(?:in|at|for|to|as|on|near|from|with)\s+.+)$",
@@ -178,6 +206,22 @@ _DECISION = re.compile(
 )
 _DATED = re.compile(r"^(?P<det>the|our)\s+(?P<thing>.{2,60}?)\s+(?P<verb>is|are|falls|starts|ends|was moved to|"
                     r"is due|is set for|is scheduled for)\s+(?P<value>.+)$", re.I)
+# negations and changes: "I no longer use Vim", "I don't live in Oslo", "I stopped using Vim"
+_NEG_VERB = re.compile(r"^i\s+(?P<neg>no longer|don't|do not|never)\s+(?P<verb>live|work|study|use|speak|own|drive|play|"
+                       r"have|like|love|enjoy|eat|drink|smoke)\b\s*(?P<value>.*)$", re.I)
+_STOPPED = re.compile(r"^i\s+(?:have\s+|'ve\s+)?(?:stopped|quit|gave up)\s+(?P<verb>using|eating|drinking|playing|driving|"
+                      r"smoking|speaking)\b\s*(?P<value>.*)$", re.I)
+# a durable thing in the third person, as tool results and users state it: "The production server runs on Fly.io"
+_THING = re.compile(
+    r"^(?P<det>the|our)\s+(?P<thing>[^\W\d_][\w'-]*(?:\s+[\w'.-]+){0,4}?)\s+"
+    r"(?P<verb>runs on|runs in|runs at|is hosted on|is hosted in|is hosted at|is hosted by|is deployed to|is deployed on|"
+    r"is deployed in|is located in|is located at|is based in|is stored in|is stored on|expires on|renews on)\s+(?P<value>.+)$",
+    re.I,
+)
+_NO_VALUE_NEEDED = frozenset({"smoke", "drink", "drive", "smoking", "drinking", "driving"})  # "I no longer smoke"
+_GERUNDS = {"using": "use", "eating": "eat", "drinking": "drink", "playing": "play", "driving": "drive",
+            "smoking": "smoke", "speaking": "speak"}
+_PLACE_VERBS = frozenset({"live", "work", "study"})
 
 _CONJUGATE = {
     "live": "lives", "lived": "lived", "moved": "moved", "work": "works", "worked": "worked", "grew up": "grew up",
@@ -187,8 +231,50 @@ _CONJUGATE = {
     "don't like": "doesn't like", "do not like": "does not like", "don't eat": "doesn't eat",
     "never eat": "never eats", "don't drink": "doesn't drink", "never drink": "never drinks", "avoid": "avoids",
     "always use": "always uses", "never use": "never uses", "speak": "speaks", "own": "owns", "drive": "drives",
-    "use": "uses", "play": "plays",
+    "use": "uses", "play": "plays", "have": "has", "eat": "eats", "drink": "drinks", "smoke": "smokes",
 }
+_NEGATED = {"no longer": "no longer {third}", "don't": "doesn't {base}", "do not": "does not {base}",
+            "never": "never {third}"}
+# "I don't use Vim anymore" -> "I no longer use Vim" ("anymore" alone is a passing state, see _REFUSE)
+_REWORDS = (
+    (re.compile(r"\bi\s+(?:don't|do not|didn't|did not)\s+(?P<rest>\w[^,;]*?)\s*,?\s+(?:anymore|any more|any longer)\b",
+                re.I), r"I no longer \g<rest>"),
+    (re.compile(r"\b(?P<be>i am|i'm)\s+not\s+(?P<rest>\w[^,;]*?)\s*,?\s+(?:anymore|any more|any longer)\b", re.I),
+     r"\g<be> no longer \g<rest>"),
+    # "My name isn't Pri, it's Priya" -> "My name is Priya, not Pri"
+    (re.compile(r"\b(?P<subject>my\s+[\w' -]+?)\s+(?:is not|isn't)\s+(?P<old>[^,;]+?)\s*[,;]\s*(?:it's|it is)\s+"
+                r"(?P<new>[^,;.!]+)", re.I), r"\g<subject> is \g<new>, not \g<old>"),
+    (re.compile(r"\b(?:i am|i'm)\s+not\s+(?P<old>[^,;]+?)\s*[,;]\s*(?:i am|i'm)\s+(?P<new>[^,;.!]+)", re.I),
+     r"I am \g<new>, not \g<old>"),
+)
+_NOT_TAIL = re.compile(r"^(?P<head>.+?)\s*,\s*(?:and\s+)?not\s+(?P<old>[^\W_][\w' .-]{0,40}?)$", re.I)  # "Priya, not Pri"
+# the assistant's observations of the user ("Noted: you prefer window seats") become the user's own words
+_ASSISTANT_LEADING = re.compile(
+    r"^(?:(?:got it|noted|understood|great|perfect|good to know|thanks(?: for (?:letting me know|telling me))?|thank you|"
+    r"sure|i see|i understand|i've noted|i have noted|i'll remember|i will remember|so|ok|okay|alright)(?:\s+that)?"
+    r"\s*[,:;.!-]?\s+)+",
+    re.IGNORECASE,
+)
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'll|i'd|me|my|mine|myself|we|we're|we've|our|ours|us)\b", re.I)
+_SECOND_PERSON = (
+    (re.compile(r"\byou're\b", re.I), "I'm"), (re.compile(r"\byou are\b", re.I), "I am"),
+    (re.compile(r"\byou've\b", re.I), "I've"), (re.compile(r"\byou have\b", re.I), "I have"),
+    (re.compile(r"\byourself\b", re.I), "myself"), (re.compile(r"\byours\b", re.I), "mine"),
+    (re.compile(r"\byour\b", re.I), "my"), (re.compile(r"\byou\b", re.I), "I"),
+)
+# a tool's "The user lives in Oslo" read as the user's own words
+_USER_SUBJECT = re.compile(r"^(?:the\s+)?user(?P<own>'s)?\s+(?P<rest>.+)$", re.I)
+_BASE_FORMS = {third: base for base, third in _CONJUGATE.items() if " " not in base and third != base}
+_BASE_FORMS.update({"is": "am", "doesn't": "don't", "does": "do", "has": "have"})
+# tools whose results repeat what memory already holds: reading facts from them would only echo it
+ECHO_TOOLS = frozenset({
+    "memory_store", "memory_query", "memory_reinforce", "memory_demote", "memory_update", "memory_recall",
+    "memory_search", "memory_save", "searchKnowledgeBase", "getFullDocumentContent", "listKnowledgeBaseDocuments",
+    "manage_memory", "search_memory",  # LangMem's two
+})
+_OBSERVED = frozenset({"name", "possession", "identity", "place", "preference", "usage", "have"})  # from the assistant
+_TOOL_SENTENCES = 20  # sentences of one tool result read for facts, at most (a fetched page is not a memory)
+_ORIGINS = {"user": "user", "tool": "tool", "assistant": "assistant"}
 _THIRD_PERSON = (
     (re.compile(r"\bmy\b", re.I), "the user's"), (re.compile(r"\bmine\b", re.I), "the user's"),
     (re.compile(r"\bmyself\b", re.I), "the user"), (re.compile(r"\bme\b", re.I), "the user"),
@@ -258,14 +344,15 @@ def _sentence_fact(text: str) -> tuple[str, str] | None:
         if _thing_ok(thing) and _value_ok(value):
             return "possession", f"The user's {_third_person(thing)} {verb} {_third_person(value)}"
         return None
-    if match := _IDENTITY.match(text):
+    if match := _NEG_IDENTITY.match(text) or _IDENTITY.match(text):
         value = match["value"]
         words = _words(value)
         if words[0] in {"a", "an"} and (len(words) < 2 or words[1] in _INTENSIFIERS | {"lot", "huge", "big"}
                                         or len(words) > 8):
             return None
         if _value_ok(value):
-            return "identity", f"The user is {_third_person(value)}"
+            negation = f"{match['neg'].lower()} " if "neg" in match.groupdict() else ""
+            return "identity", f"The user is {negation}{_third_person(value)}"
         return None
     if match := _PLACE.match(text):
         verb, value = match["verb"].lower(), match["value"]
@@ -278,6 +365,8 @@ def _sentence_fact(text: str) -> tuple[str, str] | None:
         if _value_ok(value, max_words=12) and words[0] not in _PRONOUNS and (words[0] != "to" or len(words) >= 3):
             return "preference", f"The user {_CONJUGATE[verb]} {_third_person(value)}"
         return None
+    if found := _negated_fact(text):
+        return found
     if match := _USAGE.match(text):
         verb, value = match["verb"].lower(), match["value"]
         if _value_ok(value, max_words=10) and _words(value)[0] not in _PRONOUNS:
@@ -295,6 +384,11 @@ def _sentence_fact(text: str) -> tuple[str, str] | None:
         if _value_ok(value, max_words=25):
             return "decision", f"Decision: {_third_person(value)}"
         return None
+    if match := _THING.match(text):
+        if _thing_ok(match["thing"]) and _words(match["thing"])[0] != "user" and _value_ok(match["value"]):
+            det = "The user's" if match["det"].lower() == "our" else "The"
+            return "thing", f"{det} {_third_person(match['thing'])} {match['verb'].lower()} {_third_person(match['value'])}"
+        return None
     if match := _DATED.match(text):
         thing = match["thing"].casefold()
         if any(re.search(rf"\b{re.escape(n)}\b", thing) for n in _DATED_NOUNS) and _DATE.search(match["value"]):
@@ -304,47 +398,128 @@ def _sentence_fact(text: str) -> tuple[str, str] | None:
     return None
 
 
+def _negated_fact(text: str) -> tuple[str, str] | None:
+    """(rule, fact) of "I no longer use Vim", "I don't live in Oslo", "I stopped using Vim"; else None."""
+    if match := _STOPPED.match(text):
+        verb, negation = _GERUNDS[match["verb"].lower()], "no longer"
+    elif match := _NEG_VERB.match(text):
+        verb, negation = match["verb"].lower(), " ".join(match["neg"].lower().split())
+    else:
+        return None
+    value = match["value"].strip()
+    words = _words(value)
+    if not words:
+        if verb not in _NO_VALUE_NEEDED:
+            return None
+    elif verb in _PLACE_VERBS:
+        if words[0] not in _PLACE_PREPS or not _value_ok(value, max_words=12):
+            return None
+    elif verb == "have":
+        if not re.match(r"(?:an?|any|one|two|three|four|five|six|seven|eight|nine|ten|\d+)\s+\S", value, re.I) \
+                or len(words) < 2 or {words[1], words[-1]} & _TRANSIENT_NOUNS or not _value_ok(value, max_words=12):
+            return None
+    elif words[0] in _PRONOUNS or not _value_ok(value, max_words=12):
+        return None
+    phrase = _NEGATED[negation].format(third=_CONJUGATE[verb], base=verb)
+    rule = {"live": "place", "work": "place", "study": "place", "have": "have", "like": "preference",
+            "love": "preference", "enjoy": "preference", "eat": "preference", "drink": "preference"}.get(verb, "usage")
+    return rule, f"The user {phrase} {_third_person(value)}".rstrip()
+
+
 def _finish(text: str) -> str:
     text = " ".join(text.split()).rstrip(" .,;:!")
     return text[:1].upper() + text[1:] + "."
 
 
 def extract_facts(turns: Sequence[Turn], *, max_facts: int = 20, max_chars: int = 300) -> list[ExtractedFact]:
-    """The rule-based facts of the user's turns, in order, without duplicates (see the module docs)."""
+    """The rule-based facts of the turns, in order, without duplicates (see the module docs): the user's
+    statements, tool results (not of :data:`ECHO_TOOLS`) and the assistant's observations of the user."""
     out: list[ExtractedFact] = []
     seen: set[str] = set()
     for turn in turns:
-        if turn.role != "user" or not turn.text.strip():
+        origin = _ORIGINS.get(turn.role)
+        if origin is None or not turn.text.strip() or (origin == "tool" and (turn.name or "") in ECHO_TOOLS):
             continue
-        for whole in split_sentences(turn.text):
+        sentences = split_sentences(turn.text)
+        for said in sentences[:_TOOL_SENTENCES] if origin == "tool" else sentences:
+            whole = _as_user_words(said, origin)
+            if whole is None:
+                continue
             opening = _clean(whole)[0]
-            if whole.rstrip().endswith("?") or _REFUSE.search(opening) or _SECRETS.search(opening):
+            if said.rstrip().endswith("?") or _REFUSE.search(opening) or _SECRETS.search(opening):
                 continue  # a hedge or a secret anywhere in the sentence taints all of its clauses
             for sentence in _CLAUSES.split(whole):
                 found = _clause_fact(sentence)
                 if found is None:
                     continue
-                rule, fact, correction = found
+                rule, fact, correction, replaces = found
+                if origin == "assistant" and (rule not in _OBSERVED or re.match(r"The user is (?:an?|not an?) ", fact)):
+                    continue  # the agent's say-so about the user's role is praise, not an observation
                 fact = _finish(fact)
                 key = fact.casefold()
                 if len(fact) > max_chars or key in seen:
                     continue
                 seen.add(key)
-                out.append(ExtractedFact(fact, rule, whole.strip(), turn.index, correction))
+                out.append(ExtractedFact(fact, rule, said.strip(), turn.index, correction, origin, replaces))
                 if len(out) >= max_facts:
                     return out
     return out
 
 
-def _clause_fact(sentence: str) -> tuple[str, str, bool] | None:
-    """(rule, fact, is a correction) of one clause, or None."""
+def _as_user_words(sentence: str, origin: str) -> str | None:
+    """The sentence as the user would have said it (what the rules read), or None when it is not about them.
+
+    The assistant's observations speak to the user ("Noted, you prefer window seats"): second person
+    becomes first, and a sentence where the assistant speaks of itself is left out. A tool result's
+    statements about "the user" become first person; other third-person statements stay as they are.
+    """
+    text = " ".join(sentence.replace("\u2019", "'").split())
+    if origin == "assistant":
+        text = _ASSISTANT_LEADING.sub("", text)
+        if _FIRST_PERSON.search(text) or not re.match(r"(?:you|your)\b", text, re.I):
+            return None
+        for pattern, replacement in _SECOND_PERSON:
+            text = pattern.sub(replacement, text)
+    elif origin == "tool":
+        if _FIRST_PERSON.search(text):  # a tool speaking of itself, or quoting someone
+            return None
+        if (match := _USER_SUBJECT.match(text)) is None:
+            return _reword(text)
+        rest = match["rest"]
+        if match["own"]:
+            text = f"my {rest}"
+        else:
+            first, _, after = rest.partition(" ")
+            if first.lower() in ("no", "never") and after:  # "no longer lives", "never eats"
+                lead, _, after = (("no longer", "", after[len("longer "):]) if after.lower().startswith("longer ")
+                                  else (first, "", after))
+                verb, _, tail = after.partition(" ")
+                text = f"I {lead} {_BASE_FORMS.get(verb.lower(), verb)} {tail}"
+            else:
+                text = f"I {_BASE_FORMS.get(first.lower(), first)} {after}"
+    return _reword(text)
+
+
+def _reword(text: str) -> str:
+    """"I don't use Vim anymore" -> "I no longer use Vim"; "My name isn't Pri, it's Priya" -> "My name is Priya, not Pri"."""
+    for pattern, replacement in _REWORDS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _clause_fact(sentence: str) -> tuple[str, str, bool, str | None] | None:
+    """(rule, fact, is a correction, the value it replaces) of one clause, or None."""
     text, correction = _clean(sentence)
+    replaces = None
+    if match := _NOT_TAIL.match(text):  # "Call me Priya, not Pri": a correction naming what it corrects
+        if len(_words(match["old"])) <= 4 and not _REFUSE.search(match["old"]):
+            text, replaces, correction = match["head"], match["old"].strip(), True
     if not 3 <= len(_words(text)) <= 30:
         return None
     found = _sentence_fact(text)
     if found is None or re.search(r"\b(?:I|we)\b", found[1]):  # a first person left over: not one fact
         return None
-    return found[0], found[1], correction
+    return found[0], found[1], correction, replaces
 
 
 # -- summaries ----------------------------------------------------------------------------------
@@ -395,9 +570,11 @@ def summarize_turns(turns: Sequence[Turn], *, budget: int, previous: str | None 
 EXTRACTION_PROMPT = """You maintain the long-term memory of an assistant. Read the conversation below.
 {tasks}
 Facts: durable facts worth remembering in later sessions: about the user (names, people and pets,
-where they live and work, preferences, dates, numbers) and decisions taken. One self-contained
-sentence each, in the third person ("The user ..."). Leave out questions, greetings, guesses,
-passing states and anything the assistant merely suggested. At most {max_facts}; none is fine.
+where they live and work, preferences, dates, numbers) and decisions taken, also from tool results
+and what the assistant observed about the user. A correction or negation is a fact too: state it
+as corrected ("The user is not allergic to peanuts.", "The user no longer uses Vim."). One
+self-contained sentence each, in the third person ("The user ..."). Leave out questions, greetings,
+guesses, passing states and anything the assistant merely suggested. At most {max_facts}; none is fine.
 {summary_rule}Answer with JSON only: {shape}
 
 Summary of the conversation before these messages:

@@ -17,7 +17,7 @@ One object per store (seed 001's MemoryManager, grown with seed 004's layers):
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,13 +27,14 @@ from ..categories import Categorizer
 from ..category_search import CategorySearch, search_by_category
 from ..clock import days_between
 from ..embed import fnv1a_64
-from ..errors import ConfigError
+from ..errors import ConfigError, NotFoundError
 from ..memories import DEFAULT_NAMESPACE, Memory, check_namespace
-from ..ranking import is_salient, salience
+from ..ranking import is_salient, salience, standing
 from ..workspace import Workspace
 from ..workspace.index import erase_namespace as erase_workspace
 from ..workspace.index import register, reindex
 from .addendum import ContextAddendum, build_addendum
+from .corrections import corrected_fact
 from .extraction import ExtractedFact, Extraction, extract
 from .manager import ContextManager
 from .messages import as_turns, batches
@@ -85,7 +86,8 @@ class SessionEnd:
 
 @dataclass(frozen=True)
 class SalientFact:
-    """A fact with its salience (seed 004; :func:`shared_core.ranking.salience`)."""
+    """A fact with its salience (seed 004; :func:`shared_core.ranking.salience`), or for
+    :meth:`MemoryManager.known_facts` its standing (:func:`shared_core.ranking.standing`)."""
 
     memory: Memory
     salience: float
@@ -224,9 +226,14 @@ class MemoryManager:
     ) -> list[StoredFact]:
         """Store facts through the core's fact add (dedup, versioning, auto-category), then MEMORY.md.
 
-        Each fact is ``store.add(text, source="extraction", session_id=...)``; a fact already
-        known comes back ``reinforced``. With a ``workspace``, new facts are appended to
-        ``MEMORY.md`` and corrections to ``learnings/corrections.md``.
+        Each fact is ``store.add(text, source=..., session_id=...)``: ``source`` for the user's
+        statements (default ``extraction``), ``tool_result`` for a tool's, ``agent_observation``
+        for the assistant's. A fact that corrects a current fact of the namespace (a negation of
+        it, or a correction or change of the same thing: :mod:`.corrections`) supersedes it, so
+        the old one leaves search and the prompt (``store.history`` keeps both). A fact already
+        known comes back ``reinforced`` (a tool or the assistant repeating it changes nothing).
+        With a ``workspace``, new facts are appended to ``MEMORY.md`` and corrections to
+        ``learnings/corrections.md``.
         """
         store = self.store
         stored: list[StoredFact] = []
@@ -235,11 +242,17 @@ class MemoryManager:
             metadata: dict[str, Any] = {"extracted_by": method, "rule": item.rule}
             if item.correction:
                 metadata["correction"] = True
-            result = store.add(item.text, namespace=namespace, source=source, session_id=session_id,
-                               metadata=metadata)
+            if item.replaces:
+                metadata["replaces"] = item.replaces
+            origin = _SOURCES.get(item.origin, source)
+            current = store.list(namespace=namespace, kind="fact", order_by="created_at", descending=True, limit=500)
+            if item.origin != "user" and _known(item.text, current):
+                continue  # an echo of what memory holds is no new evidence: not even a reinforcement
+            old = corrected_fact(item, current)
+            result = self._add_fact(item.text, namespace, origin, session_id, metadata, old)
             memory = store.get(result.id)
             stored.append(StoredFact(memory.id, memory.text, result.event, memory.category, item.rule,
-                                     item.correction, getattr(result, "supersedes", None)))
+                                     item.correction or old is not None, getattr(result, "supersedes", None)))
         if workspace is not None and stored:
             fresh = [f.text for f in stored if f.event != "reinforced"]
             label = f"From session {session_id}" if session_id else "Facts"
@@ -248,6 +261,17 @@ class MemoryManager:
                 if fact.correction:
                     workspace.add_learnings_entry("learnings/corrections.md", _stamp(store), [("correction", fact.text)])
         return stored
+
+    def _add_fact(self, text: str, namespace: str, source: str, session_id: str | None, metadata: dict[str, Any],
+                  old: Memory | None) -> Any:
+        """``store.add``, as the new version of ``old`` when there is one (unless another writer replaced it first)."""
+        if old is not None:
+            try:
+                return self.store.add(text, namespace=namespace, source=source, session_id=session_id,
+                                      metadata={**metadata, "correction": True}, supersedes=old.id)
+            except (NotFoundError, ValueError):  # superseded or deleted meanwhile: an ordinary add decides
+                pass
+        return self.store.add(text, namespace=namespace, source=source, session_id=session_id, metadata=metadata)
 
     def store_summary(self, text: str, *, id: str, namespace: str, session_id: str | None,  # noqa: A002
                       summary_type: str, message_count: int, method: str, policy: str | None = None) -> str:
@@ -367,12 +391,16 @@ class MemoryManager:
     # -- retrieval (parts 6, 8) -------------------------------------------------------------------
 
     def recall_facts(self, query: str, *, namespace: str = DEFAULT_NAMESPACE, categories: Sequence[str] | str | None = None,
-                     limit: int | None = None, track_access: bool = True) -> CategorySearch:
-        """Seed 004's ``memory_recall``: facts in the query's categories first, then a flat fallback."""
+                     limit: int | None = None, track_access: bool = True,
+                     kinds: Sequence[str] = ("fact",)) -> CategorySearch:
+        """Seed 004's ``memory_recall``: facts in the query's categories first, then a flat fallback.
+
+        ``kinds``: the memory kinds searched (facts; add others, such as ``langgraph_item``, to
+        recall them the same way)."""
         cfg = self.store.config.context
         limit = cfg.relevant_facts if limit is None else limit
         return search_by_category(self.store, query, categories=categories, namespace=namespace, limit=limit,
-                                  min_results=min(cfg.category_min_results, limit),
+                                  kind=list(_kinds(kinds)), min_results=min(cfg.category_min_results, limit),
                                   max_categories=cfg.max_query_categories, categorizer=self.categorizer,
                                   track_access=track_access)
 
@@ -412,15 +440,54 @@ class MemoryManager:
         out.sort(key=lambda s: (not s.memory.pinned, -s.salience, s.memory.id))
         return out[:limit]
 
+    def known_facts(self, namespace: str = DEFAULT_NAMESPACE, *, limit: int | None = None,
+                    kinds: Sequence[str] = ("fact",), exclude: Collection[str] = ()) -> list[SalientFact]:
+        """The namespace's current facts that most belong in every prompt, best first (no threshold).
+
+        Pinned facts first, then by :func:`shared_core.ranking.standing` (importance, accesses,
+        feedback, recency); superseded and expired facts never. ``kinds``: also memories of these
+        kinds (``("fact", "langgraph_item")``). ``exclude``: ids already shown elsewhere. Reading
+        them is not an access.
+        """
+        store = self.store
+        limit = store.config.context.known_facts if limit is None else limit
+        if limit <= 0:
+            return []
+        kind = list(_kinds(kinds))
+        now = store.clock.now()
+        pool: dict[str, Memory] = {}
+        wide = max(50, 5 * limit)
+        for order_by, where in (("access_count", None), ("created_at", None), ("score", None),
+                                ("created_at", {"@pinned": 1}), ("created_at", {"@importance": {"$gte": 0.7}})):
+            for memory in store.list(namespace=namespace, kind=kind, order_by=order_by, descending=True, where=where,
+                                     limit=wide):
+                if memory.id not in exclude:
+                    pool[memory.id] = memory
+        ranking = store.config.ranking
+        out = []
+        for memory in pool.values():
+            last = max((t for t in (memory.last_access_at, memory.last_hit_at, memory.created_at) if t is not None),
+                       default=now)
+            out.append(SalientFact(memory, standing(memory.access_count, days_between(last, now), memory.score,
+                                                    memory.importance, score_weight=ranking.score_weight,
+                                                    recency_rate=ranking.recency_rate)))
+        out.sort(key=lambda s: (not s.memory.pinned, -s.salience, s.memory.id))
+        return out[:limit]
+
     def build_context(self, conversation_id: str | None, query: str | None = None, token_budget: int | None = None,
-                      *, namespace: str | None = None, include_summary: bool = True) -> ContextAddendum:
+                      *, namespace: str | None = None, include_summary: bool = True,
+                      extra_kinds: Sequence[str] = ()) -> ContextAddendum:
         """The prompt addendum for a conversation, within ``token_budget`` (see :mod:`.addendum`).
 
+        It always carries the namespace's most salient current facts (``known_facts``, no query
+        needed: "What do you know about me?" gets the user's profile), then the query's matches.
         ``include_summary=False``: leave out the conversation's own summary, when the messages sent
         with the prompt already hold it (a ``[Compacted history]`` message kept in the message list).
+        ``extra_kinds``: memory kinds besides facts that the known and relevant facts also draw on,
+        e.g. ``("langgraph_item",)`` for items written with LangGraph's ``OpenKoiStore.put``.
         """
         return build_addendum(self, conversation_id, query, token_budget, namespace=namespace,
-                              include_summary=include_summary)
+                              include_summary=include_summary, extra_kinds=extra_kinds)
 
     # -- internals --------------------------------------------------------------------------------
 
@@ -432,6 +499,22 @@ class MemoryManager:
         self.state.erase(namespace)
         erase_workspace(self.store, namespace)
         self._workspaces = {k: v for k, v in self._workspaces.items() if k[0] != namespace}
+
+
+def _kinds(kinds: Sequence[str]) -> tuple[str, ...]:
+    """Memory kinds as given (a string is one kind), checked: non-empty strings, each once."""
+    chosen = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    if not chosen or not all(isinstance(k, str) and k.strip() for k in chosen):
+        raise ValueError(f"kinds must be one or more memory kinds such as 'fact' or 'langgraph_item', got {kinds!r}")
+    return tuple(dict.fromkeys(chosen))
+
+
+_SOURCES = {"tool": "tool_result", "assistant": "agent_observation"}  # a user's statement keeps the caller's source
+
+
+def _known(text: str, current: Sequence[Memory]) -> bool:
+    said = " ".join(text.split()).casefold().rstrip(" .!")
+    return any(" ".join(m.text.split()).casefold().rstrip(" .!") == said for m in current)
 
 
 def _folder_name(namespace: str) -> str:

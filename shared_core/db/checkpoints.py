@@ -70,8 +70,7 @@ class BackgroundCheckpointer:
         its checkpoint is only a copy, the WAL stays valid): closing a store never hangs on it,
         and the log says where it was.
         """
-        self._stopping.set()
-        self._dirty.set()
+        self.stop()
         thread = self._thread
         if thread is None:
             return
@@ -81,6 +80,11 @@ class BackgroundCheckpointer:
             where = "".join(traceback.format_stack(frame)) if frame is not None else "(no stack)\n"
             logger.warning("the background checkpoint of %s did not stop within %.0f s; closing without waiting. "
                            "It was at:\n%s", self.path, timeout, where)
+
+    def stop(self) -> None:
+        """Tell the thread to end after the checkpoint it may be running, without waiting for it."""
+        self._stopping.set()
+        self._dirty.set()
 
     def _run(self) -> None:
         conn = None

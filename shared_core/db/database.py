@@ -97,6 +97,10 @@ class Database(NestedTransactions):
         self._closed = False
         self._errors = _ErrorTranslation(self)
         self.conn.create_function("casefold", 1, _casefold, deterministic=True)
+        # dropped without close() (a store opened per request and never closed): the garbage
+        # collector releases the file, its lock file and the checkpoint thread instead
+        self._finalizer = weakref.finalize(self, _release, self.conn, self._turns, self._checkpointer)
+        self._finalizer.atexit = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -105,6 +109,7 @@ class Database(NestedTransactions):
             if self._closed:
                 return
             self._closed = True
+            self._finalizer.detach()
             if self._checkpointer is not None:
                 self._checkpointer.close()
             try:
@@ -400,6 +405,9 @@ class _WriterTurns:
             self._fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | _CLOEXEC, 0o600)
         except OSError:  # a read-only directory, say: SQLite's locking alone
             self._fd = None
+        else:  # closed with the object when nobody calls close()
+            self._finalizer = weakref.finalize(self, os.close, self._fd)
+            self._finalizer.atexit = False
 
     def acquire(self, deadline: float, name: str) -> None:
         """This store's turn to write, by ``deadline`` (``time.monotonic()``), or :class:`BusyError`."""
@@ -455,7 +463,7 @@ class _WriterTurns:
 
     def close(self) -> None:
         if self._fd is not None:
-            os.close(self._fd)
+            self._finalizer()  # os.close, once
             self._fd = None
 
 
@@ -507,6 +515,20 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _release(conn: Any, turns: _WriterTurns, checkpointer: BackgroundCheckpointer | None) -> None:
+    """What a :class:`Database` collected without ``close()`` lets go of: never waits, never raises.
+
+    No ``PRAGMA optimize`` (the collector may run inside another store's write transaction on
+    the same file, and waiting for its lock would stall that thread); the checkpoint thread is
+    told to stop, not joined.
+    """
+    if checkpointer is not None:
+        checkpointer.stop()
+    with contextlib.suppress(Exception):
+        conn.close()
+    turns.close()
 
 
 _VALUES = re.compile(r"^(\s*INSERT\s.+?\sVALUES\s*)(\([^()]*\))\s*$", re.IGNORECASE | re.DOTALL)

@@ -28,6 +28,7 @@ import contextlib
 import re
 import threading
 import time
+import weakref
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
@@ -305,10 +306,13 @@ class PostgresDatabase(NestedTransactions):
         self._translated: OrderedDict[tuple[str, bool, int], Translated] = OrderedDict()
         self._lock_key = zlib.crc32(self.schema.encode()) - (1 << 31)
         self._pool = _POOLS.acquire(self.target, pool_size, self._search_path, read_only)
+        # dropped without close(): the garbage collector gives the pool back instead
+        self._release = weakref.finalize(self, _POOLS.release, self._pool)
+        self._release.atexit = False
         try:
             version = self._scalar_raw("SHOW server_version")
         except BaseException:
-            _POOLS.release(self._pool)
+            self._release()
             raise
         self.driver = PgDriver("psycopg", f"PostgreSQL {version}", psycopg.Error)
         self.refresh_catalog()
@@ -332,7 +336,7 @@ class PostgresDatabase(NestedTransactions):
             if self._closed:
                 return
             self._closed = True
-            _POOLS.release(self._pool)
+            self._release()  # _POOLS.release, once
 
     @property
     def closed(self) -> bool:

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from .base import Embedder, EmbedderProfile, EmbeddingError, as_matrix, as_vector, profile_of
+from .base import (
+    Embedder,
+    EmbedderProfile,
+    EmbeddingError,
+    as_matrix,
+    as_vector,
+    check_dims,
+    profile_of,
+)
 from .hashes import EMBEDDING_TEXT_VERSION, content_hash, fnv1a_64
 from .hashing import HashingEmbedder
 from .precomputed import PrecomputedVectors
@@ -20,6 +28,7 @@ __all__ = [
     "fnv1a_64",
     "as_matrix",
     "as_vector",
+    "check_dims",
     "profile_of",
     "embedder_from_name",
 ]

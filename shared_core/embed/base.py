@@ -8,7 +8,9 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Embedder", "EmbedderProfile", "profile_of", "as_matrix", "as_vector", "EmbeddingError"]
+__all__ = ["Embedder", "EmbedderProfile", "profile_of", "as_matrix", "as_vector", "check_dims", "EmbeddingError"]
+
+_PROBE = "openkoi dimension probe"
 
 
 class EmbeddingError(ValueError):
@@ -79,3 +81,24 @@ def as_matrix(vectors: object, dims: int, *, count: int | None = None, what: str
 
 def as_vector(vector: object, dims: int, *, what: str = "query vector") -> np.ndarray:
     return as_matrix(vector, dims, count=1, what=what)[0]
+
+
+def check_dims(embedder: Embedder) -> None:
+    """Embed one short text and check that the vector has ``embedder.dims`` values.
+
+    Called before a new database is created: its vector table is sized, and its embedder
+    recorded, for good. An embedder that cannot embed text (``embeds_text = False``) is trusted.
+    """
+    if not getattr(embedder, "embeds_text", True):
+        return
+    try:
+        got = np.asarray(embedder.embed([_PROBE]), dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingError(f"the embedder {embedder.name!r} returned something that is not a vector ({exc})") from None
+    size = got.shape[-1] if got.ndim in (1, 2) and got.size else 0
+    if size != embedder.dims:
+        raise EmbeddingError(
+            f"the embedder {embedder.name!r} says it makes {embedder.dims}-dimensional vectors but returned "
+            f"{size or got.shape}; nothing was created. Give the dimensions the model really makes "
+            f"(dims={size}, or LangGraph's index={{'dims': {size}, ...}}), or leave dims out to have them measured"
+        )

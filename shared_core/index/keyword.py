@@ -7,12 +7,21 @@ rows, so words found in more than ``max_df_ratio`` of the rows (and more than
 dropping them keeps a 100k-row search fast. Document frequencies come from FTS5's own
 vocabulary; query words are stemmed by FTS5 itself (a temporary table with the same
 tokenizer), so the lookup always matches what the index stored.
+
+**The gate counts within the searched scope.** A word common in the whole file may be rare
+in the namespace searched (a user's "server" among a team's thousand server logs), and
+dropping it would miss the one memory that has it. So a word the file-wide counts would drop
+is dropped only if it is also common among the rows the search may return
+(:func:`gate_in_scope`): never in a scope of ``df_gate_min_rows`` rows or fewer (one cheap,
+capped count says so), and in a bigger scope only when more than ``max_df_ratio`` of the
+scope's rows hold it (counted once, then remembered like the file-wide counts).
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +30,7 @@ from ..db import Database
 from .sanitize import query_terms, to_fts_query
 from .scope import Scope
 
-__all__ = ["KeywordIndex", "KeywordQuery", "keyword_index_for"]
+__all__ = ["KeywordIndex", "KeywordQuery", "keyword_index_for", "gate_in_scope"]
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"  # must match migration 0002's memory_fts
 
@@ -75,17 +84,48 @@ class KeywordIndex:
         self._narrow: dict[tuple[Any, ...], float] = {}  # scopes ranked after the scope check (see search)
         self._stem_cache: dict[str, list[str]] = {}
         self._df_cache: dict[str, int] = {}  # stem -> rows containing it, while the index has about _df_rows rows
+        # (scope, "", 0) -> rows in a big scope; (scope, term, cap) -> its rows holding the term (same lifetime)
+        self._scope_cache: dict[tuple[Any, str, int], int] = {}
         self._df_rows = 0
 
-    def prepare(self, text: str) -> KeywordQuery:
+    def prepare(self, text: str, scope: Scope | None = None) -> KeywordQuery:
+        """The query for ``text``; with a ``scope``, a word is left out only if it is common within it."""
         terms = query_terms(text)
         if not terms:
             return KeywordQuery((), (), "")
         rows = int(self.db.scalar("SELECT max(chunk_rowid) FROM memory_chunks") or 0)
         freq = self._document_frequencies(terms, rows)
         used = self._gate(terms, freq, rows)
+        if scope is not None and len(used) < len(terms):
+            used = gate_in_scope(terms, used, self.config, *self._scope_counters(scope))
         full = sum(_idf(rows, freq[terms.index(t)]) for t in used if freq[terms.index(t)] > 0)
         return KeywordQuery(tuple(terms), tuple(used), to_fts_query(used), full, rows)
+
+    def _scope_counters(self, scope: Scope) -> tuple[Callable[[int | None], int], Callable[[str, int], int]]:
+        """:func:`gate_in_scope`'s two counts for ``scope``. A capped count of a small scope is cheap and
+        always made; a big scope's counts are remembered with the file-wide ones (until 1 % growth)."""
+        scope_sql, params = scope.sql("c")
+        key = (scope_sql, tuple(p for p in params if p is not scope.live_at))
+
+        def rows(cap: int | None) -> int:
+            if cap is not None:
+                return int(self.db.scalar(
+                    f"SELECT count(*) FROM (SELECT 1 FROM memory_chunks c WHERE {scope_sql} LIMIT ?)", (*params, cap)
+                ) or 0)
+            if (key, "", 0) not in self._scope_cache:
+                self._scope_cache[(key, "", 0)] = int(self.db.scalar(
+                    f"SELECT count(*) FROM memory_chunks c WHERE {scope_sql}", params) or 0)
+            return self._scope_cache[(key, "", 0)]
+
+        def containing(term: str, cap: int) -> int:
+            if (key, term, cap) not in self._scope_cache:
+                self._scope_cache[(key, term, cap)] = int(self.db.scalar(
+                    "SELECT count(*) FROM (SELECT 1 FROM memory_fts JOIN memory_chunks c ON c.chunk_rowid = "
+                    f"memory_fts.rowid WHERE memory_fts MATCH ? AND {scope_sql} LIMIT ?)",
+                    (to_fts_query([term]), *params, cap)) or 0)
+            return self._scope_cache[(key, term, cap)]
+
+        return rows, containing
 
     def search(self, query: KeywordQuery, scope: Scope, limit: int) -> list[tuple[int, float]]:
         """(chunk_rowid, BM25 as a positive number), best first, within ``scope``."""
@@ -171,7 +211,10 @@ class KeywordIndex:
         """
         if rows < self.config.df_gate_min_rows or rows > self._df_rows * 1.01:
             self._df_cache.clear()
+            self._scope_cache.clear()
             self._df_rows = rows
+        if len(self._scope_cache) > 10_000:
+            self._scope_cache.clear()
         stems = self._stems(terms)
         all_stems = sorted({s for group in stems for s in group})
         missing = [s for s in all_stems if s not in self._df_cache]
@@ -232,6 +275,24 @@ class KeywordIndex:
         for doc, term in found:
             groups[int(doc) - 1].append(term)
         return groups
+
+
+def gate_in_scope(terms: list[str], used: list[str], config: SearchConfig, scope_rows: Callable[[int | None], int],
+                  containing: Callable[[str, int], int]) -> list[str]:
+    """The words to query in a scope, given those the file-wide gate kept (``used``, never empty):
+    each left-out word comes back unless it is common within the scope too; the kept ones stay.
+
+    ``scope_rows(cap)``: the scope's rows, counted up to ``cap`` (``None``: all of them);
+    ``containing(term, cap)``: the scope's rows holding ``term``, up to ``cap``. A scope of
+    ``df_gate_min_rows`` rows or fewer keeps every word after one capped count; a bigger one drops
+    a word held by more than ``max_df_ratio`` of its rows (and more than ``df_gate_min_rows``).
+    """
+    floor = config.df_gate_min_rows
+    if scope_rows(floor + 1) <= floor:  # nothing can be common enough to drop
+        return terms
+    limit = max(floor, config.max_df_ratio * scope_rows(None))
+    cap = int(limit) + 1
+    return [t for t in terms if t in used or containing(t, cap) <= limit]
 
 
 def _idf(rows: int, containing: int) -> float:

@@ -20,19 +20,22 @@ relative to the query's best match.
 
 The document-frequency gate works as on SQLite: words found in more than
 ``max_df_ratio`` of the rows (and more than ``df_gate_min_rows``) are dropped from the
-query. A word's document frequency is counted on the GIN index; in a table of 10,000 rows or
-more it comes from ANALYZE's statistics instead when it is one of the column's most common
-lexemes (counting it would read a long posting list; a rare word's list is short).
+query, but only when they are that common within the searched scope too
+(:func:`.keyword.gate_in_scope`). A word's document frequency is counted on the GIN index; in
+a table of 10,000 rows or more it comes from ANALYZE's statistics instead when it is one of the
+column's most common lexemes (counting it would read a long posting list; a rare word's list is
+short).
 """
 
 from __future__ import annotations
 
 import time
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 
 from ..config import SearchConfig
-from .keyword import KeywordQuery, _idf
+from .keyword import KeywordQuery, _idf, gate_in_scope
 from .sanitize import query_terms
 from .scope import Scope
 
@@ -60,8 +63,10 @@ class PgKeywordIndex:
         self._n = 0
         self._avgdl: tuple[float, int, float] | None = None
         self._common: tuple[float, dict[str, float]] | None = None
+        self._scope_cache: tuple[float | None, dict[tuple[Any, str, int], int]] = (None, {})
 
-    def prepare(self, text: str) -> KeywordQuery:
+    def prepare(self, text: str, scope: Scope | None = None) -> KeywordQuery:
+        """The query for ``text``; with a ``scope``, a word is left out only if it is common within it."""
         terms = query_terms(text)
         if not terms:
             return KeywordQuery((), (), "")
@@ -78,13 +83,47 @@ class PgKeywordIndex:
         used = [i for i in range(len(terms)) if queries[i]]
         if rows > limit:  # the gate: leave out words too common to matter (their weight is tiny)
             kept = [i for i in used if counts[i] <= limit]
-            used = kept or sorted(sorted(used, key=lambda i: counts[i])[:2])
+            gated = kept or sorted(sorted(used, key=lambda i: counts[i])[:2])
+            if scope is not None and len(gated) < len(used):  # ... unless they are rare where we search
+                again = gate_in_scope([terms[i] for i in used], [terms[i] for i in gated], self.config,
+                                      *self._scope_counters(scope, dict(zip(terms, queries, strict=True))))
+                gated = [i for i in used if terms[i] in again]
+            used = gated
         idf = tuple(_idf(rows, counts[i]) for i in used)
         full = sum(weight for i, weight in zip(used, idf, strict=True) if counts[i] > 0)  # as on SQLite
         parts = tuple(queries[i] for i in used)
         combined = " | ".join(f"({q})" for q in parts)
         return KeywordQuery(tuple(terms), tuple(terms[i] for i in used), combined, full_match=full, rows=rows,
                             idf=idf, parts=parts)
+
+    def _scope_counters(self, scope: Scope, tsqueries: dict[str, str]
+                        ) -> tuple[Callable[[int | None], int], Callable[[str, int], int]]:
+        """:func:`.keyword.gate_in_scope`'s two counts for ``scope`` (a big scope's remembered for a minute)."""
+        scope_sql, params = scope.sql("c", "postgresql")
+        key = (scope_sql, tuple(p for p in params if p is not scope.live_at))
+        cached = self._scope_cache
+        if cached[0] is None or time.monotonic() - cached[0] > 60 or len(cached[1]) > 10_000:
+            self._scope_cache = cached = (time.monotonic(), {})
+        memo = cached[1]
+
+        def rows(cap: int | None) -> int:
+            if cap is not None:
+                return int(self.db.scalar(
+                    f"SELECT count(*) FROM (SELECT 1 FROM memory_chunks c WHERE {scope_sql} LIMIT ?) s", (*params, cap)
+                ) or 0)
+            if (key, "", 0) not in memo:
+                memo[(key, "", 0)] = int(self.db.scalar(f"SELECT count(*) FROM memory_chunks c WHERE {scope_sql}",
+                                                        params) or 0)
+            return memo[(key, "", 0)]
+
+        def containing(term: str, cap: int) -> int:
+            if (key, term, cap) not in memo:
+                memo[(key, term, cap)] = int(self.db.scalar(
+                    "SELECT count(*) FROM (SELECT 1 FROM memory_chunks c WHERE c.search_text @@ CAST(? AS tsquery) "
+                    f"AND {scope_sql} LIMIT ?) s", (tsqueries[term], *params, cap)) or 0)
+            return memo[(key, term, cap)]
+
+        return rows, containing
 
     def _rows(self) -> int:
         """N for the idf: the planner's count on a big table, an exact one on a small table."""

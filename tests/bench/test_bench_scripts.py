@@ -98,3 +98,12 @@ def test_postgres_bench_runs(monkeypatch, tmp_path, capsys):
     (row,) = json.loads(out.read_text())["postgres"]
     assert row["size"] == 300 and row["ingest_per_s"] > 0 and 0 <= row["recall10"] <= 1 and row["qps"] > 0
     assert "| 300 | random |" in capsys.readouterr().out
+
+
+@pytest.mark.sqlite_only  # it times SQLite's FTS5 on a file of its own
+def test_keyword_gate_bench_runs(monkeypatch, tmp_path, capsys):
+    gate = _load("keyword_gate")
+    monkeypatch.setattr(gate, "locomo_texts", lambda: (TURNS, QUESTIONS))
+    assert gate.main(["--rows", "2600", "--scope-rows", "100", "--queries", "5", "--workdir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "| file-wide (before) |" in out and "| within the scope (now) |" in out

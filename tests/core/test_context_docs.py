@@ -12,7 +12,7 @@ BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), fla
 def test_the_worked_example(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     example = [b for b in BLOCKS if "SystemMessage" not in b]  # the adapter sketch is not a program
-    assert len(example) == 4
+    assert len(example) == 6
     namespace: dict = {"__name__": "docs_context_example"}
     for index, block in enumerate(example):
         code = block.replace("~/.local/share/openkoi/openkoi.db", str(tmp_path / "openkoi.db"))
@@ -30,6 +30,9 @@ def test_the_worked_example(tmp_path, monkeypatch, capsys):
         printed = capsys.readouterr().out
         assert printed.startswith("## USER.md\n# User\n\nPriya, a nurse. Answers should be short.\n\n## Memory\n")
         assert "### Relevant facts\n- The user prefers window seats.\n" in printed
+        assert "### Known facts\n- The user's cat is called Whiskerino\n### Relevant facts" in printed
+        assert "superseded ['The user is allergic to peanuts.', 'The user is not allergic to peanuts.']\n" in printed
+        assert printed.endswith("## Memory\n### Known facts\n- The user is vegetarian.\n- The user lives in Oslo.\n")
         assert "search_flights: error: TimeoutError: no answer after 30 s; context: LIS-HND, April" in printed
         workspace = store.memory_manager.workspace("user:priya")
         assert "- The user lives in Lisbon.\n" in workspace.read("MEMORY.md")

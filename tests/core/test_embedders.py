@@ -66,7 +66,16 @@ def test_a_custom_embedder_is_validated(tmp_path):
         def embed(self, texts):
             return [[1.0, 2.0]] * len(texts)
 
-    with MemoryStore.open(tmp_path / "b.db", embedder=Broken()) as s:
+    with pytest.raises(EmbeddingError, match="says it makes 4-dimensional vectors but returned 2"):
+        MemoryStore.open(tmp_path / "b.db", embedder=Broken())  # refused before the file exists
+    assert not (tmp_path / "b.db").exists()
+
+    class Right(Broken):
+        def embed(self, texts):
+            return [[1.0, 2.0, 3.0, 4.0]] * len(texts)
+
+    MemoryStore.open(tmp_path / "b.db", embedder=Right()).close()
+    with MemoryStore.open(tmp_path / "b.db", embedder=Broken()) as s:  # an existing file: each vector is checked
         with pytest.raises(EmbeddingError, match="2 dimensions"):
             s.add("anything")
         assert s.count() == 0

@@ -1,0 +1,87 @@
+"""The files a memory is made of on disk, and what a deleted database left behind.
+
+A memory in ``agent.db`` is:
+
+=================== ===========================================================================
+``agent.db``        the database: every memory, message, index and setting
+``agent.db-wal``    SQLite's write-ahead log (pages committed but not yet copied into the file)
+``agent.db-shm``    the log's shared index (SQLite recreates it)
+``agent.db-lock``   the queue writers of this process and others wait in (empty)
+``agent.db.files/`` the data folder: ``sessions/`` (JSONL transcripts), ``workspaces/`` (Markdown
+                    workspace files), ``skills/`` (SKILL.md files), ``uploads/`` (REST uploads)
+=================== ===========================================================================
+
+A file named ``openkoi.db`` keeps seed 000's layout instead: its folder is the data folder
+(``sessions/``, ``skills/``, ``workspaces/`` beside it). A ``":memory:"`` store has a private
+temporary folder, removed on close. To copy or move a memory, close every store open on it, then
+copy the database and its data folder; ``-wal``, ``-shm`` and ``-lock`` are working files of open
+stores (the log is folded into the database when the last one closes).
+
+**Leftovers.** A new database whose data folder already exists (the database was deleted, its
+folder was not) would inherit another database's transcripts and workspace files: the
+transcripts of a deleted ``agent.db`` even refuse to be written to by a new one. When a database
+is created, :func:`set_aside_leftovers` renames such a folder to ``<name>.old-<time>`` (nothing
+is deleted) and logs where it went.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import datetime
+from pathlib import Path
+
+from .conversations.transcripts import (
+    MARKER as TRANSCRIPT_MARKER,  # marks a sessions/ folder as a store's
+)
+
+__all__ = ["data_dir_of", "set_aside_leftovers", "LEGACY_NAME"]
+
+logger = logging.getLogger("openkoi.store")
+
+LEGACY_NAME = "openkoi.db"  # seed 000's file: its folder is its data folder
+
+
+def data_dir_of(path: str) -> Path:
+    """The data folder of the database file ``path`` (see the module docs)."""
+    file = Path(path)
+    return file.parent if file.name == LEGACY_NAME else file.parent / f"{file.name}.files"
+
+
+def set_aside_leftovers(data_dir: Path, now: datetime, *, shared: bool) -> list[Path]:
+    """Rename what a deleted database left in ``data_dir``; return the new names.
+
+    ``shared``: the folder also holds other things (seed 000's layout, the folder of
+    ``openkoi.db``): only a ``sessions/`` folder that a store has marked as its own is set aside.
+    Otherwise the whole folder belongs to the database and is set aside when it is not empty.
+    """
+    if shared:
+        sessions = data_dir / "sessions"
+        candidates = [sessions] if (sessions / TRANSCRIPT_MARKER).is_file() else []
+    else:
+        candidates = [data_dir] if data_dir.is_dir() and any(data_dir.iterdir()) else []
+    moved = []
+    for folder in candidates:
+        target = _free_name(folder, now)
+        try:
+            os.rename(folder, target)
+        except FileNotFoundError:  # another process creating the same database moved it first
+            continue
+        except OSError as exc:
+            logger.warning("%s was left by a deleted database and could not be set aside (%s); a new database "
+                           "may refuse to use it: move it away yourself", folder, exc)
+            continue
+        logger.warning("%s was left by a deleted database; it is kept as %s (delete it when it is no longer needed)",
+                       folder, target)
+        moved.append(target)
+    return moved
+
+
+def _free_name(folder: Path, now: datetime) -> Path:
+    stem = f"{folder.name}.old-{now:%Y%m%dT%H%M%S}"
+    target = folder.with_name(stem)
+    number = 2
+    while target.exists():
+        target = folder.with_name(f"{stem}-{number}")
+        number += 1
+    return target

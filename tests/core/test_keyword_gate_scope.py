@@ -1,0 +1,41 @@
+"""Issue 21, part 4: keyword search never drops a word because of rows in other namespaces.
+
+Seed 002 joins every query word with OR. The document-frequency gate (a speed measure) leaves
+out words held by more than 5 % of a big file's rows; it must count within the scope searched.
+"""
+
+from __future__ import annotations
+
+from shared_core.index.scope import Scope
+
+QUERY = "home server kubernetes"
+
+
+def _fill(store) -> str:
+    # a team's logs: 2,400 rows say "server" (a file over 2,000 rows, "server" in 99 % of them)
+    store.add_many([{"text": f"build server {i} restarted after the nightly deploy", "namespace": "team"}
+                    for i in range(2400)])
+    store.add_many([{"text": f"the kubernetes cluster {i} was upgraded", "namespace": "team"} for i in range(5)])
+    store.add("I like long walks by the sea", namespace="ann", dedup=False)
+    return store.add("My server is a Raspberry Pi in the attic", namespace="ann", dedup=False)
+
+
+def test_a_word_common_only_in_other_namespaces_still_finds_this_namespaces_memory(store):
+    target = _fill(store)
+    assert store.count(namespace=["team", "ann"]) > 2000
+    hits = store.search(QUERY, namespace="ann", fusion="keyword")
+    assert hits.ids == [target]
+    used = store._keyword.prepare(QUERY, Scope(namespaces=("ann",))).used
+    assert "server" in used and "kubernetes" in used
+
+
+def test_a_word_common_within_the_searched_scope_is_still_left_out(store):
+    _fill(store)
+    team = Scope(namespaces=("team",))
+    assert "server" not in store._keyword.prepare(QUERY, team).used  # 2,400 of the team's 2,405 rows
+    assert "server" not in store._keyword.prepare(QUERY).used  # no scope: the file-wide counts, as before
+    hits = store.search(QUERY, namespace="team", fusion="keyword", limit=5)
+    assert len(hits) == 5 and all("kubernetes" in hit.text for hit in hits)
+    # both namespaces together: still common there, and the other namespace's memory is still found by it
+    both = store.search("server attic", namespace=["team", "ann"], fusion="keyword", limit=3)
+    assert "attic" in both[0].text
