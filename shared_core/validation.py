@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -49,8 +50,6 @@ __all__ = [
 ]
 
 _NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")  # JSON's escape of NUL, not an escaped backslash before "u0000"
-# characters that show nothing: a text of only these (and whitespace) says nothing
-_INVISIBLE = frozenset("\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff\u00ad\u180e")
 
 
 @dataclass(frozen=True)
@@ -82,7 +81,8 @@ def check_text(value: Any, what: str = "text", *, max_chars: int | None = None) 
     if len(value) > limit:
         raise TooLargeError(f"{what} has {len(value):,} characters; the limit is {limit:,}: split it into parts")
     _storable(value, what)
-    if not value.strip() or all(ch.isspace() or ch in _INVISIBLE for ch in value):
+    # a text of only whitespace and format characters (zero-width spaces and joiners, BOMs) shows nothing
+    if not value.strip() or all(ch.isspace() or unicodedata.category(ch) == "Cf" for ch in value):
         raise InputError(f"{what} is empty (or only invisible characters); a memory needs some text to remember")
     return value
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import unicodedata
+
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from shared_core.errors import InputError
 from shared_core.index.sanitize import query_terms, sanitize
 
 
@@ -52,6 +56,10 @@ def test_any_unicode_query_searches_without_error(store, text):
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1))
 def test_any_unicode_text_can_be_stored_and_found_again(store, text):
     if not text.strip() or "\x00" in text:
+        return
+    if all(ch.isspace() or unicodedata.category(ch) == "Cf" for ch in text):
+        with pytest.raises(InputError, match="empty"):  # only invisible characters: nothing to remember
+            store.add(text, dedup=False)
         return
     store.add(text, dedup=False)
     store.search(text, track_access=False)  # hybrid: sanitised keywords + vector

@@ -177,7 +177,7 @@ class CompassEmbeddings(Embeddings):
     }
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self.DIRECTIONS[text] for text in texts]
+        return [self.embed_query(text) for text in texts]
 
     def embed_query(self, text: str) -> list[float]:
         return self.DIRECTIONS.get(text, [0.0, 0.0, 1.0])  # anything else (the dimension probe): up
