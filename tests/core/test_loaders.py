@@ -125,6 +125,24 @@ def test_docx_title_falls_back_to_first_heading(tmp_path):
     assert doc.metadata["title"] == "Onboarding"
 
 
+def test_docx_merged_cells_read_once_and_vertical_merges_repeat(tmp_path):
+    import docx
+
+    document = docx.Document()
+    table = document.add_table(rows=3, cols=3)
+    for r, row in enumerate([["Team", "Lead", "Shift"], ["Ops", "Ada", ""], ["Dev", "Linus", ""]]):
+        for c, value in enumerate(row):
+            table.cell(r, c).text = value
+    table.cell(0, 0).merge(table.cell(0, 1)).text = "Team and lead"  # one cell spanning two columns
+    table.cell(1, 2).merge(table.cell(2, 2)).text = "Night"  # one cell spanning two rows
+    document.save(str(tmp_path / "rota.docx"))
+    # the spanning header is one cell (named once per row); the row below a vertical merge repeats its text
+    lines = load_document(tmp_path / "rota.docx").text.splitlines()
+    assert len(lines) == 2 and all(line.count("Team and lead") == 1 for line in lines)
+    assert [line.rsplit(": ", 1)[1] for line in lines] == ["Night", "Night"]
+    assert lines[0].startswith("Team and lead: Ops;") and lines[1].startswith("Team and lead: Dev;")
+
+
 @pytest.mark.parametrize("ext,marker", [(".docx", "word/document.xml"), (".xlsx", "xl/workbook.xml"),
                                         (".pptx", "ppt/presentation.xml")])
 def test_zip_bombs_are_refused_before_parsing(tmp_path, ext, marker):
