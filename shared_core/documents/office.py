@@ -1,24 +1,30 @@
 """Office Open XML: Word (python-docx), Excel (openpyxl) and PowerPoint (python-pptx).
 
-Each file's zip directory is checked first (see ``safety.check_zip``), so a zip bomb is
-refused before any XML is parsed.
+Each file's zip directory is checked first (see ``safety.check_zip``) and its XML parts are
+scanned for their size and element counts (``safety.scan_xml``), so a zip bomb, or megabytes
+of empty paragraphs, is refused before a parser builds a tree. While the text is extracted a
+:class:`~shared_core.documents.safety.Budget` counts paragraphs, cells, slides and time.
 """
 
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 from .errors import DocumentError
 from .records import Section, TextBuilder, check_length
-from .safety import Limits, check_zip
+from .safety import Budget, check_zip, limit_error, scan_xml
 from .tables import TableRenderer, render_table
 
 __all__ = ["load_docx", "load_xlsx", "load_pptx"]
 
 Extracted = tuple[str, list[Section], dict[str, Any]]
+
+_SHEETS = ("xl/worksheets/",)
+_SLIDE = re.compile(r"ppt/slides/slide\d+\.xml")
 
 
 def _need(module: str, extra: str, what: str) -> None:
@@ -50,14 +56,17 @@ def _core_properties(props: Any) -> dict[str, Any]:
 # -- Word ----------------------------------------------------------------------------------------
 
 
-def load_docx(data: bytes, limits: Limits) -> Extracted:
+def load_docx(data: bytes, budget: Budget) -> Extracted:
     """Paragraphs and tables in body order; a section per heading (``{"heading": "Intro > Setup"}``)."""
     _need("docx", "documents", "DOCX")
     import docx
     from docx.table import Table
 
-    check_zip(io.BytesIO(data), limits, "DOCX file").close()
+    limits = budget.limits
+    with check_zip(io.BytesIO(data), limits, "DOCX file") as archive:
+        scan_xml(archive, budget, tag="p", unit="paragraphs")
     document = docx.Document(io.BytesIO(data))
+    budget.check()
     styles = _ParagraphStyles(document)
     builder = TextBuilder(limits.max_characters)
     path: list[tuple[int, str]] = []  # (level, text) of the headings above the current block
@@ -76,8 +85,9 @@ def load_docx(data: bytes, limits: Limits) -> Extracted:
 
     for item in document.iter_inner_content():
         if isinstance(item, Table):
-            lines = list(render_table(_docx_rows(item)))
+            lines = list(render_table(_docx_rows(item, budget)))
         else:
+            budget.count_paragraphs()
             text = item.text.strip()
             level = styles.heading_level(item)
             if text and level is not None:
@@ -147,7 +157,7 @@ class _ParagraphStyles:
         return None
 
 
-def _docx_rows(table: Any) -> Iterator[list[str]]:
+def _docx_rows(table: Any, budget: Budget) -> Iterator[list[str]]:
     """Each row's cells from the XML: a horizontally merged cell once, a vertically merged one
     repeating the text of the cell above it (as python-docx does).
 
@@ -162,6 +172,7 @@ def _docx_rows(table: Any) -> Iterator[list[str]]:
         cells: list[str] = []
         offset = tr.grid_before
         for tc in tr.tc_lst:
+            budget.count_cells()
             text = above.get(offset, "") if tc.vMerge == "continue" else _Cell(tc, table).text
             above[offset] = text
             cells.append(text)
@@ -172,7 +183,7 @@ def _docx_rows(table: Any) -> Iterator[list[str]]:
 # -- Excel ---------------------------------------------------------------------------------------
 
 
-def load_xlsx(data: bytes, limits: Limits) -> Extracted:
+def load_xlsx(data: bytes, budget: Budget) -> Extracted:
     """One block per sheet, ``Sheet: name`` then header-aware rows; cached values, never formulas.
 
     Sections are rows (``{"sheet": "Q1", "row": 7}``), so a chunk knows its sheet and row range.
@@ -181,7 +192,10 @@ def load_xlsx(data: bytes, limits: Limits) -> Extracted:
     _need("openpyxl", "documents", "XLSX")
     import openpyxl
 
-    check_zip(io.BytesIO(data), limits, "XLSX file").close()
+    limits = budget.limits
+    with check_zip(io.BytesIO(data), limits, "XLSX file") as archive:
+        # openpyxl (read-only) streams worksheets; the other parts it parses whole
+        scan_xml(archive, budget, tag="c", unit="cells", counted_in=_SHEETS, streamed=_SHEETS)
     workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     try:
         builder = TextBuilder(limits.max_characters)
@@ -194,6 +208,7 @@ def load_xlsx(data: bytes, limits: Limits) -> Extracted:
             header_row = 0
             first = True
             for number, values in enumerate(sheet.iter_rows(values_only=True), 1):
+                budget.count_cells(max(1, len(values)))  # rows between two far apart come as empty rows
                 decided = renderer.decided
                 line = renderer.render(values)
                 if renderer.decided and not decided:
@@ -219,27 +234,33 @@ def load_xlsx(data: bytes, limits: Limits) -> Extracted:
 # -- PowerPoint -----------------------------------------------------------------------------------
 
 
-def load_pptx(data: bytes, limits: Limits) -> Extracted:
+def load_pptx(data: bytes, budget: Budget) -> Extracted:
     """One section per slide (``{"slide": n}``): title, text of every shape and table, then the notes."""
     _need("pptx", "pptx", "PPTX")
     import pptx
 
-    check_zip(io.BytesIO(data), limits, "PPTX file").close()
+    limits = budget.limits
+    with check_zip(io.BytesIO(data), limits, "PPTX file") as archive:
+        slides = sum(1 for name in archive.namelist() if _SLIDE.fullmatch(name.lower()))
+        if slides > limits.max_pages:
+            raise limit_error("max_pages", limits.max_pages, f"has {slides:,} slides")
+        scan_xml(archive, budget, tag="p", unit="paragraphs")
     presentation = pptx.Presentation(io.BytesIO(data))
     builder = TextBuilder(limits.max_characters)
     count = 0
     for number, slide in enumerate(presentation.slides, 1):
+        budget.count_pages(unit="slides")
         count = number
         title_shape = slide.shapes.title
-        title = title_shape.text_frame.text.strip() if title_shape is not None and title_shape.has_text_frame else ""
+        title = _frame_text(title_shape.text_frame, budget) if title_shape is not None and title_shape.has_text_frame else ""
         lines = [f"Slide {number}: {title}" if title else f"Slide {number}"]
         for shape in _shapes(slide.shapes):
             if title_shape is not None and shape.shape_id == title_shape.shape_id:
                 continue
-            lines.extend(_shape_lines(shape))
+            lines.extend(_shape_lines(shape, budget))
         if slide.has_notes_slide:
             frame = slide.notes_slide.notes_text_frame
-            notes = frame.text.strip() if frame is not None else ""
+            notes = _frame_text(frame, budget) if frame is not None else ""
             if notes:
                 lines.append(f"Notes: {notes}")
         if len(lines) > 1 or title:
@@ -259,11 +280,27 @@ def _shapes(shapes: Any) -> Iterator[Any]:
             yield shape
 
 
-def _shape_lines(shape: Any) -> list[str]:
+def _shape_lines(shape: Any, budget: Budget) -> list[str]:
+    budget.check()
     if getattr(shape, "has_table", False) and shape.has_table:
-        rows = ([cell.text for cell in row.cells] for row in shape.table.rows)
-        return list(render_table(rows))
+        return list(render_table(_pptx_rows(shape.table, budget)))
     if getattr(shape, "has_text_frame", False) and shape.has_text_frame:
-        text = shape.text_frame.text.strip()
+        text = _frame_text(shape.text_frame, budget)
         return [text] if text else []
     return []
+
+
+def _pptx_rows(table: Any, budget: Budget) -> Iterator[list[str]]:
+    for row in table.rows:
+        cells: list[str] = []
+        for cell in row.cells:
+            budget.count_cells()
+            cells.append(cell.text)
+        yield cells
+
+
+def _frame_text(frame: Any, budget: Budget) -> str:
+    """A text frame's text, its paragraphs counted (empty ones too)."""
+    paragraphs = [paragraph.text for paragraph in frame.paragraphs]
+    budget.count_paragraphs(max(1, len(paragraphs)))
+    return "\n".join(paragraphs).strip()
