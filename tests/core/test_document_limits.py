@@ -6,29 +6,27 @@ lowered instead of the files made big. Time is a timer the test moves, never the
 
 from __future__ import annotations
 
-import io
 import zipfile
 from pathlib import Path
 
 import pytest
-from docfiles import make_docx, make_iwork, make_pdf, make_pptx, make_xlsx
+from docfiles import (
+    Ticks,
+    docx_with_body,
+    make_docx,
+    make_iwork,
+    make_pdf,
+    make_pptx,
+    make_xlsx,
+    rewrite,
+    xlsx_rows,
+)
 
 from shared_core.config import Config, ConfigError
 from shared_core.documents import Budget, DocumentError, LimitExceeded, Limits, load_document
 from shared_core.documents.safety import scan_xml
 
-W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
-
-
-class Ticks:
-    """A timer that moves one second each time it is read."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        self.now += 1.0
-        return self.now
+W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"  # WordprocessingML
 
 
 def refused(path: Path, *, budget: Budget | None = None, **limits: float) -> LimitExceeded:
@@ -40,45 +38,6 @@ def refused(path: Path, *, budget: Budget | None = None, **limits: float) -> Lim
     assert error.setting.startswith("knowledge_base.") and f"raise {error.setting}" in error.message
     assert "(limit " in error.message
     return error
-
-
-def rewrite(source: bytes, changes: dict[str, bytes]) -> bytes:
-    """The zip ``source`` with some members replaced or added."""
-    with zipfile.ZipFile(io.BytesIO(source)) as archive:
-        parts = {info.filename: archive.read(info) for info in archive.infolist()}
-    parts.update(changes)
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in parts.items():
-            archive.writestr(name, data)
-    return out.getvalue()
-
-
-def docx_with_body(path: Path, body: str, *, encoding: str = "utf-8", extra: dict[str, bytes] | None = None) -> Path:
-    """A python-docx document whose body starts with ``body`` (WordprocessingML)."""
-    import docx
-
-    buffer = io.BytesIO()
-    docx.Document().save(buffer)
-    with zipfile.ZipFile(io.BytesIO(buffer.getvalue())) as archive:
-        xml = archive.read("word/document.xml").decode("utf-8")
-    head, rest = xml.split("<w:body>", 1)
-    xml = head.replace('encoding="UTF-8"', f'encoding="{encoding.upper()}"') + "<w:body>" + body + rest
-    data = xml.encode("utf-16") if encoding == "utf-16" else xml.encode(encoding)
-    path.write_bytes(rewrite(buffer.getvalue(), {"word/document.xml": data, **(extra or {})}))
-    return path
-
-
-def xlsx_rows(path: Path, rows: int, columns: int) -> Path:
-    import openpyxl
-
-    workbook = openpyxl.Workbook(write_only=True)
-    sheet = workbook.create_sheet("Data")
-    sheet.append([f"Column {c}" for c in range(columns)])
-    for r in range(rows - 1):
-        sheet.append([r * columns + c for c in range(columns)])
-    workbook.save(str(path))
-    return path
 
 
 def not_called(what: str):  # noqa: ANN201 - a stand-in for a parser that must not run
