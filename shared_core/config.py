@@ -574,7 +574,7 @@ class KnowledgeBaseConfig:
     max_paragraphs: int = 200_000  # paragraphs of a Word/PowerPoint file, empty ones too (max_characters / 50)
     max_cells: int = 1_000_000  # cells of a spreadsheet, CSV or table (~max_characters / 10)
     max_pdf_objects: int = 1_000_000  # objects a PDF declares (pypdf reads its whole cross-reference table)
-    max_pdf_page_bytes: int = 8 * 2**20  # one PDF page's content, decompressed (pypdf parses ~1 MB/s)
+    max_pdf_page_bytes: int = 4 * 2**20  # one PDF page's content, decompressed (pypdf parses ~1 MB/s)
     max_seconds_per_file: float = 120.0  # reading one file, checked between pages, rows and paragraphs
 
     def __post_init__(self) -> None:

@@ -49,7 +49,7 @@ class Limits:
     max_paragraphs: int = 200_000  # paragraphs of a Word or PowerPoint file, empty ones included
     max_cells: int = 1_000_000  # cells of a spreadsheet, CSV file or tables (an empty spreadsheet row counts one)
     max_pdf_objects: int = 1_000_000  # objects a PDF declares (its cross-reference table is read whole)
-    max_pdf_page_bytes: int = 8 * _MIB  # one PDF page's content, decompressed (parsed whole, in Python)
+    max_pdf_page_bytes: int = 4 * _MIB  # one PDF page's content, decompressed (parsed whole, in Python)
     max_seconds_per_file: float = 120.0  # reading one file, checked as extraction goes
 
     @classmethod

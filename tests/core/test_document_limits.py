@@ -250,3 +250,16 @@ def test_limits_are_knowledge_base_settings_and_are_validated():
                         ("max_seconds_per_file", float("inf")), ("max_part_bytes", 0)]:
         with pytest.raises(ConfigError, match=f"knowledge_base.{name}"):
             Config.from_dict({"knowledge_base": {name: value}})
+
+
+def test_the_docs_example_runs_and_prints_what_it_says(tmp_path, monkeypatch, capsys):
+    doc = Path(__file__).resolve().parents[2] / "docs" / "knowledge-base.md"
+    section = doc.read_text(encoding="utf-8").split("## Limits: bounded work per file", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, f"{doc.name}[limits example]", "exec"), {"__name__": "docs_limits_example"})  # noqa: S102
+    summary, failure, error = capsys.readouterr().out.splitlines()
+    assert summary.startswith("1 added, 0 updated, 0 unchanged, 1 failed (1 chunks, ")
+    assert failure == (f"{tmp_path / 'inbox' / 'export.csv'}: has more than 2,000 cells (limit 2,000); split the "
+                       "file, or raise knowledge_base.max_cells [too-large]")
+    assert error == "too-large knowledge_base.max_cells 2000"
