@@ -296,6 +296,30 @@ def test_markdown_headings_are_metadata(tmp_path):
     assert doc.text == path.read_text().rstrip("\n")  # the text as written
 
 
+def test_markdown_atx_headings_closing_hashes_and_long_blank_runs(tmp_path):
+    path = tmp_path / "odd.md"
+    wide = "# Wide" + " " * 100_000 + "title"  # one regular expression backtracked for minutes on this
+    path.write_text("\n\n".join(["## Setup ##", "# Title#", "#NoSpace", "#\tTabbed\t#", "####### seven", wide]))
+    assert load_document(path).metadata["headings"] == ["Setup", "Title#", "Tabbed", "Wide" + " " * 100_000 + "title"]
+
+
+def test_csv_dialect_sniffer_sees_8_kib_at_most(tmp_path, monkeypatch):
+    import csv
+
+    seen: list[int] = []
+    real = csv.Sniffer.sniff
+
+    def sniff(self, sample, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        seen.append(len(sample))
+        return real(self, sample, *args, **kwargs)
+
+    monkeypatch.setattr(csv.Sniffer, "sniff", sniff)  # quadratic in its sample: 64 KiB of '",' took 20 s
+    path = tmp_path / "people.csv"
+    path.write_text("name;team\n" + "".join(f"person {i};team {i % 7}\n" for i in range(2_000)))
+    doc = load_document(path)
+    assert seen == [8 * 1024] and doc.metadata["delimiter"] == ";" and doc.metadata["rows"] == 2_000
+
+
 def test_markdown_title_from_first_heading(tmp_path):
     path = tmp_path / "notes.markdown"
     path.write_text("Some intro\n\n# Real title\n\ntext\n")
