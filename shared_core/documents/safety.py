@@ -290,7 +290,8 @@ def _xml_encoding(head: bytes) -> str | None:
                              (b"\x00<", "utf-16-be"), (b"<\x00", "utf-16-le")):
         if head.startswith(prefix):
             return encoding
-    return "utf-8" if head.lstrip(b" \t\r\n").startswith(b"<") else None
+    start = head.lstrip(b" \t\r\n")  # XML may start with blanks (a megabyte of them, too: keep reading)
+    return "utf-8" if not start or start.startswith(b"<") else None
 
 
 def decode_text(data: bytes) -> tuple[str, str]:

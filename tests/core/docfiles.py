@@ -172,8 +172,10 @@ def rewrite(source: bytes, changes: dict[str, bytes]) -> bytes:
     return out.getvalue()
 
 
-def docx_with_body(path: Path, body: str, *, encoding: str = "utf-8", extra: dict[str, bytes] | None = None) -> Path:
-    """A python-docx document whose body starts with ``body`` (WordprocessingML)."""
+def docx_with_body(path: Path, body: str, *, encoding: str = "utf-8", lead: str = "",
+                   extra: dict[str, bytes] | None = None) -> Path:
+    """A python-docx document whose body starts with ``body`` (WordprocessingML), its document.xml
+    in ``encoding`` and, with ``lead`` (blanks), starting with it instead of an XML declaration."""
     import docx
 
     buffer = io.BytesIO()
@@ -182,6 +184,8 @@ def docx_with_body(path: Path, body: str, *, encoding: str = "utf-8", extra: dic
         xml = archive.read("word/document.xml").decode("utf-8")
     head, rest = xml.split("<w:body>", 1)
     xml = head.replace('encoding="UTF-8"', f'encoding="{encoding.upper()}"') + "<w:body>" + body + rest
+    if lead:
+        xml = lead + xml[xml.index("?>") + 2:].lstrip()
     data = xml.encode("utf-16") if encoding == "utf-16" else xml.encode(encoding)
     path.write_bytes(rewrite(buffer.getvalue(), {"word/document.xml": data, **(extra or {})}))
     return path

@@ -63,13 +63,17 @@ def test_docx_of_200k_empty_paragraphs_is_refused_before_python_docx_parses_it(t
     assert error.message.startswith("has more than 10,000 paragraphs (limit 10,000)")
 
 
-@pytest.mark.parametrize("encoding,paragraph", [
-    ("utf-8", f'<x:p xmlns:x="{W}"/>'),  # another namespace prefix
-    ("utf-16", "<w:p/>"),  # another encoding
+@pytest.mark.parametrize("encoding,paragraph,lead", [
+    ("utf-8", f'<x:p xmlns:x="{W}"/>', ""),  # another namespace prefix
+    ("utf-16", "<w:p/>", ""),  # another encoding
+    ("utf-8", "<w:p/>", " " * (3 * 2**20 // 2)),  # 1.5 MiB of blanks before the XML starts
 ])
-def test_paragraphs_are_counted_whatever_their_prefix_or_encoding(tmp_path, encoding, paragraph):
-    path = docx_with_body(tmp_path / "disguised.docx", paragraph * 5_000, encoding=encoding)
-    assert refused(path, max_paragraphs=1_000).setting == "knowledge_base.max_paragraphs"
+def test_paragraphs_are_counted_whatever_their_prefix_or_encoding(tmp_path, monkeypatch, encoding, paragraph, lead):
+    import docx
+
+    path = docx_with_body(tmp_path / "disguised.docx", paragraph * 5_000, encoding=encoding, lead=lead)
+    monkeypatch.setattr(docx, "Document", not_called("python-docx"))
+    assert refused(path, max_paragraphs=1_000, max_zip_ratio=10_000).setting == "knowledge_base.max_paragraphs"
     with zipfile.ZipFile(path) as archive:
         assert scan_xml(archive, Budget(), tag="p", unit="paragraphs")[1] == 5_000
 
