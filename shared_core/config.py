@@ -564,12 +564,20 @@ class KnowledgeBaseConfig:
     chunk_unit: str = "characters"  # characters | tokens (chunk_size and chunk_overlap counted in that unit)
     token_encoding: str = "cl100k_base"  # tiktoken encoding for chunk_unit = "tokens" (estimate when unavailable)
     keyword_strength: float = 0.4  # a keyword match below the threshold stays if it holds this share of the query (measured)
+    # bounded work per file (docs/knowledge-base.md#limits): each is checked before parsing or as extraction goes
     max_file_bytes: int = 200 * 2**20  # files larger than this are refused
-    max_pages: int = 5000  # PDFs with more pages are refused
+    max_pages: int = 5000  # PDFs (and iWork previews) with more pages, presentations with more slides, are refused
     max_characters: int = 10_000_000  # documents whose text grows past this are refused
     max_unzipped_bytes: int = 512 * 2**20  # OOXML/iWork zips declaring more than this are refused (zip bombs)
     max_zip_ratio: float = 200.0  # ... and so are members compressed more than this (above 1 MiB)
     max_zip_entries: int = 10_000
+    max_part_bytes: int = 64 * 2**20  # one XML part of a zip (uncompressed): a 1M-cell worksheet is ~50 MiB
+    max_xml_elements: int = 2_000_000  # XML elements parsed into a tree (~150 bytes of memory each)
+    max_paragraphs: int = 200_000  # paragraphs of a Word/PowerPoint file, empty ones too (max_characters / 50)
+    max_cells: int = 1_000_000  # cells of a spreadsheet, CSV or table (~max_characters / 10)
+    max_pdf_objects: int = 1_000_000  # objects a PDF declares (pypdf reads its whole cross-reference table)
+    max_pdf_page_bytes: int = 4 * 2**20  # one PDF page's content, decompressed (pypdf parses ~1 MB/s)
+    max_seconds_per_file: float = 120.0  # reading one file, checked between pages, rows and paragraphs
 
     def __post_init__(self) -> None:
         if self.chunk_size < 1:
@@ -588,11 +596,17 @@ class KnowledgeBaseConfig:
                 f"knowledge_base.similarity_threshold is a cosine similarity (at most 1), got {self.similarity_threshold}"
             )
         _check_range(self, "keyword_strength", 0.0, 10.0)
-        for name in ("max_file_bytes", "max_pages", "max_characters", "max_unzipped_bytes", "max_zip_entries"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"knowledge_base.{name} must be positive, got {getattr(self, name)}")
+        for name in ("max_file_bytes", "max_pages", "max_characters", "max_unzipped_bytes", "max_zip_entries",
+                     "max_part_bytes", "max_xml_elements", "max_paragraphs", "max_cells", "max_pdf_objects",
+                     "max_pdf_page_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"knowledge_base.{name} must be a positive whole number, got {value!r}")
         if self.max_zip_ratio <= 1:
             raise ConfigError(f"knowledge_base.max_zip_ratio must be above 1, got {self.max_zip_ratio}")
+        seconds = self.max_seconds_per_file
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < float("inf"):
+            raise ConfigError(f"knowledge_base.max_seconds_per_file must be a positive number of seconds, got {seconds!r}")
 
 
 @dataclass

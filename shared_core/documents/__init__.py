@@ -5,13 +5,13 @@ Framework-free: the LangChain and LlamaIndex adapters reuse these loaders and th
 """
 
 from .chunking import Chunk, Chunker
-from .errors import REASONS, DocumentError
+from .errors import REASONS, DocumentError, LimitExceeded
 from .knowledge_base import KnowledgeBase, KnowledgeHit
 from .loaders import FORMATS, SUPPORTED_EXTENSIONS, Format, format_for, load_document
 from .records import LoadedDocument, Section
 from .report import IngestFailure, IngestReport
 from .repository import Document, DocumentChunk
-from .safety import Limits
+from .safety import Budget, Limits
 
 __all__ = [
     "KnowledgeBase",
@@ -28,8 +28,10 @@ __all__ = [
     "FORMATS",
     "SUPPORTED_EXTENSIONS",
     "Limits",
+    "Budget",
     "Chunk",
     "Chunker",
     "DocumentError",
+    "LimitExceeded",
     "REASONS",
 ]

@@ -14,7 +14,7 @@ from typing import Any
 from .errors import DocumentError
 from .pdf import load_pdf
 from .records import Section
-from .safety import Limits, check_zip
+from .safety import Budget, Limits, check_zip, limit_error
 
 __all__ = ["load_iwork", "PREVIEW_NAMES"]
 
@@ -23,9 +23,10 @@ _APPS = {"pages": ("Pages", "PDF or Word"), "numbers": ("Numbers", "PDF, Excel o
          "key": ("Keynote", "PDF or PowerPoint")}
 
 
-def load_iwork(source: Path | bytes, limits: Limits, extension: str) -> tuple[str, list[Section], dict[str, Any]]:
-    """The embedded preview PDF's pages (``metadata["from_preview"] = True``)."""
+def load_iwork(source: Path | bytes, budget: Budget, extension: str) -> tuple[str, list[Section], dict[str, Any]]:
+    """The embedded preview PDF's pages (``metadata["from_preview"] = True``), read with the PDF limits."""
     app, exports = _APPS[extension]
+    limits = budget.limits
     preview = _bundle_preview(source, limits) if isinstance(source, Path) else _zip_preview(source, limits)
     if preview is None:
         raise DocumentError(
@@ -33,7 +34,8 @@ def load_iwork(source: Path | bytes, limits: Limits, extension: str) -> tuple[st
             f"is an Apple {app} file without an embedded preview PDF, and the {app} format itself cannot be "
             f"read; open it in {app}, choose File > Export To > {exports}, and ingest the exported file",
         )
-    text, sections, metadata = load_pdf(preview, limits)
+    budget.check()
+    text, sections, metadata = load_pdf(preview, budget)
     metadata["from_preview"] = True
     return text, sections, metadata
 
@@ -42,6 +44,8 @@ def _zip_preview(data: bytes, limits: Limits) -> bytes | None:
     with check_zip(io.BytesIO(data), limits, "iWork file") as archive:
         for info in archive.infolist():
             if info.filename.lower() in PREVIEW_NAMES:
+                if info.file_size > limits.max_file_bytes:
+                    raise _preview_too_large(info.file_size, limits)
                 return archive.read(info)
     return None
 
@@ -52,6 +56,11 @@ def _bundle_preview(folder: Path, limits: Limits) -> bytes | None:
         if candidate.is_file():
             size = candidate.stat().st_size
             if size > limits.max_file_bytes:
-                raise DocumentError("too-large", f"has a {size:,}-byte preview PDF; the limit is {limits.max_file_bytes:,}")
+                raise _preview_too_large(size, limits)
             return candidate.read_bytes()
     return None
+
+
+def _preview_too_large(size: int, limits: Limits) -> DocumentError:
+    return limit_error("max_file_bytes", limits.max_file_bytes, f"has a {size:,}-byte preview PDF",
+                       advice="export the document to PDF in parts")

@@ -13,6 +13,12 @@ the ``rag_documents`` row, its ``rag_chunks`` rows and the chunks' index entries
 ``document``, ``owner_id`` = document id) in one transaction, with several documents to a
 transaction up to ``knowledge_base.batch_size`` (1000) chunks. A document with more chunks
 than that gets a transaction of its own: a document is never half written.
+
+Reading, extracting, chunking and embedding hold no lock: only the writes take the store's
+lock, in those short transactions, so one tenant's upload never makes another's search, add
+or upload wait for it. Each file's reading is bounded by the ``knowledge_base`` limits
+(:class:`~shared_core.documents.safety.Limits`); a file past one is reported in
+``report.failed`` and the others go on.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from .loaders import load_document, read_source
 from .records import LoadedDocument, Section
 from .report import IngestFailure, IngestReport
 from .repository import Document, DocumentChunk, DocumentRepository
-from .safety import Limits
+from .safety import Budget, Limits
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -92,6 +98,8 @@ class KnowledgeBase:
 
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
+        #: seconds for the per-file time budget (``knowledge_base.max_seconds_per_file``); tests replace it
+        self.timer: Callable[[], float] = time.monotonic
         self._repo = DocumentRepository(store.db)
         self._chunker: Chunker | None = None
         self._chunker_settings: tuple[Any, ...] = ()
@@ -198,7 +206,10 @@ class KnowledgeBase:
 
     def _prepare(self, path: Path, namespace: str, chunker: Chunker, force: bool,
                  report: IngestReport) -> _Pending | None:
+        """Read, extract and chunk one file: the slow part, done holding no lock (only the lookup of
+        the earlier version takes the store's lock, for a moment)."""
         limits = self.limits
+        budget = Budget(limits, timer=self.timer)
         blob = str(path)
         try:
             data = read_source(path, limits)
@@ -209,7 +220,7 @@ class KnowledgeBase:
                 if existing is not None and existing.content_hash == digest and existing.chunker == chunker.signature:
                     report.unchanged.append(existing)
                     return None
-            loaded = load_document(path, limits=limits, data=data)
+            loaded = load_document(path, data=data, budget=budget)
         except DocumentError as exc:
             report.failed.append(IngestFailure(str(path), exc.reason, exc.message))
             return None

@@ -20,7 +20,7 @@ from .iwork import load_iwork
 from .office import load_docx, load_pptx, load_xlsx
 from .pdf import load_pdf
 from .records import LoadedDocument, Section
-from .safety import Limits, check_zip, describe_kind, sniff
+from .safety import Budget, Limits, check_zip, describe_kind, limit_error, sniff
 from .text import load_csv, load_markdown, load_txt
 
 __all__ = ["Format", "FORMATS", "SUPPORTED_EXTENSIONS", "format_for", "load_document", "read_source"]
@@ -36,16 +36,16 @@ class Format:
     extensions: tuple[str, ...]
     mime_type: str
     container: str  # what sniff() must find: pdf, zip or text
-    load: Callable[[bytes, Limits], Extracted]
+    load: Callable[[bytes, Budget], Extracted]
     zip_marker: str | None = None  # an OOXML part only this format has
 
 
-def _tsv(data: bytes, limits: Limits) -> Extracted:
-    return load_csv(data, limits, delimiter="\t")
+def _tsv(data: bytes, budget: Budget) -> Extracted:
+    return load_csv(data, budget, delimiter="\t")
 
 
-def _iwork(extension: str) -> Callable[[bytes, Limits], Extracted]:
-    return lambda data, limits: load_iwork(data, limits, extension)
+def _iwork(extension: str) -> Callable[[bytes, Budget], Extracted]:
+    return lambda data, budget: load_iwork(data, budget, extension)
 
 
 FORMATS: tuple[Format, ...] = (
@@ -92,19 +92,24 @@ def format_for(path: str | os.PathLike[str]) -> Format | None:
 
 
 def load_document(
-    path: str | os.PathLike[str], *, limits: Limits | None = None, data: bytes | None = None
+    path: str | os.PathLike[str], *, limits: Limits | None = None, data: bytes | None = None,
+    budget: Budget | None = None,
 ) -> LoadedDocument:
     """Read one file into text, sections and metadata; raise :class:`DocumentError` with a reason.
 
     Before a parser runs: the extension must be supported, the file non-empty and within
     ``limits``, its first bytes must match its extension, and zip-based files must pass the
     zip-bomb checks. Anything a parser then raises becomes a ``corrupt`` DocumentError.
+    While it runs, pages, paragraphs, cells and time are counted; past a limit it stops with a
+    :class:`~shared_core.documents.errors.LimitExceeded` (see :class:`Limits`).
     ``data``: the file's bytes, when the caller has already read them (see :func:`read_source`).
+    ``budget``: the running counts and deadline to use (it carries its own limits; made from
+    ``limits`` when not given).
     """
-    limits = limits or Limits()
+    budget = budget if budget is not None else Budget(limits)
     source = Path(path)
     try:
-        return _load(source, limits, data)
+        return _load(source, budget, data)
     except DocumentError as exc:
         exc.path = str(source)
         raise
@@ -144,16 +149,13 @@ def _read(source: Path, limits: Limits) -> bytes:
             files = sorted(p for p in source.rglob("*") if p.is_file())
             total = sum(p.stat().st_size for p in files)
             if total > limits.max_file_bytes:
-                raise DocumentError("too-large", f"is {total:,} bytes (limit {limits.max_file_bytes:,})")
+                raise limit_error("max_file_bytes", limits.max_file_bytes, f"is {total:,} bytes")
             return b"".join(p.relative_to(source).as_posix().encode() + b"\0" + p.read_bytes() for p in files)
         size = source.stat().st_size
         if size == 0:
             raise DocumentError("empty", "is empty (0 bytes); there is nothing to ingest")
         if size > limits.max_file_bytes:
-            raise DocumentError(
-                "too-large",
-                f"is {size:,} bytes (limit {limits.max_file_bytes:,}); split it, or raise knowledge_base.max_file_bytes",
-            )
+            raise limit_error("max_file_bytes", limits.max_file_bytes, f"is {size:,} bytes")
         return source.read_bytes()
     except FileNotFoundError:
         raise DocumentError("unreadable", "does not exist") from None
@@ -163,12 +165,13 @@ def _read(source: Path, limits: Limits) -> bytes:
         raise DocumentError("unreadable", f"cannot be read ({exc.strerror or exc})") from None
 
 
-def _load(source: Path, limits: Limits, data: bytes | None) -> LoadedDocument:
+def _load(source: Path, budget: Budget, data: bytes | None) -> LoadedDocument:
     fmt = _format_of(source)
     extension = source.suffix.lower()
+    limits = budget.limits
     if source.is_dir():
         data = data if data is not None else _read(source, limits)
-        text, sections, metadata = _guarded(lambda: load_iwork(source, limits, extension.lstrip(".")), fmt)
+        text, sections, metadata = _guarded(lambda: load_iwork(source, budget, extension.lstrip(".")), fmt)
         size = sum(p.stat().st_size for p in source.rglob("*") if p.is_file())
     else:
         data = data if data is not None else _read(source, limits)
@@ -176,7 +179,7 @@ def _load(source: Path, limits: Limits, data: bytes | None) -> LoadedDocument:
             raise DocumentError("empty", "is empty (0 bytes); there is nothing to ingest")
         size = len(data)
         _check_content(data, fmt, limits)
-        text, sections, metadata = _guarded(lambda: fmt.load(data, limits), fmt)
+        text, sections, metadata = _guarded(lambda: fmt.load(data, budget), fmt)
     if not text.strip():
         hint = _EMPTY_HINTS.get(fmt.name, "it holds no text")
         raise DocumentError("empty", f"has no extractable text: {hint}")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import DocumentError
+from .safety import limit_error
 
 __all__ = ["LoadedDocument", "Section", "TextBuilder"]
 
@@ -101,11 +101,9 @@ class TextBuilder:
 
 
 def check_length(length: int, limit: int) -> None:
+    """Refuse text grown past ``knowledge_base.max_characters``."""
     if length > limit:
-        raise DocumentError(
-            "too-large",
-            f"its text grows past {limit:,} characters; split the file, or raise knowledge_base.max_characters",
-        )
+        raise limit_error("max_characters", limit, f"its text grows past {limit:,} characters")
 
 
 def clean_text(text: str) -> str:

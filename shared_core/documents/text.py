@@ -9,43 +9,44 @@ from typing import Any
 
 from .errors import DocumentError
 from .records import Section, TextBuilder, check_length, clean_text
-from .safety import Limits, decode_text
+from .safety import Budget, decode_text
 from .tables import TableRenderer
 
 __all__ = ["load_txt", "load_markdown", "load_csv"]
 
 Extracted = tuple[str, list[Section], dict[str, Any]]
 
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_ATX_OPEN = re.compile(r" {0,3}(#{1,6})(?:[ \t]+|$)")  # the rest of the line is trimmed in Python (linear)
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _FRONT_KEY = re.compile(r"^([A-Za-z_][\w-]*)\s*:\s*(.*)$")
-_SNIFF_BYTES = 64 * 1024
+_SNIFF_BYTES = 8 * 1024  # csv.Sniffer is quadratic in its sample: 64 KiB of '",' took 20 s, 8 KiB 0.3 s
 
 
-def _decoded(data: bytes, limits: Limits) -> tuple[str, str]:
+def _decoded(data: bytes, budget: Budget) -> tuple[str, str]:
     text, encoding = decode_text(data)
     text = clean_text(text)
-    check_length(len(text), limits.max_characters)
+    check_length(len(text), budget.limits.max_characters)
+    budget.check()
     return text, encoding
 
 
-def load_txt(data: bytes, limits: Limits) -> Extracted:
+def load_txt(data: bytes, budget: Budget) -> Extracted:
     """The whole text as one section; the encoding found goes into the metadata."""
-    text, encoding = _decoded(data, limits)
+    text, encoding = _decoded(data, budget)
     return text, [Section(0, len(text), {})] if text.strip() else [], {"encoding": encoding}
 
 
 # -- Markdown ------------------------------------------------------------------------------------
 
 
-def load_markdown(data: bytes, limits: Limits) -> Extracted:
+def load_markdown(data: bytes, budget: Budget) -> Extracted:
     """The text as written; a section per heading (``{"heading": "Guide > Install"}``).
 
     Metadata: ``title`` (front matter ``title:``, else the first level-1 heading),
     ``headings`` (every heading in order), and other simple ``key: value`` front-matter lines.
     """
-    text, encoding = _decoded(data, limits)
+    text, encoding = _decoded(data, budget)
     metadata: dict[str, Any] = {"encoding": encoding}
     body_start = 0
     front = _front_matter(text)
@@ -115,12 +116,12 @@ def _headings(text: str, start: int) -> list[tuple[int, int, str]]:
             fence = fence_match.group(1)
             previous = None
         else:
-            atx = _ATX.match(line)
+            atx = _atx_heading(line)
             setext = _SETEXT.match(line)
             if atx:
-                title = (atx.group(2) or "").strip()
+                level, title = atx
                 if title:
-                    found.append((offset, len(atx.group(1)), title))
+                    found.append((offset, level, title))
                 previous = None
             elif setext and previous is not None:
                 found.append((previous[0], 1 if setext.group(1)[0] == "=" else 2, previous[1]))
@@ -133,15 +134,32 @@ def _headings(text: str, start: int) -> list[tuple[int, int, str]]:
     return found
 
 
+def _atx_heading(line: str) -> tuple[int, str] | None:
+    """(level, title) of an ATX heading line (``## Setup ##``), else None.
+
+    Not one regular expression: ``(.*?)`` before an optional closing ``#`` sequence and
+    trailing blanks backtracks, quadratic in a run of spaces (20,000 spaces took 4 s).
+    """
+    opening = _ATX_OPEN.match(line)
+    if opening is None:
+        return None
+    title = line[opening.end():].rstrip(" \t")
+    unclosed = title.rstrip("#")
+    if unclosed != title and (not unclosed or unclosed[-1] in " \t"):  # a closing sequence follows a blank
+        title = unclosed
+    return len(opening.group(1)), title.strip()
+
+
 # -- CSV -----------------------------------------------------------------------------------------
 
 
-def load_csv(data: bytes, limits: Limits, *, delimiter: str | None = None) -> Extracted:
+def load_csv(data: bytes, budget: Budget, *, delimiter: str | None = None) -> Extracted:
     """Rows as header-aware lines (``Name: Ada; Role: engineer``), a section per row (``{"row": n}``).
 
-    The dialect is sniffed from the first 64 KiB (``delimiter`` forces one, e.g. tab for .tsv);
+    The dialect is sniffed from the first 8 KiB (``delimiter`` forces one, e.g. tab for .tsv);
     the encoding falls back from UTF-8 to Windows-1252 to Latin-1.
     """
+    limits = budget.limits
     text, encoding = decode_text(data)
     check_length(len(text), limits.max_characters)
     sample = text[:_SNIFF_BYTES]
@@ -157,6 +175,7 @@ def load_csv(data: bytes, limits: Limits, *, delimiter: str | None = None) -> Ex
     width = 0
     try:
         for number, row in enumerate(csv.reader(io.StringIO(text, newline=""), dialect, delimiter=found), 1):
+            budget.count_cells(max(1, len(row)))
             width = max(width, len(row))
             line = renderer.render(row)
             if line is not None:

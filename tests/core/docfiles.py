@@ -2,7 +2,8 @@
 
 Good files are written with the same libraries users' files come from (reportlab, pypdf,
 python-docx, openpyxl, python-pptx); broken ones are made from good ones: truncated,
-encrypted, renamed, or zipped with a directory that declares gigabytes.
+encrypted, renamed, or zipped with a directory that declares gigabytes; hostile ones
+(paragraphs by the hundred thousand, spreadsheets too wide) by rewriting their XML.
 """
 
 from __future__ import annotations
@@ -157,6 +158,61 @@ def make_iwork(path: Path, preview_pdf: Path | None) -> Path:
         if preview_pdf is not None:
             archive.write(preview_pdf, "QuickLook/Preview.pdf")
     return path
+
+
+def rewrite(source: bytes, changes: dict[str, bytes]) -> bytes:
+    """The zip ``source`` with some members replaced or added."""
+    with zipfile.ZipFile(io.BytesIO(source)) as archive:
+        parts = {info.filename: archive.read(info) for info in archive.infolist()}
+    parts.update(changes)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in parts.items():
+            archive.writestr(name, data)
+    return out.getvalue()
+
+
+def docx_with_body(path: Path, body: str, *, encoding: str = "utf-8", lead: str = "",
+                   extra: dict[str, bytes] | None = None) -> Path:
+    """A python-docx document whose body starts with ``body`` (WordprocessingML), its document.xml
+    in ``encoding`` and, with ``lead`` (blanks), starting with it instead of an XML declaration."""
+    import docx
+
+    buffer = io.BytesIO()
+    docx.Document().save(buffer)
+    with zipfile.ZipFile(io.BytesIO(buffer.getvalue())) as archive:
+        xml = archive.read("word/document.xml").decode("utf-8")
+    head, rest = xml.split("<w:body>", 1)
+    xml = head.replace('encoding="UTF-8"', f'encoding="{encoding.upper()}"') + "<w:body>" + body + rest
+    if lead:
+        xml = lead + xml[xml.index("?>") + 2:].lstrip()
+    data = xml.encode("utf-16") if encoding == "utf-16" else xml.encode(encoding)
+    path.write_bytes(rewrite(buffer.getvalue(), {"word/document.xml": data, **(extra or {})}))
+    return path
+
+
+def xlsx_rows(path: Path, rows: int, columns: int) -> Path:
+    """A one-sheet workbook ("Data"): a header row, then rows of numbers."""
+    import openpyxl
+
+    workbook = openpyxl.Workbook(write_only=True)
+    sheet = workbook.create_sheet("Data")
+    sheet.append([f"Column {c}" for c in range(columns)])
+    for r in range(rows - 1):
+        sheet.append([r * columns + c for c in range(columns)])
+    workbook.save(str(path))
+    return path
+
+
+class Ticks:
+    """A timer for a document Budget that moves one second each time it is read (never the wall clock)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
 
 
 def _rewrite_member(path: Path, member: str, change) -> Path:  # noqa: ANN001

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
 from docfiles import (
+    Ticks,
+    docx_with_body,
     make_docx,
     make_encrypted_pdf,
     make_pdf,
@@ -16,6 +20,7 @@ from docfiles import (
     make_xlsx,
     make_zip_bomb,
     truncate,
+    xlsx_rows,
 )
 
 from shared_core import MemoryStore, NotFoundError
@@ -453,3 +458,116 @@ def test_file_names_that_are_not_utf8_are_skipped_with_a_reason(store, tmp_path)
     report = store.documents.ingest(folder)
     assert [d.file_name for d in report.added] == ["fine.txt"]
     assert [why for _, why in report.skipped] == ["file name is not valid UTF-8; rename it"]
+
+
+# -- bounded work per file (issue 25) ------------------------------------------------------------------
+
+
+def test_files_past_the_limits_are_refused_with_the_setting_and_the_rest_is_ingested(tmp_path, clock):
+    root = tmp_path / "inbox"
+    root.mkdir()
+    make_docx(root / "handbook.docx")
+    make_xlsx(root / "budget.xlsx")
+    write(root / "notes.txt", "Renew the TLS certificate before March.")
+    docx_with_body(root / "blank.docx", "<w:p/>" * 5_000)  # 5,000 empty paragraphs in a 20 KB file
+    xlsx_rows(root / "wide.xlsx", rows=100, columns=30)
+    config = {"knowledge_base": {"max_paragraphs": 1_000, "max_cells": 1_000}}
+    with MemoryStore.open(":memory:", clock=clock, config=config) as store:
+        report = store.documents.ingest(root)
+        assert sorted(d.file_name for d in report.added) == ["budget.xlsx", "handbook.docx", "notes.txt"]
+        failed = {Path(f.path).name: f for f in report.failed}
+        assert sorted(failed) == ["blank.docx", "wide.xlsx"]
+        assert failed["blank.docx"].reason == failed["wide.xlsx"].reason == "too-large"
+        assert failed["blank.docx"].message == ("has more than 1,000 paragraphs (limit 1,000); split the file, "
+                                                "or raise knowledge_base.max_paragraphs")
+        assert failed["wide.xlsx"].message.startswith("has more than 1,000 cells (limit 1,000);")
+        assert str(failed["wide.xlsx"]).startswith(f"{root / 'wide.xlsx'}: has more than")  # the report names the file
+        assert rag_counts(store) == (3, sum(d.total_chunks for d in report.added)) == (3, index_count(store))
+
+
+def test_the_time_budget_is_per_file(tmp_path, clock):
+    root = tmp_path / "inbox"
+    root.mkdir()
+    docx_with_body(root / "long.docx", "<w:p><w:r><w:t>one more line</w:t></w:r></w:p>" * 200)
+    write(root / "short.txt", "A short note that reads in one step.")
+    with MemoryStore.open(":memory:", clock=clock, config={"knowledge_base": {"max_seconds_per_file": 50}}) as store:
+        store.documents.timer = Ticks()  # one second each time a budget looks at it
+        report = store.documents.ingest(root)
+        assert [d.file_name for d in report.added] == ["short.txt"]  # a new budget for each file
+        (failure,) = report.failed
+        assert failure.path.endswith("long.docx") and failure.reason == "too-large"
+        assert failure.message.startswith("took more than 50 s to read")
+        assert failure.message.endswith("raise knowledge_base.max_seconds_per_file")
+
+
+def _hold_reading(monkeypatch, name: str) -> tuple[threading.Event, threading.Event, list[bool]]:
+    """Make the ingest of the file ``name`` wait, in the middle of reading it, until released.
+
+    Returns (reading: set once it waits, release: set it to let it go on, waited: [True] when it
+    was released rather than given up on after 60 s).
+    """
+    from shared_core.documents import knowledge_base
+
+    reading, release, waited = threading.Event(), threading.Event(), []
+    real = knowledge_base.load_document
+
+    def load_document(path, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        if Path(path).name == name:
+            reading.set()
+            waited.append(release.wait(60))
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(knowledge_base, "load_document", load_document)
+    return reading, release, waited
+
+
+def _in_thread(run) -> tuple[threading.Thread, dict]:  # noqa: ANN001
+    out: dict = {}
+
+    def target() -> None:
+        try:
+            out["result"] = run()
+        except BaseException as exc:  # pragma: no cover - reported by the test
+            out["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread, out
+
+
+def test_reading_a_file_holds_no_lock_other_threads_search_and_add_meanwhile(store, tmp_path, monkeypatch):
+    write(tmp_path / "in" / "slow.md", "# Runbook\n\n" + LOREM)
+    store.add("The staging cluster runs in Frankfurt", namespace="tenant-b")
+    reading, release, waited = _hold_reading(monkeypatch, "slow.md")
+    ingest, out = _in_thread(lambda: store.documents.ingest(tmp_path / "in", namespace="tenant-a"))
+    assert reading.wait(60)
+    try:  # the ingest is stopped in the middle of reading slow.md: everything else must go on
+        added = store.add("Frankfurt has two racks", namespace="tenant-b")
+        hits = store.search("Frankfurt", namespace="tenant-b")
+        kb_hits = store.documents.search_knowledge_base("Frankfurt", namespace="tenant-b")
+        listed = store.documents.list_documents(namespace="tenant-a")
+    finally:
+        release.set()
+        ingest.join(60)
+    assert waited == [True]  # it was let go by this thread, after the calls above had returned
+    assert added.created and {h.memory.text for h in hits} == {"The staging cluster runs in Frankfurt",
+                                                               "Frankfurt has two racks"}
+    assert kb_hits == [] and listed == []
+    assert "error" not in out and [d.file_name for d in out["result"].added] == ["slow.md"]
+
+
+def test_another_tenants_ingest_is_written_while_a_file_is_still_being_read(store, tmp_path, monkeypatch):
+    write(tmp_path / "a" / "slow.md", "# Tenant A\n\n" + LOREM)
+    write(tmp_path / "b" / "fast.md", "# Tenant B\n\nThe backup window is at 02:00 UTC.")
+    reading, release, waited = _hold_reading(monkeypatch, "slow.md")
+    ingest, out = _in_thread(lambda: store.documents.ingest(tmp_path / "a", namespace="tenant-a"))
+    assert reading.wait(60)
+    try:
+        report = store.documents.ingest(tmp_path / "b", namespace="tenant-b")
+        found = store.documents.search_knowledge_base("backup window", namespace="tenant-b")
+    finally:
+        release.set()
+        ingest.join(60)
+    assert waited == [True]
+    assert [d.file_name for d in report.added] == ["fast.md"] and found[0].file_name == "fast.md"
+    assert "error" not in out and [d.file_name for d in out["result"].added] == ["slow.md"]

@@ -125,6 +125,24 @@ def test_docx_title_falls_back_to_first_heading(tmp_path):
     assert doc.metadata["title"] == "Onboarding"
 
 
+def test_docx_merged_cells_read_once_and_vertical_merges_repeat(tmp_path):
+    import docx
+
+    document = docx.Document()
+    table = document.add_table(rows=3, cols=3)
+    for r, row in enumerate([["Team", "Lead", "Shift"], ["Ops", "Ada", ""], ["Dev", "Linus", ""]]):
+        for c, value in enumerate(row):
+            table.cell(r, c).text = value
+    table.cell(0, 0).merge(table.cell(0, 1)).text = "Team and lead"  # one cell spanning two columns
+    table.cell(1, 2).merge(table.cell(2, 2)).text = "Night"  # one cell spanning two rows
+    document.save(str(tmp_path / "rota.docx"))
+    # the spanning header is one cell (named once per row); the row below a vertical merge repeats its text
+    lines = load_document(tmp_path / "rota.docx").text.splitlines()
+    assert len(lines) == 2 and all(line.count("Team and lead") == 1 for line in lines)
+    assert [line.rsplit(": ", 1)[1] for line in lines] == ["Night", "Night"]
+    assert lines[0].startswith("Team and lead: Ops;") and lines[1].startswith("Team and lead: Dev;")
+
+
 @pytest.mark.parametrize("ext,marker", [(".docx", "word/document.xml"), (".xlsx", "xl/workbook.xml"),
                                         (".pptx", "ppt/presentation.xml")])
 def test_zip_bombs_are_refused_before_parsing(tmp_path, ext, marker):
@@ -276,6 +294,30 @@ def test_markdown_headings_are_metadata(tmp_path):
         {"front_matter": True}, {"heading": "Deploying"}, {"heading": "Deploying > Staging"},
         {"heading": "Deploying > Rollbacks"}, {"heading": "Appendix"}]
     assert doc.text == path.read_text().rstrip("\n")  # the text as written
+
+
+def test_markdown_atx_headings_closing_hashes_and_long_blank_runs(tmp_path):
+    path = tmp_path / "odd.md"
+    wide = "# Wide" + " " * 100_000 + "title"  # one regular expression backtracked for minutes on this
+    path.write_text("\n\n".join(["## Setup ##", "# Title#", "#NoSpace", "#\tTabbed\t#", "####### seven", wide]))
+    assert load_document(path).metadata["headings"] == ["Setup", "Title#", "Tabbed", "Wide" + " " * 100_000 + "title"]
+
+
+def test_csv_dialect_sniffer_sees_8_kib_at_most(tmp_path, monkeypatch):
+    import csv
+
+    seen: list[int] = []
+    real = csv.Sniffer.sniff
+
+    def sniff(self, sample, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        seen.append(len(sample))
+        return real(self, sample, *args, **kwargs)
+
+    monkeypatch.setattr(csv.Sniffer, "sniff", sniff)  # quadratic in its sample: 64 KiB of '",' took 20 s
+    path = tmp_path / "people.csv"
+    path.write_text("name;team\n" + "".join(f"person {i};team {i % 7}\n" for i in range(2_000)))
+    doc = load_document(path)
+    assert seen == [8 * 1024] and doc.metadata["delimiter"] == ";" and doc.metadata["rows"] == 2_000
 
 
 def test_markdown_title_from_first_heading(tmp_path):
