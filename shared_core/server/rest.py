@@ -4,7 +4,8 @@ Routes: memories (add, list, get, update, delete, search, feedback), namespaces,
 (search, documents: upload, text, ingest from the server's documents roots, read, delete),
 insights (rank, upsert, search, view, favourite, weight, delete), usage analytics (events,
 patterns, summary), maintenance (status, run) and health; the MCP endpoint at ``/mcp``; the
-OpenAPI document at ``/openapi.json`` (``/docs`` renders it). Everything needs a bearer token
+OpenAPI document at ``/openapi.json`` (``/docs`` renders it). Every request passes the browser guard
+(its ``Host`` must name this server, writes from another site are refused) and needs a bearer token
 (:mod:`.asgi`); a token limited to namespaces gets 403 for any other namespace, before anything
 is looked up, so a 403 never tells whether something exists there.
 """
@@ -31,7 +32,7 @@ from ..documents.discovery import discover
 from ..documents.loaders import SUPPORTED_EXTENSIONS
 from ..errors import NotFoundError, OpenKoiError, StorageError, StoreClosedError
 from ..memories import DEFAULT_NAMESPACE, check_namespace
-from .asgi import PRINCIPAL_KEY, BearerAuth, BodyLimit
+from .asgi import PRINCIPAL_KEY, BearerAuth, BodyLimit, BrowserGuard, allowed_hosts_for
 from .auth import Principal, TokenFile
 from .schemas import (
     AddOut,
@@ -93,13 +94,19 @@ def create_app(
     host: str = "127.0.0.1",
     upload_dir: str | os.PathLike[str] | None = None,
     documents_roots: Sequence[str | os.PathLike[str]] | None = None,
+    allowed_hosts: Sequence[str] | None = None,
+    allowed_origins: Sequence[str] | None = None,
 ) -> FastAPI:
     """The REST API (and the MCP endpoint at ``/mcp``) on ``store``, behind bearer tokens.
 
     ``tokens=None`` serves without authentication (the CLI allows that on loopback addresses
     only). ``scheduler`` is started and stopped with the app. Uploaded documents are kept under
     ``upload_dir`` (default ``<data dir>/uploads``); ``POST /api/kb/ingest`` reads only inside
-    ``documents_roots`` (default ``server.documents_roots``; none: refused).
+    ``documents_roots`` (default ``server.documents_roots``; none: refused). ``host`` is the address
+    the server is bound to: requests must name it (or one of ``allowed_hosts``, default
+    ``server.allowed_hosts``) in their ``Host`` header, and browsers may write only from this
+    server's own origin or ``allowed_origins`` (default ``server.allowed_origins``); see
+    :class:`~.asgi.BrowserGuard`.
     """
     cfg = store.config.server
     roots = [Path(r).expanduser().resolve() for r in (cfg.documents_roots if documents_roots is None else documents_roots)]
@@ -109,7 +116,7 @@ def create_app(
     if mcp:
         from .mcp_server import create_mcp_server, http_endpoint
 
-        mcp_endpoint, session_manager = http_endpoint(create_mcp_server(store), host=host)
+        mcp_endpoint, session_manager = http_endpoint(create_mcp_server(store))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -146,6 +153,9 @@ def create_app(
     _server_routes(app, store, scheduler)
     app.add_middleware(BodyLimit, default=cfg.max_body_bytes, limits={UPLOAD_PATH: cfg.max_upload_bytes})
     app.add_middleware(BearerAuth, tokens=tokens)
+    app.add_middleware(  # outermost: a page's request is refused before the token or the body is looked at
+        BrowserGuard, allowed_hosts=allowed_hosts_for(host, cfg.allowed_hosts if allowed_hosts is None else allowed_hosts),
+        allowed_origins=cfg.allowed_origins if allowed_origins is None else allowed_origins, raw_paths=(UPLOAD_PATH,))
     return app
 
 
