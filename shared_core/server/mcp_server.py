@@ -19,11 +19,11 @@ import anyio
 import mcp.types as types
 from mcp.server.lowlevel import Server
 
-from ..errors import OpenKoiError
 from ..memories import DEFAULT_NAMESPACE, Memory, check_namespace
 from ..tools import TOOL_SPECS, MemoryTools, ToolParam
 from .asgi import PRINCIPAL_KEY, BearerAuth, BodyLimit, BrowserGuard, allowed_hosts_for
 from .auth import ANONYMOUS, Principal, TokenFile
+from .errors import INTERNAL, classify, scrubber_for
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -77,6 +77,7 @@ def create_mcp_server(
         for spec in (TOOL_SPECS[n] for n in chosen)
     ]
     schemas = {tool.name: tool.input_schema for tool in listing}
+    scrub = scrubber_for(store)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=listing)
@@ -91,17 +92,27 @@ def create_mcp_server(
             if given is not None:
                 if not isinstance(given, str) or not given.strip():
                     return _error("namespace must be a non-empty string such as 'user:alice'")
+                try:
+                    check_namespace(given)
+                    given.encode("utf-8")
+                except (ValueError, UnicodeError):
+                    return _error("namespace must be a non-empty string such as 'user:alice' (valid Unicode, "
+                                  "no NUL characters)")
                 target = given
         principal = _principal(ctx)
         if not principal.allows(target):
             return _error(f"this token may not use the namespace {target!r}")
         try:
             text = await anyio.to_thread.run_sync(bound.for_namespace(target).call, params.name, arguments)
-        except (OpenKoiError, ValueError, TypeError, KeyError) as exc:
-            return _error(str(exc))
-        except Exception:  # never a traceback to the client; the log has it
-            logger.exception("MCP tool %s failed", params.name)
-            return _error(f"{params.name} failed on the server; see its log")
+        except Exception as exc:  # never a traceback or a server path to the client; the log has them
+            answer = classify(exc, scrub)
+            if answer.log:
+                logger.error("MCP tool %s failed", params.name, exc_info=exc)
+                known = "" if answer.message == INTERNAL else f" ({answer.message})"
+                return _error(f"{params.name} failed on the server{known}; see its log")
+            if answer.retry:
+                return _error(f"the memory is busy, try again in a moment: {answer.message}")
+            return _error(answer.message)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=False)
 
     return Server(

@@ -23,17 +23,20 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
 from ..documents.discovery import discover
 from ..documents.loaders import SUPPORTED_EXTENSIONS
-from ..errors import NotFoundError, OpenKoiError, StorageError, StoreClosedError
+from ..errors import NotFoundError, OpenKoiError
 from ..memories import DEFAULT_NAMESPACE, check_namespace
 from .asgi import PRINCIPAL_KEY, BearerAuth, BodyLimit, BrowserGuard, allowed_hosts_for
 from .auth import Principal, TokenFile
+from .errors import RETRY_AFTER_SECONDS, Scrubber, classify, scrubber_for
 from .schemas import (
     AddOut,
     DocumentContentOut,
@@ -142,7 +145,7 @@ def create_app(
     )
     app.state.store = store
     app.state.scheduler = scheduler
-    _install_errors(app)
+    _install_errors(app, scrubber_for(store, uploads))
     if mcp_endpoint is not None:
         app.router.routes.append(Route("/mcp", endpoint=mcp_endpoint, methods=["GET", "POST", "DELETE"],
                                        include_in_schema=False))
@@ -195,42 +198,33 @@ def require_unrestricted(request: Request) -> Principal:
 Namespace = Annotated[str, Depends(resolve_namespace)]
 
 
-# -- errors: library errors become 4xx/503 with their message; nothing else leaks ------------------------
+# -- errors: a bad request is 4xx with its message, a busy store 503, the rest 500; no path ever leaks ------
 
-def _install_errors(app: FastAPI) -> None:
-    def handler(code: int, headers: dict[str, str] | None = None) -> Any:
-        async def handle(request: Request, exc: Exception) -> JSONResponse:
-            return JSONResponse({"detail": str(exc)}, status_code=code, headers=headers)
-
-        return handle
-
-    app.add_exception_handler(NotFoundError, handler(404))
-    app.add_exception_handler(StorageError, handler(503, {"Retry-After": "1"}))
-    app.add_exception_handler(StoreClosedError, handler(503, {"Retry-After": "1"}))
-    app.add_exception_handler(ValueError, handler(400))  # FilterError, ConfigError, DocumentError, bad arguments
-    app.add_exception_handler(TypeError, handler(400))
-    app.add_exception_handler(OpenKoiError, handler(400))
-
-    async def unicode_error(request: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({"detail": "text must be valid Unicode (no lone surrogate escapes)"}, status_code=400)
-
-    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        logger.exception("unexpected error on %s %s", request.method, request.url.path)
-        return JSONResponse({"detail": "internal error; the server log has the details"}, status_code=500)
+def _install_errors(app: FastAPI, scrub: Scrubber) -> None:
+    async def library_error(request: Request, exc: Exception) -> JSONResponse:
+        answer = classify(exc, scrub)
+        if answer.log:
+            logger.error("error on %s %s", request.method, request.url.path, exc_info=exc)
+        headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if answer.retry else None
+        return JSONResponse({"detail": answer.message}, status_code=answer.status, headers=headers)
 
     async def validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+        errors = [{"loc": list(e.get("loc", ())), "msg": scrub(str(e.get("msg", ""))), "type": e.get("type", "")}
                   for e in exc.errors()]
         return JSONResponse({"detail": errors}, status_code=422)
 
-    async def broken_response(request: Request, exc: Exception) -> JSONResponse:  # our bug, not the caller's
-        logger.exception("could not build the response of %s %s", request.method, request.url.path)
-        return JSONResponse({"detail": "internal error; the server log has the details"}, status_code=500)
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        if isinstance(exc.__cause__, RecursionError):  # FastAPI could not parse a body nested thousands deep
+            return JSONResponse({"detail": "the JSON body is nested too deeply (objects or lists inside each other); "
+                                 "flatten it"}, status_code=400)
+        return await http_exception_handler(request, exc)
 
-    app.add_exception_handler(ValidationError, broken_response)
-    app.add_exception_handler(UnicodeError, unicode_error)
+    for kind in (Exception, ValueError, TypeError, OpenKoiError, RecursionError, OverflowError, UnicodeError,
+                 ValidationError):
+        app.add_exception_handler(kind, library_error)
     app.add_exception_handler(RequestValidationError, validation)
-    app.add_exception_handler(Exception, unexpected)
+    app.add_exception_handler(StarletteHTTPException, http_error)
 
 
 def _not_found(what: str, ident: str, namespace: str) -> HTTPException:
