@@ -17,7 +17,7 @@ import hashlib
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -218,6 +218,8 @@ def _install_errors(app: FastAPI, scrub: Scrubber) -> None:
         if isinstance(exc.__cause__, RecursionError):  # FastAPI could not parse a body nested thousands deep
             return JSONResponse({"detail": "the JSON body is nested too deeply (objects or lists inside each other); "
                                  "flatten it"}, status_code=400)
+        if isinstance(exc.detail, str):  # an upload's failure names the server's copy of the file
+            exc = StarletteHTTPException(exc.status_code, scrub(exc.detail), exc.headers)
         return await http_exception_handler(request, exc)
 
     for kind in (Exception, ValueError, TypeError, OpenKoiError, RecursionError, OverflowError, UnicodeError,
@@ -319,7 +321,7 @@ def _writable(store: MemoryStore, memory_id: str, namespace: str) -> None:
 
 def _knowledge_routes(app: FastAPI, store: MemoryStore, uploads: Path, roots: list[Path]) -> None:
     tags = ["knowledge-base"]
-    upload_lock = threading.Lock()
+    upload_locks = KeyedLocks()
 
     @app.post("/api/kb/search", tags=tags, response_model=list[KnowledgeHitOut],
               summary="searchKnowledgeBase (seed 003)")
@@ -354,7 +356,7 @@ def _knowledge_routes(app: FastAPI, store: MemoryStore, uploads: Path, roots: li
         if len(data) > limit:
             raise HTTPException(413, f"the file is larger than knowledge_base.max_file_bytes ({limit:,} bytes)")
         folder = uploads / hashlib.sha256(ns.encode("utf-8")).hexdigest()[:16]
-        return await run_in_threadpool(_store_upload, store, folder, file_name, data, ns, upload_lock)
+        return await run_in_threadpool(_store_upload, store, folder, file_name, data, ns, upload_locks)
 
     @app.post("/api/kb/documents/text", tags=tags, status_code=201, response_model=DocumentOut,
               summary="Keep text as a document (the same name replaces it)")
@@ -431,10 +433,40 @@ def _inside(path: Path, roots: list[Path]) -> bool:
     return any(resolved == root or resolved.is_relative_to(root) for root in roots)
 
 
+class KeyedLocks:
+    """One lock per key, kept only while someone holds or waits for it."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[Any, tuple[threading.Lock, int]] = {}
+
+    @contextlib.contextmanager
+    def hold(self, key: Any) -> Iterator[None]:
+        with self._guard:
+            lock, users = self._locks.get(key, (threading.Lock(), 0))
+            self._locks[key] = (lock, users + 1)
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                lock, users = self._locks[key]
+                if users == 1:
+                    del self._locks[key]
+                else:
+                    self._locks[key] = (lock, users - 1)
+
+
 def _store_upload(store: MemoryStore, folder: Path, name: str, data: bytes, namespace: str,
-                  lock: threading.Lock) -> DocumentOut:
-    """Write the upload beside the earlier version (kept until the new one is ingested), then ingest it."""
-    with lock:
+                  locks: KeyedLocks) -> DocumentOut:
+    """Write the upload beside the earlier version (kept until the new one is ingested), then ingest it.
+
+    Only uploads of the same file name into the same namespace wait for each other (they share the
+    file and its backup); the file is read and parsed outside the store's lock, so another tenant's
+    upload, search or write goes on meanwhile, and only the write of the extracted chunks is a
+    transaction.
+    """
+    with locks.hold((str(folder), name)):
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         target = folder / name
         backup = folder / f".{name}.previous"
