@@ -113,6 +113,12 @@ class ToolParam:
                              f"got {type(value).__name__}")
         if self.type == "array" and not all(isinstance(item, str) for item in value):
             raise ValueError(f"{self.name} must be a list of strings")
+        for text in value if self.type == "array" else [value] if self.type == "string" else []:
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate: it must not reach the store (nor its caches)
+                raise ValueError(f"{self.name} is not valid Unicode (it holds a lone surrogate such as \\ud800); "
+                                 "send UTF-8 text") from None
         if self.minimum is not None and value < self.minimum:
             raise ValueError(f"{self.name} must be at least {self.minimum}, got {value}")
         if self.maximum is not None and value > self.maximum:

@@ -286,3 +286,20 @@ async def test_mcp_errors_are_results_that_tell_the_truth(mcp_client, server_sto
         crashed = await client.call_tool("memory_query", {"query": "tea"})
         assert crashed.is_error and "failed on the server" in _text(crashed) and path not in _text(crashed)
         assert "secret" not in _text(crashed)
+
+
+async def test_mcp_refuses_lone_surrogates_and_the_store_answers_afterwards(mcp_client, server_store):
+    """The issue: a lone surrogate in a symbol-only query made every later search of the store fail."""
+    async with mcp_client as client:
+        for name, args in (("memory_query", {"query": "\ud800"}), ("memory_store", {"content": "a\ud800b"}),
+                           ("memory_store", {"content": "x", "tags": "a,\udfff"}),
+                           ("memory_save", {"content": "x", "category": "\udc00"}),
+                           ("memory_reinforce", {"id": "\ud800"}),
+                           ("searchKnowledgeBase", {"query": "x", "documentIds": ["\ud800"]})):
+            result = await client.call_tool(name, args)
+            assert result.is_error and "not valid Unicode" in _text(result), (name, _text(result))
+        stored = await client.call_tool("memory_store", {"content": "Alice likes oolong tea"})
+        assert not stored.is_error
+        found = await client.call_tool("memory_query", {"query": "oolong"})
+        assert not found.is_error and "Alice likes oolong tea" in _text(found)
+    assert server_store.count(namespace="user:alice") == 1
