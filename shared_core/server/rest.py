@@ -214,7 +214,8 @@ def _install_errors(app: FastAPI, scrub: Scrubber) -> None:
         return JSONResponse({"detail": errors}, status_code=422)
 
     async def http_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, StarletteHTTPException)
+        if not isinstance(exc, StarletteHTTPException):  # registered for that class only
+            return await library_error(request, exc)
         if isinstance(exc.__cause__, RecursionError):  # FastAPI could not parse a body nested thousands deep
             return JSONResponse({"detail": "the JSON body is nested too deeply (objects or lists inside each other); "
                                  "flatten it"}, status_code=400)
