@@ -4,6 +4,9 @@
 #                 tests again with the other SQLite driver (.ci/other-driver), then the whole suite
 #                 on PostgreSQL (a private pgserver, or $OPENKOI_TEST_DATABASE_URL)
 #   make test-postgres - only the PostgreSQL run
+#   make fuzz      - the fuzz and property tests (marked `fuzz`) with a long budget: OPENKOI_FUZZ_EXAMPLES
+#                    (FUZZ_EXAMPLES, 500) generated cases each instead of make test's small one (schemathesis
+#                    over every REST endpoint: about 5 minutes on 2 cores); FUZZ_BACKEND=postgres for PostgreSQL
 # And for docs/benchmarks.md:
 #   make bench     - install the bench extra (the peers), run every benchmark at full size (30-60 minutes
 #                    on 2 cores, the first time longer: the hashing vectors of 100k texts get cached)
@@ -17,7 +20,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 EXTRAS ?= dev,langchain,classic,llama-index,documents,pptx,tokens,server,postgres,langgraph-postgres
 
-.PHONY: demo test test-postgres install lint bench bench-run bench-1m bench-postgres clean
+.PHONY: demo test test-postgres fuzz install lint bench bench-run bench-1m bench-postgres clean
 
 BENCH_PYTHON ?= $(BIN)/python
 LOCOMO_PATH ?= $(abspath ../shared/data/locomo10.json)
@@ -31,6 +34,8 @@ PEER_SIZES ?= 10000 100000
 SCALING_SIZES ?= 1000 10000 100000
 PG_SIZES ?= 10000 100000
 PG_VECTORS ?= hashing,random
+FUZZ_EXAMPLES ?= 500
+FUZZ_BACKEND ?= sqlite
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +63,11 @@ test: $(VENV)/.installed-test
 
 test-postgres: $(VENV)/.installed-test
 	OPENKOI_TEST_BACKEND=postgres $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# a test marked `fuzz` reads its budget from OPENKOI_FUZZ_EXAMPLES (its make-test default when unset)
+fuzz: $(VENV)/.installed-test
+	OPENKOI_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) OPENKOI_TEST_BACKEND=$(FUZZ_BACKEND) \
+		$(BIN)/python -m pytest -m fuzz -p no:cacheprovider $(PYTEST_ARGS)
 
 install: $(VENV)/.installed-test
 

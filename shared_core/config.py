@@ -675,6 +675,8 @@ class ServerConfig:
     max_body_bytes: int = 2**20  # larger request bodies are refused with 413
     max_upload_bytes: int = 50 * 2**20  # larger document uploads are refused with 413
     documents_roots: tuple[str, ...] = ()  # folders POST /api/kb/ingest may read from; none: off
+    allowed_hosts: tuple[str, ...] = ()  # Host names it answers to besides its address ("*": any); docs/server.md
+    allowed_origins: tuple[str, ...] = ()  # web apps (https://app.example) that may write through a browser
     maintenance: bool = True  # run maintain(if_due=True) on memory.prune_schedule in the background
     maintenance_poll_seconds: float = 60.0  # how often the background thread asks whether a run is due
 
@@ -686,6 +688,14 @@ class ServerConfig:
                 raise ConfigError(f"server.{name} must be at least 1024 bytes, got {getattr(self, name)}")
         if self.maintenance_poll_seconds <= 0:
             raise ConfigError("server.maintenance_poll_seconds must be positive")
+        for host in self.allowed_hosts:
+            if not isinstance(host, str) or not host.strip() or "/" in host:
+                raise ConfigError(f"server.allowed_hosts holds host names such as 'mybox.local' or '*', got {host!r}")
+        for origin in self.allowed_origins:
+            if (not isinstance(origin, str) or not origin.startswith(("http://", "https://"))
+                    or "/" in origin.split("://", 1)[1].rstrip("/")):
+                raise ConfigError(f"server.allowed_origins holds origins such as 'https://app.example' "
+                                  f"(scheme, host, optional port; no path), got {origin!r}")
 
 
 _SECTIONS = {

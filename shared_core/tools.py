@@ -59,6 +59,10 @@ MEMORY_TOOL_NAMES = (
 DEFAULT_TOOL_NAMES = ("memory_save", "memory_search")
 KNOWLEDGE_BASE_TOOL_NAMES = ("searchKnowledgeBase", "getFullDocumentContent", "listKnowledgeBaseDocuments")
 MAX_LIMIT = 50
+MAX_QUERY = 10_000  # characters of a query: longer ones say nothing more and cost the search its speed
+MAX_CONTENT = 100_000  # characters of a memory written by a tool
+MAX_TAGS = 100  # comma-separated tags of one memory
+MAX_NAME = 200  # an id, a category, a tag
 # Kinds whose vectors are placeholders, not content (LangGraph items put with index=False):
 # searches over "every kind" leave them out.
 
@@ -78,6 +82,8 @@ class ToolParam:
     minimum: int | None = None
     maximum: int | None = None
     min_length: int | None = None
+    max_length: int | None = None  # characters of a string, items of an array
+    max_items: int | None = None  # comma-separated items of a string (tags)
 
     @property
     def required(self) -> bool:
@@ -95,6 +101,8 @@ class ToolParam:
             out["maximum"] = self.maximum
         if self.min_length is not None:
             out["minLength"] = self.min_length
+        if self.max_length is not None:
+            out["maxItems" if self.type == "array" else "maxLength"] = self.max_length
         if not self.required:
             out["default"] = self.default
         return out
@@ -111,12 +119,29 @@ class ToolParam:
                              f"got {type(value).__name__}")
         if self.type == "array" and not all(isinstance(item, str) for item in value):
             raise ValueError(f"{self.name} must be a list of strings")
+        for text in value if self.type == "array" else [value] if self.type == "string" else []:
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate: it must not reach the store (nor its caches)
+                raise ValueError(f"{self.name} is not valid Unicode (it holds a lone surrogate such as \\ud800); "
+                                 "send UTF-8 text") from None
         if self.minimum is not None and value < self.minimum:
             raise ValueError(f"{self.name} must be at least {self.minimum}, got {value}")
         if self.maximum is not None and value > self.maximum:
             raise ValueError(f"{self.name} must be at most {self.maximum}, got {value}")
         if self.min_length is not None and len(value) < self.min_length:
             raise ValueError(f"{self.name} must not be empty")
+        if self.max_length is not None and len(value) > self.max_length:
+            unit = "items" if self.type == "array" else "characters"
+            raise ValueError(f"{self.name} has {len(value):,} {unit}; at most {self.max_length:,} are accepted"
+                             + (" (use fewer, more specific keywords)" if "query" in self.name.lower() else ""))
+        if self.type == "array" and any(len(item) > MAX_NAME for item in value):
+            raise ValueError(f"{self.name}: each item has at most {MAX_NAME} characters")
+        if self.max_items is not None and isinstance(value, str):
+            count = sum(1 for part in value.split(",") if part.strip())
+            if count > self.max_items:
+                raise ValueError(f"{self.name} has {count:,} comma-separated items; at most {self.max_items} are "
+                                 "accepted")
         return value
 
 
@@ -157,7 +182,11 @@ class ToolSpec:
         return bound
 
 
-_ID = ToolParam("id", "string", "The memory's id, as shown in [id:...] in search results.", min_length=1)
+_ID = ToolParam("id", "string", "The memory's id, as shown in [id:...] in search results.", min_length=1,
+                max_length=MAX_NAME)
+_QUERY = {"min_length": 1, "max_length": MAX_QUERY}
+_CONTENT = {"min_length": 1, "max_length": MAX_CONTENT}
+_TAGS = {"max_length": MAX_TAGS * (MAX_NAME + 2), "max_items": MAX_TAGS}
 _LIMIT = ToolParam("limit", "integer", "How many memories to return at most.", default=5, minimum=1, maximum=MAX_LIMIT)
 
 TOOL_SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (
@@ -165,16 +194,16 @@ TOOL_SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (
         "Remember one fact, decision, preference or piece of context for later sessions. Write it clean and "
         "self-contained; add tags with keywords. Returns its [id:...]."), (
         ToolParam("content", "string", "One self-contained fact, decision or preference, written clearly and "
-                  "correctly spelled.", min_length=1),
-        ToolParam("tags", "string", "Comma-separated keywords that help find it later, e.g. 'payments, hmac, api'.",
-                  default=""),
+                  "correctly spelled.", **_CONTENT),
+        ToolParam("tags", "string", "Comma-separated keywords that help find it later, e.g. 'payments, hmac, api' "
+                  f"(at most {MAX_TAGS}).", default="", **_TAGS),
     )),
     ToolSpec("memory_query", (
         "Search long-term memory by keywords. Pass key nouns and natural synonyms, not a question "
         "(e.g. 'api auth authentication signature hmac'). Query again with other words if results are thin "
         "(up to 3 rounds). Results show [id:...] for memory_reinforce, memory_demote and memory_update."), (
         ToolParam("query", "string", "Keywords and natural synonyms, not a question: e.g. 'payment HMAC signature "
-                  "api auth'.", min_length=1),
+                  "api auth'.", **_QUERY),
         _LIMIT,
     ), read_only=True),
     ToolSpec("memory_reinforce", (
@@ -185,48 +214,49 @@ TOOL_SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (
     ToolSpec("memory_update", (
         "Correct a memory in place (keeps its score, refreshes it). Give the id and the corrected content."), (
         _ID,
-        ToolParam("content", "string", "The corrected content, replacing the old text.", min_length=1),
+        ToolParam("content", "string", "The corrected content, replacing the old text.", **_CONTENT),
         ToolParam("tags", "string", "New comma-separated tags; leave out to keep the old ones.", default=None,
-                  nullable=True),
+                  nullable=True, **_TAGS),
     )),
     ToolSpec("memory_recall", (
         "Recall stored facts about the user or the task by meaning, e.g. after a restart "
         "('what is my cat called?'). Optionally name a category to look in first; "
         "falls back to all facts when the category has too few."), (
-        ToolParam("query", "string", "What to recall, e.g. 'name of the user's cat'.", min_length=1),
+        ToolParam("query", "string", "What to recall, e.g. 'name of the user's cat'.", **_QUERY),
         ToolParam("category", "string", "A category to look in first, e.g. 'pets' or 'work'; leave out to let "
-                  "the search pick.", default=None, nullable=True),
+                  "the search pick.", default=None, nullable=True, max_length=MAX_NAME),
         replace(_LIMIT, description="How many facts to return at most."),
     ), read_only=True),
     ToolSpec("memory_search", (
         "Search everything remembered in this memory (facts, learnings, documents, notes, workspace files) "
         "with keyword and semantic matching together."), (
         ToolParam("query", "string", "Keywords and natural synonyms, not a question: e.g. 'payment HMAC signature "
-                  "api auth'.", min_length=1),
+                  "api auth'.", **_QUERY),
         _LIMIT,
     ), read_only=True),
     ToolSpec("memory_save", (
         "Save a fact worth keeping across sessions and restarts (e.g. names, preferences, decisions), "
         "optionally with a category. Returns its [id:...]."), (
         ToolParam("content", "string", "The fact to keep across sessions, e.g. \"The user's cat is called "
-                  "Whiskerino\".", min_length=1),
+                  "Whiskerino\".", **_CONTENT),
         ToolParam("category", "string", "A short category such as 'pets', 'work', 'preferences'.", default=None,
-                  nullable=True),
-        ToolParam("tags", "string", "Optional comma-separated keywords.", default=""),
+                  nullable=True, max_length=MAX_NAME),
+        ToolParam("tags", "string", "Optional comma-separated keywords.", default="", **_TAGS),
     )),
     ToolSpec("searchKnowledgeBase", (
         "Search the user's uploaded documents (PDF, Word, spreadsheets, slides, text) for passages about a "
         "question. Returns the best chunks with their document id [doc:...], file name and location; read a "
         "whole document with getFullDocumentContent."), (
-        ToolParam("query", "string", "What to look for, in words likely to appear in the documents.", min_length=1),
+        ToolParam("query", "string", "What to look for, in words likely to appear in the documents.", **_QUERY),
         ToolParam("limit", "integer", "How many chunks to return at most.", default=5, minimum=1,
                   maximum=MAX_LIMIT),
         ToolParam("documentIds", "array", "Only search these documents (ids from listKnowledgeBaseDocuments or "
-                  "earlier results); leave out to search them all.", default=None, nullable=True),
+                  "earlier results); leave out to search them all.", default=None, nullable=True, max_length=1000),
     ), read_only=True),
     ToolSpec("getFullDocumentContent", (
         "Read the complete extracted text of one knowledge-base document, by its id [doc:...]."), (
-        ToolParam("documentId", "string", "The document's id, as shown in [doc:...].", min_length=1),
+        ToolParam("documentId", "string", "The document's id, as shown in [doc:...].", min_length=1,
+                  max_length=MAX_NAME),
     ), read_only=True),
     ToolSpec("listKnowledgeBaseDocuments", (
         "List the most recently uploaded knowledge-base documents with their ids, file names and sizes."), (

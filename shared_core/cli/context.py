@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ..context.messages import turn_of
-from .support import friendly_errors, namespace_option, open_store
+from .support import LIMIT, friendly_errors, namespace_option, open_store
 
 __all__ = ["context_command", "compact_command", "end_session_command", "workspace"]
 
@@ -172,13 +172,13 @@ def workspace_show(ctx: click.Context, namespace: str, path: str | None, as_json
 @workspace.command("search")
 @click.argument("query")
 @namespace_option
-@click.option("-l", "--limit", type=int, default=5, show_default=True)
+@click.option("-l", "--limit", type=LIMIT, default=5, show_default=True)
 @click.option("--all", "everything", is_flag=True, help="Search the database too, not only the files.")
 @click.pass_context
 @friendly_errors
 def workspace_search(ctx: click.Context, query: str, namespace: str, limit: int, everything: bool) -> None:
     """Search the workspace files (BM25 + vectors), or with --all the files and the database together."""
-    store = open_store(ctx)
+    store = open_store(ctx, results=limit)
     if everything:
         hits = store.memory_manager.search(query, namespace=namespace, limit=limit)
     else:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from .support import friendly_errors, namespace_option, open_store
+from .support import LIMIT, friendly_errors, namespace_option, open_store
 
 __all__ = ["ingest", "kb"]
 
@@ -76,7 +76,7 @@ def kb() -> None:
 @kb.command("search")
 @click.argument("query")
 @namespace_option
-@click.option("-l", "--limit", default=None, type=int, help="How many chunks (default: knowledge_base.default_limit, 5).")
+@click.option("-l", "--limit", default=None, type=LIMIT, help="How many chunks (default: knowledge_base.default_limit, 5).")
 @click.option("-d", "--document", "documents", multiple=True, help="Only in this document id (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines.")
 @click.pass_context
@@ -84,7 +84,8 @@ def kb() -> None:
 def kb_search(ctx: click.Context, query: str, namespace: str, limit: int | None, documents: tuple[str, ...],
               as_json: bool) -> None:
     """Hybrid search over document chunks; each line names the document, its place and the score."""
-    hits = open_store(ctx).documents.search_knowledge_base(
+    # the knowledge base asks the search for 4 chunks per result it keeps (at least 20)
+    hits = open_store(ctx, results=None if limit is None else max(4 * limit, 20)).documents.search_knowledge_base(
         query, limit=limit, document_ids=list(documents) or None, namespace=namespace)
     for hit in hits:
         if as_json:
@@ -110,7 +111,7 @@ def _place(metadata: dict[str, Any]) -> str:
 
 @kb.command("list")
 @namespace_option
-@click.option("-l", "--limit", default=20, show_default=True)
+@click.option("-l", "--limit", type=LIMIT, default=20, show_default=True)
 @click.option("--all-namespaces", is_flag=True, help="Documents of every namespace.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines.")
 @click.pass_context

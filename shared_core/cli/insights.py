@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ..insights.records import IMPORTANCE_LEVELS, URGENCY_LEVELS
-from .support import friendly_errors, namespace_option, open_store
+from .support import LIMIT, friendly_errors, namespace_option, open_store
 
 __all__ = ["insights"]
 
@@ -40,7 +40,7 @@ def add(ctx: click.Context, title: str, description: str, namespace: str, import
 
 @insights.command("top")
 @namespace_option
-@click.option("-l", "--limit", type=int, default=10, show_default=True)
+@click.option("-l", "--limit", type=LIMIT, default=10, show_default=True)
 @click.option("--label", "task_label")
 @click.option("--state", type=click.Choice(["active", "dormant"]))
 @click.option("--json", "as_json", is_flag=True)
@@ -96,12 +96,12 @@ def favorite(ctx: click.Context, insight_id: str, off: bool) -> None:
 @insights.command("search")
 @click.argument("query")
 @namespace_option
-@click.option("-l", "--limit", type=int, default=5, show_default=True)
+@click.option("-l", "--limit", type=LIMIT, default=5, show_default=True)
 @click.pass_context
 @friendly_errors
 def search(ctx: click.Context, query: str, namespace: str, limit: int) -> None:
     """Search insights by keywords and meaning."""
-    found = open_store(ctx).insights.search(query, namespace=namespace, limit=limit)
+    found = open_store(ctx, results=limit).insights.search(query, namespace=namespace, limit=limit)
     for hit in found:
         click.echo(f"[id:{hit.insight.id}] {hit.score:.4f}  {hit.insight.title}")
     if not found:

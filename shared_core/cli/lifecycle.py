@@ -7,7 +7,7 @@ import json
 import click
 
 from ..config import parse_size
-from .support import friendly_errors, open_store
+from .support import LIMIT, friendly_errors, open_store
 
 __all__ = ["prune", "links"]
 
@@ -40,7 +40,7 @@ def prune(ctx: click.Context, if_due: bool, dry_run: bool, until_under: bool, ma
 @click.command()
 @click.argument("memory_id")
 @click.option("--min-strength", type=float, default=0.0, show_default=True)
-@click.option("-l", "--limit", type=int, default=20, show_default=True)
+@click.option("-l", "--limit", type=LIMIT, default=20, show_default=True)
 @click.pass_context
 @friendly_errors
 def links(ctx: click.Context, memory_id: str, min_strength: float, limit: int) -> None:

@@ -8,7 +8,15 @@ from typing import Any
 
 import click
 
-from .support import friendly_errors, json_object, main, namespace_option, open_store
+from .support import (
+    LIMIT,
+    friendly_errors,
+    json_object,
+    main,
+    namespace_option,
+    open_store,
+    seconds,
+)
 
 
 @main.command()
@@ -20,7 +28,7 @@ from .support import friendly_errors, json_object, main, namespace_option, open_
 @click.option("-s", "--source", default="user", show_default=True, help="Provenance (conversation, agent, ...).")
 @click.option("-m", "--metadata", help="Metadata as a JSON object.")
 @click.option("--id", "memory_id", help="Choose the id (an existing id is updated).")
-@click.option("--ttl", type=float, help="Expire after this many seconds.")
+@click.option("--ttl", type=float, callback=seconds, help="Expire after this many seconds.")
 @click.pass_context
 @friendly_errors
 def add(ctx: click.Context, text: str, namespace: str, tags: tuple[str, ...], category: str | None, kind: str,
@@ -37,7 +45,7 @@ def add(ctx: click.Context, text: str, namespace: str, tags: tuple[str, ...], ca
 @main.command()
 @click.argument("query")
 @namespace_option
-@click.option("-l", "--limit", default=5, show_default=True)
+@click.option("-l", "--limit", type=LIMIT, default=5, show_default=True)
 @click.option("-k", "--kind", multiple=True, help="Only these kinds (repeatable).")
 @click.option("-t", "--tag", "tags", multiple=True, help="Only memories with any of these tags.")
 @click.option("-w", "--where", help='Metadata filter as JSON, e.g. \'{"project": "atlas"}\'.')
@@ -49,7 +57,7 @@ def add(ctx: click.Context, text: str, namespace: str, tags: tuple[str, ...], ca
 def search(ctx: click.Context, query: str, namespace: str, limit: int, kind: tuple[str, ...], tags: tuple[str, ...],
            where: str | None, fusion: str | None, explain: bool, as_json: bool) -> None:
     """Hybrid search; results show ids as [id:...] for reinforce/demote."""
-    store = open_store(ctx)
+    store = open_store(ctx, results=limit)
     hits = store.search(query, namespace=namespace, limit=limit, kind=list(kind) or None, tags=list(tags) or None,
                         where=json_object(where, "--where"), fusion=fusion)
     for hit in hits:

@@ -6,7 +6,6 @@ one of these commands runs, so the rest of the CLI works without it.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import sys
 from typing import Any
@@ -15,6 +14,7 @@ import click
 
 from ..errors import ConfigError
 from ..memories import DEFAULT_NAMESPACE
+from ..server.asgi import is_loopback
 from .support import friendly_errors, open_store
 
 __all__ = ["serve", "mcp", "token"]
@@ -29,16 +29,6 @@ def _need_server_extra() -> None:
         raise click.ClickException(
             f"the server needs the 'server' extra ({exc.name} is missing): pip install 'openkoi-memory[server]'"
         ) from None
-
-
-def is_loopback(host: str) -> bool:
-    """``localhost`` or a loopback IP address (127.0.0.0/8, ::1)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _tokens(path: str | None, no_auth: bool, host: str) -> Any:
@@ -64,6 +54,15 @@ def _tokens(path: str | None, no_auth: bool, host: str) -> Any:
     return tokens
 
 
+def _checked_hosts(names: tuple[str, ...], tokens: Any) -> tuple[str, ...]:
+    """The extra Host names; '*' (any name) is refused without tokens, where it would undo the guard."""
+    if tokens is None and any(name.strip() == "*" for name in names):
+        raise click.ClickException(
+            "refusing to answer to any host name without tokens: a web page could then read every memory through "
+            "a DNS name it controls (DNS rebinding). Name the hosts (--allow-host mybox.local) or drop --no-auth")
+    return names
+
+
 def _setup_logging(level: str) -> None:
     logging.basicConfig(stream=sys.stderr, level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
@@ -73,6 +72,12 @@ _port = click.option("--port", type=click.IntRange(0, 65535), default=None, help
 _tokens_file = click.option("--tokens-file", type=click.Path(dir_okay=False), default=None, envvar="OPENKOI_TOKENS",
                             help="The tokens file (default ~/.openkoi/tokens.toml; env OPENKOI_TOKENS).")
 _no_auth = click.option("--no-auth", is_flag=True, help="Serve without tokens (refused unless bound to loopback).")
+_allow_host = click.option(
+    "--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+    help="Also answer to this Host name (repeatable; added to server.allowed_hosts; '*' for any).")
+_allow_origin = click.option(
+    "--allow-origin", "allow_origins", multiple=True, metavar="ORIGIN",
+    help="A web app allowed to write through a browser, e.g. https://app.example (repeatable).")
 _log_level = click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
                           show_default=True)
 
@@ -84,11 +89,14 @@ _log_level = click.option("--log-level", type=click.Choice(["debug", "info", "wa
 @_no_auth
 @click.option("--no-mcp", is_flag=True, help="Do not serve the MCP endpoint at /mcp.")
 @click.option("--no-maintenance", is_flag=True, help="Do not run maintenance on its schedule.")
+@_allow_host
+@_allow_origin
 @_log_level
 @click.pass_context
 @friendly_errors
 def serve(ctx: click.Context, host: str | None, port: int | None, tokens_file: str | None, no_auth: bool,
-          no_mcp: bool, no_maintenance: bool, log_level: str) -> None:
+          no_mcp: bool, no_maintenance: bool, allow_hosts: tuple[str, ...], allow_origins: tuple[str, ...],
+          log_level: str) -> None:
     """Serve the REST API (seed 003: http://127.0.0.1:3415/api/) and MCP at /mcp, with bearer tokens."""
     _need_server_extra()
     import uvicorn
@@ -110,7 +118,9 @@ def serve(ctx: click.Context, host: str | None, port: int | None, tokens_file: s
         if runner is not store:
             ctx.call_on_close(runner.close)
         scheduler = MaintenanceScheduler(runner)
-    app = create_app(store, tokens=tokens, scheduler=scheduler, mcp=not no_mcp, host=host)
+    app = create_app(store, tokens=tokens, scheduler=scheduler, mcp=not no_mcp, host=host,
+                     allowed_hosts=_checked_hosts(cfg.allowed_hosts + allow_hosts, tokens),
+                     allowed_origins=cfg.allowed_origins + allow_origins)
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"openkoi-memory serving {store.path} on http://{shown}:{port}/api/"
                + ("" if no_mcp else f" (MCP: http://{shown}:{port}/mcp)"), err=True)
@@ -128,11 +138,14 @@ def serve(ctx: click.Context, host: str | None, port: int | None, tokens_file: s
 @_port
 @_tokens_file
 @_no_auth
+@_allow_host
+@_allow_origin
 @_log_level
 @click.pass_context
 @friendly_errors
 def mcp(ctx: click.Context, namespace: str, fixed_namespace: bool, transport: str, host: str | None,
-        port: int | None, tokens_file: str | None, no_auth: bool, log_level: str) -> None:
+        port: int | None, tokens_file: str | None, no_auth: bool, allow_hosts: tuple[str, ...],
+        allow_origins: tuple[str, ...], log_level: str) -> None:
     """Serve the memory and knowledge-base tools over MCP (stdio by default)."""
     _need_server_extra()
     import anyio
@@ -151,7 +164,9 @@ def mcp(ctx: click.Context, namespace: str, fixed_namespace: bool, transport: st
     host = host or cfg.host
     port = cfg.port if port is None else port
     tokens = _tokens(tokens_file or cfg.tokens_file, no_auth, host)
-    app = mcp_http_app(server, tokens=tokens, host=host, max_body_bytes=cfg.max_body_bytes)
+    app = mcp_http_app(server, tokens=tokens, host=host, max_body_bytes=cfg.max_body_bytes,
+                       allowed_hosts=_checked_hosts(cfg.allowed_hosts + allow_hosts, tokens),
+                       allowed_origins=cfg.allowed_origins + allow_origins)
     click.echo(f"openkoi-memory MCP on http://{host}:{port}/mcp", err=True)
     uvicorn.run(app, host=host, port=port, log_level=log_level, lifespan="on", server_header=False)
 

@@ -19,11 +19,11 @@ import anyio
 import mcp.types as types
 from mcp.server.lowlevel import Server
 
-from ..errors import OpenKoiError
 from ..memories import DEFAULT_NAMESPACE, Memory, check_namespace
 from ..tools import TOOL_SPECS, MemoryTools, ToolParam
-from .asgi import PRINCIPAL_KEY, BearerAuth, BodyLimit
+from .asgi import PRINCIPAL_KEY, BearerAuth, BodyLimit, BrowserGuard, allowed_hosts_for
 from .auth import ANONYMOUS, Principal, TokenFile
+from .errors import INTERNAL, classify, scrubber_for
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -77,6 +77,7 @@ def create_mcp_server(
         for spec in (TOOL_SPECS[n] for n in chosen)
     ]
     schemas = {tool.name: tool.input_schema for tool in listing}
+    scrub = scrubber_for(store)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=listing)
@@ -91,17 +92,27 @@ def create_mcp_server(
             if given is not None:
                 if not isinstance(given, str) or not given.strip():
                     return _error("namespace must be a non-empty string such as 'user:alice'")
+                try:
+                    check_namespace(given)
+                    given.encode("utf-8")
+                except (ValueError, UnicodeError):
+                    return _error("namespace must be a non-empty string such as 'user:alice' (valid Unicode, "
+                                  "no NUL characters)")
                 target = given
         principal = _principal(ctx)
         if not principal.allows(target):
             return _error(f"this token may not use the namespace {target!r}")
         try:
             text = await anyio.to_thread.run_sync(bound.for_namespace(target).call, params.name, arguments)
-        except (OpenKoiError, ValueError, TypeError, KeyError) as exc:
-            return _error(str(exc))
-        except Exception:  # never a traceback to the client; the log has it
-            logger.exception("MCP tool %s failed", params.name)
-            return _error(f"{params.name} failed on the server; see its log")
+        except Exception as exc:  # never a traceback or a server path to the client; the log has them
+            answer = classify(exc, scrub)
+            if answer.log:
+                logger.error("MCP tool %s failed", params.name, exc_info=exc)
+                known = "" if answer.message == INTERNAL else f" ({answer.message})"
+                return _error(f"{params.name} failed on the server{known}; see its log")
+            if answer.retry:
+                return _error(f"the memory is busy, try again in a moment: {answer.message}")
+            return _error(answer.message)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=False)
 
     return Server(
@@ -141,11 +152,13 @@ async def run_stdio(server: Server) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def http_endpoint(server: Server, *, host: str = "127.0.0.1") -> tuple[Any, Any]:
+def http_endpoint(server: Server) -> tuple[Any, Any]:
     """``(asgi_app, session_manager)`` serving ``server`` over streamable HTTP (stateless, JSON responses).
 
-    Run ``session_manager.run()`` in the application's lifespan. On a loopback address the SDK's
-    DNS-rebinding protection is on (a web page cannot reach the server through a hostile DNS name).
+    Run ``session_manager.run()`` in the application's lifespan, and put
+    :class:`~.asgi.BrowserGuard` in front (``create_app`` and :func:`mcp_http_app` do): it checks
+    ``Host`` and ``Origin`` for every route alike, so the SDK's own DNS-rebinding check is off here
+    (it would refuse the names ``server.allowed_hosts`` adds).
     """
     from mcp.server.streamable_http_manager import (
         StreamableHTTPASGIApp,
@@ -153,27 +166,24 @@ def http_endpoint(server: Server, *, host: str = "127.0.0.1") -> tuple[Any, Any]
     )
     from mcp.server.transport_security import TransportSecuritySettings
 
-    if host in ("127.0.0.1", "localhost", "::1"):
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
-    else:
-        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # bearer tokens guard it
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     manager = StreamableHTTPSessionManager(app=server, json_response=True, stateless=True, security_settings=security)
     return StreamableHTTPASGIApp(manager), manager
 
 
 def mcp_http_app(server: Server, *, tokens: TokenFile | None, host: str = "127.0.0.1",
-                 max_body_bytes: int = 2**20) -> Any:
-    """An ASGI app with only the MCP endpoint (``/mcp``), behind bearer tokens and a body limit."""
+                 max_body_bytes: int = 2**20, allowed_hosts: Sequence[str] = (),
+                 allowed_origins: Sequence[str] = ()) -> Any:
+    """An ASGI app with only the MCP endpoint (``/mcp``), behind the browser guard, bearer tokens and a body limit.
+
+    ``host`` is the bound address; see :func:`~.asgi.allowed_hosts_for` for ``allowed_hosts``.
+    """
     import contextlib
 
     from starlette.applications import Starlette
     from starlette.routing import Route
 
-    endpoint, manager = http_endpoint(server, host=host)
+    endpoint, manager = http_endpoint(server)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> Any:
@@ -181,4 +191,5 @@ def mcp_http_app(server: Server, *, tokens: TokenFile | None, host: str = "127.0
             yield
 
     app = Starlette(routes=[Route("/mcp", endpoint=endpoint, methods=["GET", "POST", "DELETE"])], lifespan=lifespan)
-    return BearerAuth(BodyLimit(app, max_body_bytes), tokens)
+    return BrowserGuard(BearerAuth(BodyLimit(app, max_body_bytes), tokens),
+                        allowed_hosts=allowed_hosts_for(host, allowed_hosts), allowed_origins=allowed_origins)

@@ -4,7 +4,8 @@ Routes: memories (add, list, get, update, delete, search, feedback), namespaces,
 (search, documents: upload, text, ingest from the server's documents roots, read, delete),
 insights (rank, upsert, search, view, favourite, weight, delete), usage analytics (events,
 patterns, summary), maintenance (status, run) and health; the MCP endpoint at ``/mcp``; the
-OpenAPI document at ``/openapi.json`` (``/docs`` renders it). Everything needs a bearer token
+OpenAPI document at ``/openapi.json`` (``/docs`` renders it). Every request passes the browser guard
+(its ``Host`` must name this server, writes from another site are refused) and needs a bearer token
 (:mod:`.asgi`); a token limited to namespaces gets 403 for any other namespace, before anything
 is looked up, so a 403 never tells whether something exists there.
 """
@@ -16,23 +17,26 @@ import hashlib
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
 from ..documents.discovery import discover
 from ..documents.loaders import SUPPORTED_EXTENSIONS
-from ..errors import NotFoundError, OpenKoiError, StorageError, StoreClosedError
+from ..errors import NotFoundError, OpenKoiError
 from ..memories import DEFAULT_NAMESPACE, check_namespace
-from .asgi import PRINCIPAL_KEY, BearerAuth, BodyLimit
+from .asgi import PRINCIPAL_KEY, BearerAuth, BodyLimit, BrowserGuard, allowed_hosts_for
 from .auth import Principal, TokenFile
+from .errors import RETRY_AFTER_SECONDS, Scrubber, classify, scrubber_for
 from .schemas import (
     AddOut,
     DocumentContentOut,
@@ -93,13 +97,19 @@ def create_app(
     host: str = "127.0.0.1",
     upload_dir: str | os.PathLike[str] | None = None,
     documents_roots: Sequence[str | os.PathLike[str]] | None = None,
+    allowed_hosts: Sequence[str] | None = None,
+    allowed_origins: Sequence[str] | None = None,
 ) -> FastAPI:
     """The REST API (and the MCP endpoint at ``/mcp``) on ``store``, behind bearer tokens.
 
     ``tokens=None`` serves without authentication (the CLI allows that on loopback addresses
     only). ``scheduler`` is started and stopped with the app. Uploaded documents are kept under
     ``upload_dir`` (default ``<data dir>/uploads``); ``POST /api/kb/ingest`` reads only inside
-    ``documents_roots`` (default ``server.documents_roots``; none: refused).
+    ``documents_roots`` (default ``server.documents_roots``; none: refused). ``host`` is the address
+    the server is bound to: requests must name it (or one of ``allowed_hosts``, default
+    ``server.allowed_hosts``) in their ``Host`` header, and browsers may write only from this
+    server's own origin or ``allowed_origins`` (default ``server.allowed_origins``); see
+    :class:`~.asgi.BrowserGuard`.
     """
     cfg = store.config.server
     roots = [Path(r).expanduser().resolve() for r in (cfg.documents_roots if documents_roots is None else documents_roots)]
@@ -109,7 +119,7 @@ def create_app(
     if mcp:
         from .mcp_server import create_mcp_server, http_endpoint
 
-        mcp_endpoint, session_manager = http_endpoint(create_mcp_server(store), host=host)
+        mcp_endpoint, session_manager = http_endpoint(create_mcp_server(store))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -135,7 +145,7 @@ def create_app(
     )
     app.state.store = store
     app.state.scheduler = scheduler
-    _install_errors(app)
+    _install_errors(app, scrubber_for(store, uploads))
     if mcp_endpoint is not None:
         app.router.routes.append(Route("/mcp", endpoint=mcp_endpoint, methods=["GET", "POST", "DELETE"],
                                        include_in_schema=False))
@@ -146,6 +156,9 @@ def create_app(
     _server_routes(app, store, scheduler)
     app.add_middleware(BodyLimit, default=cfg.max_body_bytes, limits={UPLOAD_PATH: cfg.max_upload_bytes})
     app.add_middleware(BearerAuth, tokens=tokens)
+    app.add_middleware(  # outermost: a page's request is refused before the token or the body is looked at
+        BrowserGuard, allowed_hosts=allowed_hosts_for(host, cfg.allowed_hosts if allowed_hosts is None else allowed_hosts),
+        allowed_origins=cfg.allowed_origins if allowed_origins is None else allowed_origins, raw_paths=(UPLOAD_PATH,))
     return app
 
 
@@ -185,42 +198,36 @@ def require_unrestricted(request: Request) -> Principal:
 Namespace = Annotated[str, Depends(resolve_namespace)]
 
 
-# -- errors: library errors become 4xx/503 with their message; nothing else leaks ------------------------
+# -- errors: a bad request is 4xx with its message, a busy store 503, the rest 500; no path ever leaks ------
 
-def _install_errors(app: FastAPI) -> None:
-    def handler(code: int, headers: dict[str, str] | None = None) -> Any:
-        async def handle(request: Request, exc: Exception) -> JSONResponse:
-            return JSONResponse({"detail": str(exc)}, status_code=code, headers=headers)
-
-        return handle
-
-    app.add_exception_handler(NotFoundError, handler(404))
-    app.add_exception_handler(StorageError, handler(503, {"Retry-After": "1"}))
-    app.add_exception_handler(StoreClosedError, handler(503, {"Retry-After": "1"}))
-    app.add_exception_handler(ValueError, handler(400))  # FilterError, ConfigError, DocumentError, bad arguments
-    app.add_exception_handler(TypeError, handler(400))
-    app.add_exception_handler(OpenKoiError, handler(400))
-
-    async def unicode_error(request: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({"detail": "text must be valid Unicode (no lone surrogate escapes)"}, status_code=400)
-
-    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        logger.exception("unexpected error on %s %s", request.method, request.url.path)
-        return JSONResponse({"detail": "internal error; the server log has the details"}, status_code=500)
+def _install_errors(app: FastAPI, scrub: Scrubber) -> None:
+    async def library_error(request: Request, exc: Exception) -> JSONResponse:
+        answer = classify(exc, scrub)
+        if answer.log:
+            logger.error("error on %s %s", request.method, request.url.path, exc_info=exc)
+        headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if answer.retry else None
+        return JSONResponse({"detail": answer.message}, status_code=answer.status, headers=headers)
 
     async def validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+        errors = [{"loc": list(e.get("loc", ())), "msg": scrub(str(e.get("msg", ""))), "type": e.get("type", "")}
                   for e in exc.errors()]
         return JSONResponse({"detail": errors}, status_code=422)
 
-    async def broken_response(request: Request, exc: Exception) -> JSONResponse:  # our bug, not the caller's
-        logger.exception("could not build the response of %s %s", request.method, request.url.path)
-        return JSONResponse({"detail": "internal error; the server log has the details"}, status_code=500)
+    async def http_error(request: Request, exc: Exception) -> Response:
+        if not isinstance(exc, StarletteHTTPException):  # registered for that class only
+            return await library_error(request, exc)
+        if isinstance(exc.__cause__, RecursionError):  # FastAPI could not parse a body nested thousands deep
+            return JSONResponse({"detail": "the JSON body is nested too deeply (objects or lists inside each other); "
+                                 "flatten it"}, status_code=400)
+        if isinstance(exc.detail, str):  # an upload's failure names the server's copy of the file
+            exc = StarletteHTTPException(exc.status_code, scrub(exc.detail), exc.headers)
+        return await http_exception_handler(request, exc)
 
-    app.add_exception_handler(ValidationError, broken_response)
-    app.add_exception_handler(UnicodeError, unicode_error)
+    for kind in (Exception, ValueError, TypeError, OpenKoiError, RecursionError, OverflowError, UnicodeError,
+                 ValidationError):
+        app.add_exception_handler(kind, library_error)
     app.add_exception_handler(RequestValidationError, validation)
-    app.add_exception_handler(Exception, unexpected)
+    app.add_exception_handler(StarletteHTTPException, http_error)
 
 
 def _not_found(what: str, ident: str, namespace: str) -> HTTPException:
@@ -315,7 +322,7 @@ def _writable(store: MemoryStore, memory_id: str, namespace: str) -> None:
 
 def _knowledge_routes(app: FastAPI, store: MemoryStore, uploads: Path, roots: list[Path]) -> None:
     tags = ["knowledge-base"]
-    upload_lock = threading.Lock()
+    upload_locks = KeyedLocks()
 
     @app.post("/api/kb/search", tags=tags, response_model=list[KnowledgeHitOut],
               summary="searchKnowledgeBase (seed 003)")
@@ -350,7 +357,7 @@ def _knowledge_routes(app: FastAPI, store: MemoryStore, uploads: Path, roots: li
         if len(data) > limit:
             raise HTTPException(413, f"the file is larger than knowledge_base.max_file_bytes ({limit:,} bytes)")
         folder = uploads / hashlib.sha256(ns.encode("utf-8")).hexdigest()[:16]
-        return await run_in_threadpool(_store_upload, store, folder, file_name, data, ns, upload_lock)
+        return await run_in_threadpool(_store_upload, store, folder, file_name, data, ns, upload_locks)
 
     @app.post("/api/kb/documents/text", tags=tags, status_code=201, response_model=DocumentOut,
               summary="Keep text as a document (the same name replaces it)")
@@ -427,10 +434,40 @@ def _inside(path: Path, roots: list[Path]) -> bool:
     return any(resolved == root or resolved.is_relative_to(root) for root in roots)
 
 
+class KeyedLocks:
+    """One lock per key, kept only while someone holds or waits for it."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[Any, tuple[threading.Lock, int]] = {}
+
+    @contextlib.contextmanager
+    def hold(self, key: Any) -> Iterator[None]:
+        with self._guard:
+            lock, users = self._locks.get(key, (threading.Lock(), 0))
+            self._locks[key] = (lock, users + 1)
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                lock, users = self._locks[key]
+                if users == 1:
+                    del self._locks[key]
+                else:
+                    self._locks[key] = (lock, users - 1)
+
+
 def _store_upload(store: MemoryStore, folder: Path, name: str, data: bytes, namespace: str,
-                  lock: threading.Lock) -> DocumentOut:
-    """Write the upload beside the earlier version (kept until the new one is ingested), then ingest it."""
-    with lock:
+                  locks: KeyedLocks) -> DocumentOut:
+    """Write the upload beside the earlier version (kept until the new one is ingested), then ingest it.
+
+    Only uploads of the same file name into the same namespace wait for each other (they share the
+    file and its backup); the file is read and parsed outside the store's lock, so another tenant's
+    upload, search or write goes on meanwhile, and only the write of the extracted chunks is a
+    transaction.
+    """
+    with locks.hold((str(folder), name)):
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         target = folder / name
         backup = folder / f".{name}.previous"

@@ -1,11 +1,14 @@
 """Request and response bodies of the REST API (pydantic models, so the OpenAPI document describes them).
 
-Every field is bounded (lengths, ranges, list sizes) so that nothing a client sends can reach
-SQLite as something it cannot store; responses are built from the core's records.
+Every field is bounded (lengths, ranges, list sizes, nesting) so that nothing a client sends can
+reach the store as something it cannot store, read back or search with: a refusal is a 422 that
+names the field and the limit. The checks walk nested values with a loop, never recursion, so a
+value nested thousands deep is refused, not a ``RecursionError``.
 """
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -16,8 +19,16 @@ __all__ = [
     "InsightOut", "KnowledgeHitOut", "KnowledgeSearchIn", "MemoryIn", "MemoryOut", "MemoryPatch", "HitOut",
     "NamespaceOut", "RankedInsightOut", "SearchIn", "SearchOut", "TextDocumentIn", "UsageEventIn", "UsageEventOut",
     "UsagePatternOut", "UsageSummaryOut", "InsightSearchIn", "FavoriteIn", "WeightIn", "Text", "Name",
-    "InsightHitOut", "MaintenanceOut",
+    "InsightHitOut", "MaintenanceOut", "MAX_JSON_DEPTH", "MAX_FILTER_DEPTH", "MAX_FILTER_CONDITIONS",
+    "MAX_FILTER_VALUES", "MAX_KEY_LENGTH", "MAX_SEARCH_WINDOW", "check_json", "check_filter",
 ]
+
+MAX_JSON_DEPTH = 32  # metadata, insight details/timeline: objects and lists inside each other
+MAX_FILTER_DEPTH = 32  # $and / $or / $not inside each other
+MAX_FILTER_CONDITIONS = 500  # field conditions (each operator counts); SQLite refuses a filter near 1,000
+MAX_FILTER_VALUES = 10_000  # values in the filter's lists ($in, $any...) and JSON operands together
+MAX_KEY_LENGTH = 1_000  # a metadata key or a filter field
+MAX_SEARCH_WINDOW = 800  # limit + offset of a search: the vector index takes 5 candidates per result, 4096 at most
 
 
 def _unicode(value: str) -> str:
@@ -31,11 +42,98 @@ def _unicode(value: str) -> str:
     return value
 
 
+def _string(value: str, what: str, *, key: bool = False, nul: bool = False) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{what}: {'a key' if key else 'a string'} is not valid Unicode (a lone surrogate escape "
+                         f"such as \\ud800); send UTF-8 text") from None
+    if not nul and "\x00" in value:
+        raise ValueError(f"{what}: {'a key' if key else 'a string'} contains a NUL character (\\u0000), which "
+                         "cannot be stored; remove it")
+    if key and len(value) > MAX_KEY_LENGTH:
+        raise ValueError(f"{what}: a key has {len(value):,} characters (at most {MAX_KEY_LENGTH:,})")
+
+
+def _scalar(value: Any, what: str, *, nul: bool = False) -> None:
+    if isinstance(value, str):
+        _string(value, what, nul=nul)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{what}: numbers must be finite (NaN and Infinity cannot be stored)")
+
+
+def check_json(value: Any, what: str = "metadata", *, max_depth: int = MAX_JSON_DEPTH, nul: bool = False) -> int:
+    """Refuse a JSON value nested deeper than ``max_depth``, with invalid or NUL-holding strings or keys, or
+    non-finite numbers; return how many scalars it holds. ``nul=True`` lets NUL through (filter values:
+    the store answers those itself)."""
+    scalars = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth >= max_depth:
+                raise ValueError(f"{what} is nested more than {max_depth} levels deep; flatten it")
+            if isinstance(node, dict):
+                for key in node:
+                    _string(key, what, key=True)
+                stack.extend((item, depth + 1) for item in node.values())
+            else:
+                stack.extend((item, depth + 1) for item in node)
+        else:
+            _scalar(node, what, nul=nul)
+            scalars += 1
+    return scalars
+
+
+def check_filter(spec: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Bound a ``where`` filter: nesting, conditions, values, keys (the core checks its grammar)."""
+    if spec is None:
+        return None
+    conditions = values = 0
+    stack: list[tuple[Any, int]] = [(spec, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_FILTER_DEPTH:
+            raise ValueError(f"the filter nests $and/$or/$not more than {MAX_FILTER_DEPTH} levels deep; flatten it")
+        if not isinstance(node, dict):
+            values += check_json(node, "the filter", nul=True)  # the core says what is wrong with it
+            continue
+        for key, value in node.items():
+            _string(key, "the filter", key=True)
+            if key in ("$and", "$or") and isinstance(value, list):
+                stack.extend((child, depth + 1) for child in value)
+            elif key == "$not":
+                stack.append((value, depth + 1))
+            else:
+                operators = isinstance(value, dict) and bool(value) and all(str(k).startswith("$") for k in value)
+                conditions += len(value) if operators else 1
+                values += check_json(value, "the filter", nul=True)
+        if conditions > MAX_FILTER_CONDITIONS:
+            raise ValueError(f"the filter has more than {MAX_FILTER_CONDITIONS} conditions; use $in with a list "
+                             "instead of many $or branches, or split the search")
+        if values > MAX_FILTER_VALUES:
+            raise ValueError(f"the filter holds more than {MAX_FILTER_VALUES:,} values; split the search")
+    return spec
+
+
+def _metadata(value: dict[str, Any]) -> dict[str, Any]:
+    check_json(value, "metadata")
+    return value
+
+
+def _records(value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    check_json(value, "the list")
+    return value
+
+
 Text = Annotated[str, AfterValidator(_unicode)]
 Name = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_unicode)]
 Kind = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_\-]{0,63}$", description="A short lowercase kind, e.g. 'fact'.")]
 Tag = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_unicode)]
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
+Metadata = Annotated[dict[str, Any], AfterValidator(_metadata)]
+Records = Annotated[list[dict[str, Any]], Field(max_length=1000), AfterValidator(_records)]
+Where = Annotated[dict[str, Any], AfterValidator(check_filter)]
 _Body = ConfigDict(extra="forbid")
 
 
@@ -50,7 +148,8 @@ class MemoryIn(BaseModel):
     tags: list[Tag] = Field(default_factory=list, max_length=100)
     category: Name | None = None
     source: Name = "api"
-    metadata: dict[str, Any] = Field(default_factory=dict, description="JSON object kept with the memory.")
+    metadata: Metadata = Field(default_factory=dict, description="JSON object kept with the memory (at most "
+                               f"{MAX_JSON_DEPTH} levels deep).")
     importance: Unit | None = None
     confidence: Unit | None = None
     pinned: bool = False
@@ -66,7 +165,7 @@ class MemoryPatch(BaseModel):
     text: Annotated[Text, Field(min_length=1, max_length=100_000)] | None = None
     tags: list[Tag] | None = Field(None, max_length=100)
     category: Name | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     importance: Unit | None = None
     pinned: bool | None = None
 
@@ -108,11 +207,13 @@ class SearchIn(BaseModel):
     model_config = _Body
     query: Annotated[Text, Field(min_length=1, max_length=10_000)]
     limit: int = Field(10, ge=1, le=100)
-    offset: int = Field(0, ge=0, le=10_000)
+    offset: int = Field(0, ge=0, le=MAX_SEARCH_WINDOW - 100, description="limit + offset: at most "
+                        f"{MAX_SEARCH_WINDOW} (page through more with a narrower query or filter).")
     kind: list[Kind] | None = Field(None, max_length=50)
     tags: list[Tag] | None = Field(None, max_length=100, description="Any of these tags.")
     category: list[Name] | None = Field(None, max_length=100)
-    where: dict[str, Any] | None = Field(None, description="A filter in the core's filter language (docs/search.md).")
+    where: Where | None = Field(None, description="A filter in the core's filter language (docs/search.md): at "
+                                f"most {MAX_FILTER_CONDITIONS} conditions, {MAX_FILTER_DEPTH} levels of $and/$or/$not.")
     fusion: Literal["keyword_first", "weighted", "rrf", "keyword", "vector"] | None = None
     include_archive: bool = False
     track_access: bool = Field(True, description="Count this search as an access of what it returns (seed 003).")
@@ -202,7 +303,7 @@ class TextDocumentIn(BaseModel):
     model_config = _Body
     name: Name
     text: Annotated[Text, Field(min_length=1)]
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: Metadata = Field(default_factory=dict)
 
 
 class IngestIn(BaseModel):
@@ -245,8 +346,8 @@ class InsightIn(BaseModel):
     bot_id: Name = "default"
     platform: Name | None = None
     channel: Name | None = None
-    details: list[dict[str, Any]] = Field(default_factory=list, max_length=1000)
-    timeline: list[dict[str, Any]] = Field(default_factory=list, max_length=1000)
+    details: Records = Field(default_factory=list)
+    timeline: Records = Field(default_factory=list)
 
 
 class InsightOut(BaseModel):

@@ -13,6 +13,14 @@ from shared_core import MemoryStore  # noqa: E402
 from shared_core.server.auth import TokenFile  # noqa: E402
 from shared_core.server.rest import create_app  # noqa: E402
 
+BASE_URL = "http://127.0.0.1:3415"  # what a client of a server on its default address sends as Host
+
+
+@pytest.fixture
+def base_url() -> str:
+    """The URL test clients use: its Host names the loopback address the app is built for."""
+    return BASE_URL
+
 
 @pytest.fixture
 def server_store(tmp_path, clock):
@@ -38,11 +46,11 @@ def app(server_store, tokens, tmp_path):
 
 @pytest.fixture
 def client(app, token):
-    with TestClient(app, headers={"Authorization": f"Bearer {token}"}) as c:
+    with TestClient(app, base_url=BASE_URL, headers={"Authorization": f"Bearer {token}"}) as c:
         yield c
 
 
 @pytest.fixture
 def anonymous(app):
-    with TestClient(app) as c:
+    with TestClient(app, base_url=BASE_URL) as c:
         yield c

@@ -126,13 +126,13 @@ def test_every_route_needs_a_token(app, anonymous, token):
     assert anonymous.get("/api/health", headers={"Authorization": f"bearer {token}"}).status_code == 200
 
 
-def test_a_limited_token_reveals_nothing_outside_its_namespaces(app, server_store, tokens):
+def test_a_limited_token_reveals_nothing_outside_its_namespaces(app, server_store, tokens, base_url):
     file, _ = tokens
     alice_token = file.add("alice", ["user:alice"])
     bob_memory = server_store.add("Bob's salary is 90k", namespace="user:bob")
     bob_doc = server_store.documents.ingest_text("Bob's contract text", name="bob.txt", namespace="user:bob")
     server_store.add("Alice likes oolong", namespace="user:alice")
-    with TestClient(app, headers={"Authorization": f"Bearer {alice_token}"}) as alice:
+    with TestClient(app, base_url=base_url, headers={"Authorization": f"Bearer {alice_token}"}) as alice:
         outside = [
             alice.get(f"/api/memories/{bob_memory}", params={"namespace": "user:bob"}),
             alice.get("/api/memories/no-such-id", params={"namespace": "user:bob"}),

@@ -1,8 +1,11 @@
 """Bad input over the wire: schemathesis sends valid and invalid requests built from the OpenAPI document.
 
-Every operation gets a bounded number of generated requests (positive and negative). None may
-answer 500, none may show a stack trace, every error is a JSON ``{"detail": ...}``, and every
-success matches the response schema the document declares.
+Every operation gets a bounded number of generated requests (positive and negative): 20 each in
+``make test``, ``OPENKOI_FUZZ_EXAMPLES`` each in ``make fuzz`` (500). None may answer 5xx (a 503
+would tell the client to retry a request that can never succeed), none may show a stack trace or
+the server's paths, every error is a JSON ``{"detail": ...}`` without ``Retry-After``, and every
+success matches the response schema the document declares. Each case a run finds becomes a test
+in test_errors.py or test_rest.py.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ def _target() -> tuple[MemoryStore, object, dict[str, str], Path]:
     docs.mkdir()
     (docs / "runbook.md").write_text("# Runbook\n\nRestart the workers.")
     app = create_app(store, tokens=tokens, mcp=False, upload_dir=root / "uploads", documents_roots=[docs])
-    return store, app, {"Authorization": f"Bearer {token}"}, root
+    return store, app, {"Authorization": f"Bearer {token}", "Host": "127.0.0.1:3415"}, root
 
 
 STORE, APP, AUTH, ROOT = _target()
@@ -71,6 +74,18 @@ def no_stack_trace(ctx, response, case):
 
 
 @schemathesis.check
+def no_server_paths(ctx, response, case):
+    if str(ROOT) in response.text or str(ROOT.resolve()) in response.text:
+        raise AssertionError("the response shows a path of the server's files")
+
+
+@schemathesis.check
+def client_errors_say_no_retry(ctx, response, case):
+    if 400 <= response.status_code < 500 and "retry-after" in {k.lower() for k in response.headers}:
+        raise AssertionError(f"a {response.status_code} carries Retry-After: the client would retry in vain")
+
+
+@schemathesis.check
 def errors_are_json_details(ctx, response, case):
     if response.status_code < 400:
         return
@@ -83,8 +98,10 @@ def errors_are_json_details(ctx, response, case):
 
 
 @pytest.mark.slow
+@pytest.mark.fuzz
 @schema.parametrize()
 @settings(suppress_health_check=list(HealthCheck), deadline=None)
 def test_no_generated_request_breaks_the_api(case):
-    case.call_and_validate(headers=AUTH, checks=[not_a_server_error, no_stack_trace, errors_are_json_details,
+    case.call_and_validate(headers=AUTH, checks=[not_a_server_error, no_stack_trace, no_server_paths,
+                                                 client_errors_say_no_retry, errors_are_json_details,
                                                  response_schema_conformance])

@@ -12,6 +12,7 @@ from shared_core import MemoryStore, StorageError
 from shared_core.server.rest import create_app
 
 ALICE = {"namespace": "user:alice"}
+OCTET = {"Content-Type": "application/octet-stream"}  # uploads are raw bytes of a type a page cannot send cross-site
 
 
 def test_memories_crud_search_and_feedback(client, server_store):
@@ -79,7 +80,7 @@ def test_bad_memory_input(client, server_store):
 def test_knowledge_base_upload_search_read_delete(client, tmp_path):
     handbook = b"# Leave\n\nParental leave is sixteen weeks at full pay.\n\n# Notice\n\nContractors give thirty days."
     uploaded = client.post("/api/kb/documents", params={**ALICE, "name": "handbook.md"}, content=handbook,
-                           headers={"Content-Type": "application/octet-stream"})
+                           headers=OCTET)
     assert uploaded.status_code == 201, uploaded.text
     document = uploaded.json()
     assert document["file_name"] == "handbook.md" and document["namespace"] == "user:alice"
@@ -98,12 +99,15 @@ def test_knowledge_base_upload_search_read_delete(client, tmp_path):
     content = client.get(f"/api/kb/documents/{document['id']}/content", params=ALICE).json()
     assert content == {"id": document["id"], "file_name": "handbook.md", "content": handbook.decode()}
 
-    changed = client.post("/api/kb/documents", params={**ALICE, "name": "handbook.md"}, content=handbook + b" Updated.")
+    changed = client.post("/api/kb/documents", params={**ALICE, "name": "handbook.md"}, content=handbook + b" Updated.",
+                          headers=OCTET)
     assert changed.status_code == 201 and changed.json()["id"] == document["id"]
-    corrupt = client.post("/api/kb/documents", params={**ALICE, "name": "report.pdf"}, content=b"not a pdf at all")
+    corrupt = client.post("/api/kb/documents", params={**ALICE, "name": "report.pdf"}, content=b"not a pdf at all",
+                          headers=OCTET)
     assert corrupt.status_code == 422 and "[wrong-extension]" in corrupt.json()["detail"]
     assert not list((tmp_path / "uploads").rglob("report.pdf"))  # a refused upload leaves no file behind
-    assert client.post("/api/kb/documents", params={**ALICE, "name": "empty.md"}, content=b"").status_code == 400
+    assert client.post("/api/kb/documents", params={**ALICE, "name": "empty.md"}, content=b"",
+                       headers=OCTET).status_code == 400
 
     assert client.delete(f"/api/kb/documents/{document['id']}", params=ALICE).status_code == 204
     assert client.get(f"/api/kb/documents/{document['id']}", params=ALICE).status_code == 404
@@ -115,13 +119,13 @@ def test_knowledge_base_upload_search_read_delete(client, tmp_path):
     "C:evil.md", "tab\tname.md", "report.exe", "noextension",
 ])
 def test_upload_names_that_could_leave_the_upload_folder_are_refused(client, tmp_path, name):
-    response = client.post("/api/kb/documents", params={"name": name}, content=b"# Title\n\ntext")
+    response = client.post("/api/kb/documents", params={"name": name}, content=b"# Title\n\ntext", headers=OCTET)
     assert response.status_code == 400, response.text
     assert not any(p.is_file() for p in tmp_path.rglob("*.md") if "uploads" not in p.parts)
     assert not (tmp_path / "escape.md").exists() and not (tmp_path.parent / "escape.md").exists()
 
 
-def test_ingest_by_path_stays_inside_the_documents_roots(server_store, tokens, tmp_path):
+def test_ingest_by_path_stays_inside_the_documents_roots(server_store, tokens, tmp_path, base_url):
     root = tmp_path / "docs"
     (root / "team").mkdir(parents=True)
     (root / "team" / "runbook.md").write_text("# Runbook\n\nRestart the ingest workers nightly.")
@@ -130,11 +134,11 @@ def test_ingest_by_path_stays_inside_the_documents_roots(server_store, tokens, t
     (root / "team" / "link.md").symlink_to(outside)
     auth = {"Authorization": f"Bearer {tokens[1]}"}
     closed = create_app(server_store, tokens=tokens[0], mcp=False)
-    with TestClient(closed, headers=auth) as client:
+    with TestClient(closed, base_url=base_url, headers=auth) as client:
         off = client.post("/api/kb/ingest", json={"paths": [str(root)]})
         assert off.status_code == 403 and "server.documents_roots" in off.json()["detail"]
     app = create_app(server_store, tokens=tokens[0], mcp=False, documents_roots=[root])
-    with TestClient(app, headers=auth) as client:
+    with TestClient(app, base_url=base_url, headers=auth) as client:
         for path in (str(outside), str(root / ".." / "secret.md"), "team/runbook.md", "/etc/hosts", str(tmp_path),
                      "~0", "~/docs", "~root/x"):
             refused = client.post("/api/kb/ingest", json={"paths": [path]})
@@ -149,11 +153,11 @@ def test_ingest_by_path_stays_inside_the_documents_roots(server_store, tokens, t
         assert len(again["unchanged"]) == 1 and again["added"] == []
 
 
-def test_body_limits(tmp_path, tokens, clock):
+def test_body_limits(tmp_path, tokens, clock, base_url):
     config = {"server": {"max_body_bytes": 4096, "max_upload_bytes": 8192}}
     with MemoryStore.open(tmp_path / "small.db", clock=clock, config=config) as store:
         app = create_app(store, tokens=tokens[0], mcp=False, upload_dir=tmp_path / "up")
-        with TestClient(app, headers={"Authorization": f"Bearer {tokens[1]}"}) as client:
+        with TestClient(app, base_url=base_url, headers={"Authorization": f"Bearer {tokens[1]}"}) as client:
             assert client.post("/api/memories", json={"text": "x" * 3000}).status_code == 201
             big = client.post("/api/memories", json={"text": "x" * 5000})
             assert big.status_code == 413 and "4,096 bytes" in big.json()["detail"]
@@ -164,9 +168,11 @@ def test_body_limits(tmp_path, tokens, clock):
 
             streamed = client.post("/api/memories", content=chunks(), headers={"Content-Type": "application/json"})
             assert streamed.status_code == 413
-            ok = client.post("/api/kb/documents", params={"name": "a.md"}, content=b"# A\n\n" + b"y" * 6000)
+            ok = client.post("/api/kb/documents", params={"name": "a.md"}, content=b"# A\n\n" + b"y" * 6000,
+                                 headers=OCTET)
             assert ok.status_code == 201  # uploads have their own, larger limit
-            too_big = client.post("/api/kb/documents", params={"name": "b.md"}, content=b"z" * 9000)
+            too_big = client.post("/api/kb/documents", params={"name": "b.md"}, content=b"z" * 9000,
+                                      headers=OCTET)
             assert too_big.status_code == 413 and not list((tmp_path / "up").rglob("b.md"))
             assert store.count(kind="fact") == 1
 
@@ -229,8 +235,8 @@ def test_maintenance_status_and_run(client, server_store):
     assert server_store.maintenance.last_run() is not None
 
 
-def test_library_errors_become_clean_responses(app, server_store, token, monkeypatch):
-    with TestClient(app, headers={"Authorization": f"Bearer {token}"}, raise_server_exceptions=False) as client:
+def test_library_errors_become_clean_responses(app, server_store, token, monkeypatch, base_url):
+    with TestClient(app, base_url=base_url, headers={"Authorization": f"Bearer {token}"}, raise_server_exceptions=False) as client:
         def locked(*args, **kwargs):
             raise StorageError("server.db stayed locked by another writer for too long")
 

@@ -42,12 +42,12 @@ def test_runs_when_the_schedule_fires_and_not_before(tmp_path):
         assert scheduler.check().status == "ran" and scheduler.check().status == "not_due"
 
 
-def test_the_background_thread_and_the_status_endpoint(tmp_path, tokens):
+def test_the_background_thread_and_the_status_endpoint(tmp_path, tokens, base_url):
     clock = ManualClock("2026-01-01T00:00:00Z")
     with MemoryStore.open(tmp_path / "m.db", clock=clock, config=UTC) as store:
         scheduler = MaintenanceScheduler(store, poll_seconds=0.05)
         app = create_app(store, tokens=tokens[0], scheduler=scheduler, mcp=False)
-        with TestClient(app, headers={"Authorization": f"Bearer {tokens[1]}"}) as client:
+        with TestClient(app, base_url=base_url, headers={"Authorization": f"Bearer {tokens[1]}"}) as client:
             _wait(lambda: scheduler.status()["last_check"] is not None)
             status = client.get("/api/maintenance").json()
             assert status["thread_alive"] and status["enabled"] and status["last_run"] is None
