@@ -47,6 +47,7 @@ __all__ = [
     "check_finite",
     "check_limit",
     "check_seconds",
+    "check_storable",
 ]
 
 _NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")  # JSON's escape of NUL, not an escaped backslash before "u0000"
@@ -231,6 +232,13 @@ def time_or_none(value: Any, what: str) -> datetime | None:
 # -- helpers ------------------------------------------------------------------------------------
 
 
+def check_storable(value: str, what: str, *, nul: bool = False) -> str:
+    """``value`` if it can be stored as text: encodable as UTF-8 (no lone surrogate) and, unless
+    ``nul``, without NUL characters."""
+    _storable(value, what, nul=nul)
+    return value
+
+
 def _storable(value: str, what: str, *, nul: bool = False) -> None:
     if not nul and "\x00" in value:
         raise InputError(f"{what} contains a NUL character; remove it")
@@ -249,6 +257,9 @@ def _depth(value: Any, what: str, limit: int) -> None:
     while stack:
         item, depth = stack.pop()
         if isinstance(item, Mapping):
+            for key in item:
+                if isinstance(key, str) and len(key) > LIMITS.name_chars:
+                    raise TooLargeError(f"{what} has a key of {len(key):,} characters; the limit is {LIMITS.name_chars}")
             children: Sequence[Any] | Any = item.values()
         elif isinstance(item, (list, tuple, set, frozenset)):
             children = item

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -209,6 +210,8 @@ def _check_size(spec: Mapping[str, Any]) -> None:
             stack.extend((child, depth + 1) for child in item)
         elif isinstance(item, str):
             _text(item, "a filter value")
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise FilterError(f"a filter value is {item!r}; numbers in a filter must be finite")
         if conditions > LIMITS.filter_conditions:
             raise FilterTooLargeError(f"the filter has more than {LIMITS.filter_conditions} conditions; "
                                  "narrow it with namespace, kind or tags, or split the search")

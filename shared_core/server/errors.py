@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import (
+    BusyError,
     DriverError,
     EmbedderMismatchError,
     NotFoundError,
@@ -25,6 +26,7 @@ from ..errors import (
     SchemaError,
     StorageError,
     StoreClosedError,
+    TooLargeError,
 )
 
 if TYPE_CHECKING:
@@ -38,7 +40,6 @@ RETRY_AFTER_SECONDS = 1
 INTERNAL = "internal error; the server log has the details"
 _SQLITE_BUSY, _SQLITE_LOCKED = 5, 6  # result codes (the low byte of extended ones)
 _SQLITE_BUSY_MESSAGES = ("database is locked", "database table is locked", "database schema is locked")
-_BUSY_WORDS = ("locked", "busy", "no postgresql connection became free", "lost the connection")
 
 
 @dataclass(frozen=True)
@@ -79,11 +80,11 @@ def scrubber_for(store: MemoryStore, uploads: Path | None = None) -> Scrubber:
 def is_transient(exc: BaseException) -> bool:
     """A busy or unavailable store: the same request may succeed in a moment.
 
-    Decided by the driver error underneath when there is one (SQLite's "database is locked",
-    PostgreSQL's lock timeout, a lost connection, a pool that had no connection free), else by
-    the words of the core's message.
+    The core says so with :class:`~shared_core.errors.BusyError` (no turn to write within the busy
+    timeout, no pooled connection free); otherwise the driver error underneath decides (SQLite's
+    "database is locked", PostgreSQL's lock timeout, a lost connection).
     """
-    if isinstance(exc, StoreClosedError):
+    if isinstance(exc, (StoreClosedError, BusyError)):
         return True
     if not isinstance(exc, StorageError):
         return False
@@ -101,8 +102,7 @@ def is_transient(exc: BaseException) -> bool:
             if isinstance(code, int):
                 return code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
             return any(phrase in str(cause).lower() for phrase in _SQLITE_BUSY_MESSAGES)
-    # no driver error underneath: a refusal of the core's own (a wait for the writer's turn that timed out)
-    return any(word in str(exc).lower() for word in _BUSY_WORDS)
+    return False
 
 
 def classify(exc: BaseException, scrub: Scrubber | None = None) -> Answer:
@@ -117,6 +117,8 @@ def classify(exc: BaseException, scrub: Scrubber | None = None) -> Answer:
                       log=True)
     if isinstance(exc, (SchemaError, DriverError, EmbedderMismatchError)):  # the server's setup, not the request
         return Answer(500, f"the server's database cannot be used: {clean(str(exc))}", log=True)
+    if isinstance(exc, TooLargeError):
+        return Answer(413, clean(str(exc)))
     if isinstance(exc, RecursionError):
         return Answer(400, "the request is nested too deeply (objects or lists inside each other, or $and/$or/$not "
                            "filters); flatten it")

@@ -2,17 +2,21 @@
 
 Every field is bounded (lengths, ranges, list sizes, nesting) so that nothing a client sends can
 reach the store as something it cannot store, read back or search with: a refusal is a 422 that
-names the field and the limit. The checks walk nested values with a loop, never recursion, so a
-value nested thousands deep is refused, not a ``RecursionError``.
+names the field and the limit. Nested values (metadata, filters) go through the core's own checks
+(:mod:`shared_core.validation`, :func:`shared_core.index.filters.parse_filter`), which walk them
+with a loop, never recursion, so a value nested thousands deep is refused, not a ``RecursionError``.
 """
 
 from __future__ import annotations
 
-import math
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from .. import validation
+from ..index.filters import parse_filter
+from ..validation import LIMITS, check_storable
 
 __all__ = [
     "AddOut", "DocumentContentOut", "DocumentOut", "FeedbackIn", "HealthOut", "IngestIn", "IngestOut", "InsightIn",
@@ -20,110 +24,39 @@ __all__ = [
     "NamespaceOut", "RankedInsightOut", "SearchIn", "SearchOut", "TextDocumentIn", "UsageEventIn", "UsageEventOut",
     "UsagePatternOut", "UsageSummaryOut", "InsightSearchIn", "FavoriteIn", "WeightIn", "Text", "Name",
     "InsightHitOut", "MaintenanceOut", "MAX_JSON_DEPTH", "MAX_FILTER_DEPTH", "MAX_FILTER_CONDITIONS",
-    "MAX_FILTER_VALUES", "MAX_KEY_LENGTH", "MAX_SEARCH_WINDOW", "check_json", "check_filter",
+    "MAX_SEARCH_WINDOW", "check_json", "check_filter",
 ]
 
-MAX_JSON_DEPTH = 32  # metadata, insight details/timeline: objects and lists inside each other
-MAX_FILTER_DEPTH = 32  # $and / $or / $not inside each other
-MAX_FILTER_CONDITIONS = 500  # field conditions (each operator counts); SQLite refuses a filter near 1,000
-MAX_FILTER_VALUES = 10_000  # values in the filter's lists ($in, $any...) and JSON operands together
-MAX_KEY_LENGTH = 1_000  # a metadata key or a filter field
-MAX_SEARCH_WINDOW = 800  # limit + offset of a search: the vector index takes 5 candidates per result, 4096 at most
+MAX_JSON_DEPTH = LIMITS.json_depth  # metadata, insight details/timeline: objects and lists inside each other
+MAX_FILTER_DEPTH = LIMITS.filter_depth  # $and / $or / $not inside each other
+MAX_FILTER_CONDITIONS = LIMITS.filter_conditions
+MAX_SEARCH_WINDOW = LIMITS.results  # limit + offset of a search
 
 
 def _unicode(value: str) -> str:
     """Lone surrogates (valid JSON escapes, invalid text) and NUL cannot be stored: refuse them here."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("text must be valid Unicode (no lone surrogate escapes)") from None
-    if "\x00" in value:
-        raise ValueError("text must not contain NUL characters")
+    return check_storable(value, "text")
+
+
+def check_json(value: Any, what: str = "metadata") -> Any:
+    """The core's check of a JSON value (depth, size, finite numbers, storable strings and keys)."""
+    validation.check_json(value, what)
     return value
 
 
-def _string(value: str, what: str, *, key: bool = False, nul: bool = False) -> None:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(f"{what}: {'a key' if key else 'a string'} is not valid Unicode (a lone surrogate escape "
-                         f"such as \\ud800); send UTF-8 text") from None
-    if not nul and "\x00" in value:
-        raise ValueError(f"{what}: {'a key' if key else 'a string'} contains a NUL character (\\u0000), which "
-                         "cannot be stored; remove it")
-    if key and len(value) > MAX_KEY_LENGTH:
-        raise ValueError(f"{what}: a key has {len(value):,} characters (at most {MAX_KEY_LENGTH:,})")
-
-
-def _scalar(value: Any, what: str, *, nul: bool = False) -> None:
-    if isinstance(value, str):
-        _string(value, what, nul=nul)
-    elif isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{what}: numbers must be finite (NaN and Infinity cannot be stored)")
-
-
-def check_json(value: Any, what: str = "metadata", *, max_depth: int = MAX_JSON_DEPTH, nul: bool = False) -> int:
-    """Refuse a JSON value nested deeper than ``max_depth``, with invalid or NUL-holding strings or keys, or
-    non-finite numbers; return how many scalars it holds. ``nul=True`` lets NUL through (filter values:
-    the store answers those itself)."""
-    scalars = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, (dict, list)):
-            if depth >= max_depth:
-                raise ValueError(f"{what} is nested more than {max_depth} levels deep; flatten it")
-            if isinstance(node, dict):
-                for key in node:
-                    _string(key, what, key=True)
-                stack.extend((item, depth + 1) for item in node.values())
-            else:
-                stack.extend((item, depth + 1) for item in node)
-        else:
-            _scalar(node, what, nul=nul)
-            scalars += 1
-    return scalars
-
-
 def check_filter(spec: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Bound a ``where`` filter: nesting, conditions, values, keys (the core checks its grammar)."""
-    if spec is None:
-        return None
-    conditions = values = 0
-    stack: list[tuple[Any, int]] = [(spec, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_FILTER_DEPTH:
-            raise ValueError(f"the filter nests $and/$or/$not more than {MAX_FILTER_DEPTH} levels deep; flatten it")
-        if not isinstance(node, dict):
-            values += check_json(node, "the filter", nul=True)  # the core says what is wrong with it
-            continue
-        for key, value in node.items():
-            _string(key, "the filter", key=True)
-            if key in ("$and", "$or") and isinstance(value, list):
-                stack.extend((child, depth + 1) for child in value)
-            elif key == "$not":
-                stack.append((value, depth + 1))
-            else:
-                operators = isinstance(value, dict) and bool(value) and all(str(k).startswith("$") for k in value)
-                conditions += len(value) if operators else 1
-                values += check_json(value, "the filter", nul=True)
-        if conditions > MAX_FILTER_CONDITIONS:
-            raise ValueError(f"the filter has more than {MAX_FILTER_CONDITIONS} conditions; use $in with a list "
-                             "instead of many $or branches, or split the search")
-        if values > MAX_FILTER_VALUES:
-            raise ValueError(f"the filter holds more than {MAX_FILTER_VALUES:,} values; split the search")
+    """The core's check of a ``where`` filter: its grammar and its limits (nesting, conditions, values)."""
+    if spec is not None:
+        parse_filter(spec)
     return spec
 
 
 def _metadata(value: dict[str, Any]) -> dict[str, Any]:
-    check_json(value, "metadata")
-    return value
+    return check_json(value, "metadata")
 
 
 def _records(value: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    check_json(value, "the list")
-    return value
+    return check_json(value, "the list")
 
 
 Text = Annotated[str, AfterValidator(_unicode)]

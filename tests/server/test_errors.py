@@ -16,6 +16,7 @@ from mcp import Client
 from starlette.testclient import TestClient
 
 from shared_core import StorageError
+from shared_core.errors import BusyError
 from shared_core.memories import Memory
 from shared_core.server.errors import is_transient
 from shared_core.server.mcp_server import create_mcp_server
@@ -72,8 +73,8 @@ HOSTILE = [
     ("ttl 1e300", "POST", "/api/memories", '{"text": "ab", "ttl_seconds": 1e300}'),
     ("ttl NaN", "POST", "/api/memories", '{"text": "ab", "ttl_seconds": NaN}'),
     ("a weight of NaN", "POST", "/api/memories/{id}/feedback", '{"signal": "reinforce", "weight": NaN}'),
-    ("a search window past what the vector index returns", "POST", "/api/memories/search",
-     '{"query": "tea", "limit": 100, "offset": 1000}'),
+    ("a search window past 10,000 results", "POST", "/api/memories/search",
+     '{"query": "tea", "limit": 100, "offset": 10000}'),
     ("a 10,001-character query", "POST", "/api/memories/search", json.dumps({"query": "a" * 10_001})),
     ("a metadata key of 5,000 characters", "POST", "/api/memories", json.dumps({"text": "ab", "metadata": {"k" * 5000: 1}})),
 ]
@@ -102,11 +103,11 @@ def test_the_refusals_say_what_is_wrong(client):
         return json.dumps(client.post("/api/memories/search", content=body.encode("utf-8", "surrogatepass"),
                                       headers=JSON).json()["detail"])
 
-    assert "more than 500 conditions" in detail(HOSTILE[0][3])
+    assert "the limit is 1,000" in detail(HOSTILE[0][3])  # 1,200 filters in one $and list
     assert "NUL character" in detail(HOSTILE[2][3])
     assert "nested too deeply" in detail(HOSTILE[3][3])  # past what the JSON parser takes: refused while parsing
     assert "more than 32 levels" in detail(HOSTILE[5][3])
-    assert "not valid Unicode" in detail('{"query": "ab", "where": {"\\ud800": 1}}')
+    assert "cannot be stored" in detail('{"query": "ab", "where": {"\\ud800": 1}}')
     assert "limit + offset" in client.get("/openapi.json").text
 
 
@@ -223,7 +224,8 @@ def test_transient_means_busy_or_unavailable():
         except StorageError as exc:
             wrapped = exc
     assert not is_transient(wrapped)
-    assert is_transient(StorageError("waited 10 s for the writer's turn: the store is busy"))
+    assert is_transient(BusyError("x.db is being written by another process, past the busy timeout"))
+    assert not is_transient(StorageError("waited 10 s for the writer's turn: the store is busy"))  # words alone
     assert not is_transient(ValueError("busy"))
 
 
