@@ -196,7 +196,7 @@ def test_limits_past_the_cap_are_refused(store):
 
 
 # -- a fuzz test that stays: any argument, a clear error or an answer, and the store still works -----
-# (`make fuzz` runs it with OPENKOI_FUZZ_EXAMPLES=5000)
+# (`make fuzz` runs it with OPENKOI_FUZZ_EXAMPLES examples, 500 by default)
 
 _ANY_TEXT = st.text(max_size=40) | st.sampled_from(["\ud800", "\x00", "\u200b", " ", "x" * 2000])
 _ANY_NUMBER = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**30, 10**30))
@@ -231,6 +231,7 @@ _CALLS = st.one_of(
 )
 
 
+@pytest.mark.fuzz
 @settings(max_examples=int(os.environ.get("OPENKOI_FUZZ_EXAMPLES", "150")), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(calls=st.lists(_CALLS, min_size=1, max_size=4))
