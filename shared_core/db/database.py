@@ -177,14 +177,7 @@ class Database(NestedTransactions):
             self._turns.acquire(deadline, self.path)
         try:
             self.check_open()  # closed by another thread meanwhile
-            if wait is not None and wait < self._busy_timeout_s:  # SQLite's own wait within the same bound
-                self.conn.execute(f"PRAGMA busy_timeout = {int(max(0.0, wait) * 1000)}")
-                try:
-                    self._execute_when_free("BEGIN IMMEDIATE", deadline)
-                finally:
-                    self.conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
-            else:
-                self._begin()
+            self._begin_when_free(deadline)
         except BaseException:
             self._turns.release()
             raise
@@ -238,8 +231,28 @@ class Database(NestedTransactions):
         if self._depth > 0:
             self._on_rollback.append(callback)
 
-    def _begin(self) -> None:
-        self._execute_when_free("BEGIN IMMEDIATE")
+    def _begin_when_free(self, deadline: float) -> None:
+        """``BEGIN IMMEDIATE``, tried without SQLite's busy wait and retried until ``deadline`` with the
+        store's lock let go between tries: a writer that does not queue for the writer's turn (another
+        program on the file) keeps this store's readers waiting a short pause at most, never the busy
+        timeout."""
+        pause = 0.001
+        self.conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            while True:
+                try:
+                    self.conn.execute("BEGIN IMMEDIATE")
+                    return
+                except self.driver.OperationalError as exc:
+                    if not _is_busy(exc) or time.monotonic() >= deadline:
+                        raise self._translate(exc) from None
+                with released(self.lock):
+                    time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+                self.check_open()
+                pause = min(2 * pause, 0.05)
+        finally:
+            if not self._closed:
+                self.conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
 
     def _commit(self) -> None:
         self._execute_when_free("COMMIT")
