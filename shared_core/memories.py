@@ -546,8 +546,8 @@ class MemoryRepository:
             )
             if row:
                 return NearFacts(Memory.from_row(row[0]), ())
-        elif same is not None and (found := self.by_rowids([same]).get(same)) is not None:
-            return NearFacts(found, ())
+        elif same is not None and (exact := self.by_rowids([same]).get(same)) is not None:
+            return NearFacts(exact, ())
         threshold = self.config.memory.fact_dedup_threshold
         if self.vectors.best_above(item.vector, threshold, scope, now=now_epoch) is None:
             return NearFacts(None, ())
@@ -741,8 +741,12 @@ class MemoryRepository:
 
     def _flush_access(self) -> None:
         pending, self._access = self._access, {}
-        self.db.on_rollback(lambda: [self._access.__setitem__(r, self._access.get(r, 0) + n)
-                                     for r, n in pending.items()])
+
+        def keep() -> None:  # rolled back: the counts wait for the next turn
+            for rowid, count in pending.items():
+                self._access[rowid] = self._access.get(rowid, 0) + count
+
+        self.db.on_rollback(keep)
         by_count: dict[int, list[int]] = {}
         for rowid, count in pending.items():
             by_count.setdefault(count, []).append(rowid)
