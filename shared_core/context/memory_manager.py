@@ -28,6 +28,7 @@ from ..category_search import CategorySearch, search_by_category
 from ..clock import days_between
 from ..embed import fnv1a_64
 from ..errors import ConfigError, NotFoundError
+from ..items import ITEM_KIND
 from ..memories import DEFAULT_NAMESPACE, Memory, check_namespace
 from ..ranking import is_salient, salience, standing
 from ..workspace import Workspace
@@ -47,8 +48,10 @@ if TYPE_CHECKING:
 
 __all__ = ["MemoryManager", "StoredFact", "SavedMemory", "SessionEnd", "SalientFact", "SEARCH_KINDS"]
 
-# what memory_search looks through: the structured memory and the workspace, not raw messages
-SEARCH_KINDS = ("fact", "workspace", "learning", "episode", "summary", "procedure", "insight", "note", "document")
+# what memory_search looks through: the structured memory (LangGraph store items, LangMem's memories, among it)
+# and the workspace, not raw messages
+SEARCH_KINDS = ("fact", ITEM_KIND, "workspace", "learning", "episode", "summary", "procedure", "insight", "note",
+                "document")
 
 
 @dataclass(frozen=True)
