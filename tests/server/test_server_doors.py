@@ -12,8 +12,8 @@ chat store, ``openkoi-memory search``, ``kb search`` and ``sessions``, REST's se
 within its reach (:data:`READS`): it finds each of them (its own writer's word among them, the
 control) and nothing outside.
 
-REST and MCP run as ``openkoi-memory serve`` serves them (``create_app`` with its ``/mcp``
-endpoint, a bearer token, the loopback Host), the CLI through its click entry point.
+REST and MCP run as ``openkoi-memory serve --mcp-tools all`` serves them (``create_app`` with its
+``/mcp`` endpoint, a bearer token, the loopback Host), the CLI through its click entry point.
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def doors(tmp_path, clock, base_url) -> Iterator[tuple[MemoryStore, Doors]]:
     path = tmp_path / "doors.db"
     tokens, token = TokenFile.load_or_create(tmp_path / "config" / "tokens.toml")
     with MemoryStore.open(path, clock=clock) as store:
-        app = create_app(store, tokens=tokens, mcp=True, upload_dir=tmp_path / "uploads")
+        app = create_app(store, tokens=tokens, mcp=True, mcp_tools="all", upload_dir=tmp_path / "uploads")
         with TestClient(app, base_url=base_url, headers={"Authorization": f"Bearer {token}"}) as api:
             yield store, Doors(path, api)
 
