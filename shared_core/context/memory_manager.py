@@ -487,7 +487,8 @@ class MemoryManager:
         ``include_summary=False``: leave out the conversation's own summary, when the messages sent
         with the prompt already hold it (a ``[Compacted history]`` message kept in the message list).
         ``extra_kinds``: memory kinds besides facts that the known and relevant facts also draw on,
-        e.g. ``("langgraph_item",)`` for items written with LangGraph's ``OpenKoiStore.put``.
+        e.g. ``("langgraph_item",)`` for items written with LangGraph's ``OpenKoiStore.put``. With a
+        ``namespace``, another namespace's conversation id is not this one's (its messages stay out).
         """
         return build_addendum(self, conversation_id, query, token_budget, namespace=namespace,
                               include_summary=include_summary, extra_kinds=extra_kinds)
