@@ -14,9 +14,11 @@ hook                 what happens
                      conversation passes its threshold, facts and the summary are stored **first**,
                      then the graph state's messages are rewritten to
                      ``[SystemMessage("[Compacted history]\\n..."), *recent]``
-``wrap_model_call``  the system prompt gets ``build_context(...).render()``: workspace files (AGENTS.md,
-                     SOUL.md, USER.md), the facts that matter for the last user message, learnings and
-                     anti-patterns, recent episodes, within ``memory_tokens``
+``wrap_model_call``  the system prompt gets ``build_context(..., extra_kinds=("langgraph_item",)).render()``:
+                     workspace files (AGENTS.md, SOUL.md, USER.md), the namespace's known facts (its
+                     profile, asked or not) and those that match the last user message (facts and
+                     ``OpenKoiStore`` items, LangMem's included, alike), learnings and anti-patterns,
+                     recent episodes, within ``memory_tokens``
 ``wrap_tool_call``   a tool that fails (an error ``ToolMessage`` or an exception) is recorded with
                      ``record_error``: ``learnings/errors.md`` and an AntiPattern learning, injected
                      into later prompts
@@ -56,15 +58,13 @@ from langchain_core.messages import (
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from typing_extensions import NotRequired
 
-from shared_core import ContextAddendum, ContextManager, ContextPolicy, MemoryStore
+from shared_core import ContextManager, ContextPolicy, MemoryStore
 from shared_core.chat_keys import session_for_key
 from shared_core.context.messages import is_compacted_summary
 from shared_core.embed import fnv1a_64
 from shared_core.items import ITEM_KIND
 from shared_core.memories import DEFAULT_NAMESPACE
 from shared_core.namespaces import as_namespace
-from shared_core.relevance import mark_recalled, relevant
-from shared_core.tokens import count_tokens
 
 from ._core import core_store
 from ._run import RunNamespace
@@ -73,7 +73,6 @@ from .messages import SUMMARY_SOURCE, summary_message, to_new_message
 __all__ = ["OpenKoiMemoryMiddleware", "OpenKoiMemoryState"]
 
 Namespace = str | Sequence[str]
-STORE_ITEMS_HEADER = "### From the agent's store"
 
 
 class OpenKoiMemoryState(AgentState):
@@ -318,9 +317,9 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
         query = next((m.text for m in reversed(request.messages) if isinstance(m, HumanMessage) and m.text.strip()),
                      None)
         carries_summary = any(is_compacted_summary(m) for m in request.messages)
-        addendum = self.memory_store.memory_manager.build_context(
-            sid, query, self.memory_tokens, namespace=namespace, include_summary=not carries_summary)
-        text = _with_store_items(addendum, self._store_items(query, namespace))
+        text = self.memory_store.memory_manager.build_context(
+            sid, query, self.memory_tokens, namespace=namespace, include_summary=not carries_summary,
+            extra_kinds=(ITEM_KIND,)).render()
         base = request.system_message
         if not text:
             return base
@@ -346,39 +345,6 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
         self.memory_store.memory_manager.record_error(
             str(call.get("name") or "tool"), error, namespace=namespace,
             context=f"arguments {args[:500]}", session_id=session_id)
-
-    def _store_items(self, query: str | None, namespace: str) -> list[str]:
-        """The namespace's LangGraph store items that match the query, as prompt lines.
-
-        The addendum builder reads facts only; until it takes extra kinds, the items put with
-        ``OpenKoiStore.put`` (LangMem's tools included) come from the core's recall gate
-        (:func:`shared_core.relevance.relevant`: the message's content words matched, or a strong
-        vector match), counted as recalled.
-        """
-        limit = self.memory_store.config.context.relevant_facts
-        if query is None or limit <= 0:
-            return []
-        hits = relevant(self.memory_store, query, namespace=namespace, kind=ITEM_KIND, limit=limit)
-        mark_recalled(self.memory_store, hits)
-        return [f"- {hit.text}" for hit in hits]
-
-
-def _with_store_items(addendum: ContextAddendum, lines: list[str]) -> str:
-    """The rendered addendum with the store items' lines under their own header, within its budget."""
-    text = addendum.render()
-    shown = {line for line in text.splitlines()}
-    room = addendum.token_budget - count_tokens(text)
-    block: list[str] = []
-    opening = [] if "## Memory" in shown else ["## Memory"]
-    for line in (line for line in lines if line not in shown):
-        candidate = "\n".join([*opening, STORE_ITEMS_HEADER, *block, line])
-        if count_tokens(candidate) + 2 > room:
-            break
-        block.append(line)
-    if not block:
-        return text
-    added = "\n".join([*opening, STORE_ITEMS_HEADER, *block])
-    return f"{text}\n\n{added}" if text and opening else f"{text}\n{added}" if text else added
 
 
 def _is_our_summary(message: BaseMessage) -> bool:

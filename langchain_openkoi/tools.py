@@ -20,7 +20,6 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field, create_model
 
 from shared_core import Memory, OpenKoiError
-from shared_core.items import ITEM_KIND
 from shared_core.memories import DEFAULT_NAMESPACE
 from shared_core.tools import (
     DEFAULT_TOOL_NAMES,
@@ -74,8 +73,7 @@ def create_memory_tools(
     if unknown:
         raise ValueError(f"unknown memory tools {unknown}; choose from "
                          f"{', '.join((*TOOL_NAMES, *KNOWLEDGE_BASE_TOOL_NAMES))}")
-    tools = MemoryTools(core, scope.fixed or DEFAULT_NAMESPACE, on_save=on_save, categorize=categorize,
-                        extra_kinds=(ITEM_KIND,))
+    tools = MemoryTools(core, scope.fixed or DEFAULT_NAMESPACE, on_save=on_save, categorize=categorize)
     return [_structured_tool(tools, TOOL_SPECS[name], scope) for name in chosen]
 
 

@@ -14,6 +14,9 @@ The LangChain tools (``langchain_openkoi.create_memory_tools``) and the MCP serv
 * seed 003: ``searchKnowledgeBase(query, limit, documentIds?)``, ``getFullDocumentContent(documentId)``,
   ``listKnowledgeBaseDocuments(limit)``.
 
+A model is given a small set without overlap by default (:data:`DEFAULT_TOOL_NAMES` in LangChain,
+:data:`MCP_DEFAULT_TOOL_NAMES` over MCP); :func:`tool_names` reads a choice such as ``"all"``.
+
 >>> from shared_core import MemoryStore
 >>> with MemoryStore.open(":memory:") as store:
 ...     tools = MemoryTools(store, namespace="user:alice")
@@ -44,6 +47,8 @@ __all__ = [
     "MEMORY_TOOL_NAMES",
     "DEFAULT_TOOL_NAMES",
     "KNOWLEDGE_BASE_TOOL_NAMES",
+    "MCP_DEFAULT_TOOL_NAMES",
+    "tool_names",
     "format_hits",
     "bare_id",
 ]
@@ -58,6 +63,10 @@ MEMORY_TOOL_NAMES = (
 # of memory in the namespace. The other tools stay available by name.
 DEFAULT_TOOL_NAMES = ("memory_save", "memory_search")
 KNOWLEDGE_BASE_TOOL_NAMES = ("searchKnowledgeBase", "getFullDocumentContent", "listKnowledgeBaseDocuments")
+# what an MCP host's model is given by default: the same two, plus what only the knowledge base does for a user
+# who uploaded documents (list them, read one whole). memory_search already finds their passages, each naming its
+# [doc:...], so searchKnowledgeBase would be a second search; it stays available by name.
+MCP_DEFAULT_TOOL_NAMES = (*DEFAULT_TOOL_NAMES, "listKnowledgeBaseDocuments", "getFullDocumentContent")
 MAX_LIMIT = 50
 MAX_QUERY = 10_000  # characters of a query: longer ones say nothing more and cost the search its speed
 MAX_CONTENT = 100_000  # characters of a memory written by a tool
@@ -386,12 +395,48 @@ class MemoryTools:
         )
 
 
+def tool_names(choice: str | Sequence[str] | None, default: Sequence[str] = MCP_DEFAULT_TOOL_NAMES) -> tuple[str, ...]:
+    """The tool names a choice stands for, checked: ``None`` or ``"default"`` is ``default``, ``"all"``
+    every tool (:data:`TOOL_SPECS`), else names (a sequence, or one string of comma-separated names).
+
+    >>> tool_names("memory_save, memory_query")
+    ('memory_save', 'memory_query')
+    >>> len(tool_names("all")), tool_names(None) == MCP_DEFAULT_TOOL_NAMES
+    (11, True)
+    """
+    if choice is None:
+        return tuple(default)
+    if isinstance(choice, str):
+        word = choice.strip()
+        if word in ("all", "default"):
+            return tuple(TOOL_SPECS) if word == "all" else tuple(default)
+        choice = [part.strip() for part in word.split(",") if part.strip()]
+    if not all(isinstance(name, str) for name in choice):
+        raise ValueError(f"tools must be tool names, got {choice!r}")
+    chosen = tuple(dict.fromkeys(choice))
+    if not chosen:
+        raise ValueError("choose at least one tool: 'default', 'all', or names such as 'memory_save,memory_search'")
+    unknown = [name for name in chosen if name not in TOOL_SPECS]
+    if unknown:
+        raise ValueError(f"unknown tool{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                         f"choose 'default', 'all' or from {', '.join(TOOL_SPECS)}")
+    return chosen
+
+
 def format_hits(hits: Sequence[Hit]) -> str:
-    """One line per hit: ``[id:...] text (kind; category; tags; score)``, best first."""
+    """One line per hit: ``[id:...] text (kind; category; tags; score)``, best first.
+
+    A knowledge-base passage names its document (``document [doc:...] file name, chunk n``), the id
+    ``getFullDocumentContent`` takes.
+    """
     lines = []
     for hit in hits:
         memory = hit.memory
         details = [memory.kind]
+        document_id = memory.metadata.get("document_id") if memory.kind == "document" else None
+        if isinstance(document_id, str) and document_id:
+            details = [f"document [doc:{document_id}] {memory.metadata.get('file_name', '')}, chunk "
+                       f"{memory.metadata.get('chunk_index', 0)}"]
         if memory.category:
             details.append(f"category {memory.category}")
         if memory.tags:

@@ -78,6 +78,20 @@ _allow_host = click.option(
 _allow_origin = click.option(
     "--allow-origin", "allow_origins", multiple=True, metavar="ORIGIN",
     help="A web app allowed to write through a browser, e.g. https://app.example (repeatable).")
+def _tool_choice(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
+    """``--tools``: 'default', 'all' or comma-separated names, checked before the server starts."""
+    from ..tools import tool_names
+
+    if value is None:
+        return None
+    try:
+        return tool_names(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+_TOOLS_HELP = ("The MCP tools offered: 'default' (memory_save, memory_search, listKnowledgeBaseDocuments, "
+               "getFullDocumentContent), 'all' (all eleven), or comma-separated names.")
 _log_level = click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
                           show_default=True)
 
@@ -88,6 +102,7 @@ _log_level = click.option("--log-level", type=click.Choice(["debug", "info", "wa
 @_tokens_file
 @_no_auth
 @click.option("--no-mcp", is_flag=True, help="Do not serve the MCP endpoint at /mcp.")
+@click.option("--mcp-tools", default=None, metavar="TOOLS", callback=_tool_choice, help=_TOOLS_HELP)
 @click.option("--no-maintenance", is_flag=True, help="Do not run maintenance on its schedule.")
 @_allow_host
 @_allow_origin
@@ -95,8 +110,8 @@ _log_level = click.option("--log-level", type=click.Choice(["debug", "info", "wa
 @click.pass_context
 @friendly_errors
 def serve(ctx: click.Context, host: str | None, port: int | None, tokens_file: str | None, no_auth: bool,
-          no_mcp: bool, no_maintenance: bool, allow_hosts: tuple[str, ...], allow_origins: tuple[str, ...],
-          log_level: str) -> None:
+          no_mcp: bool, mcp_tools: tuple[str, ...] | None, no_maintenance: bool, allow_hosts: tuple[str, ...],
+          allow_origins: tuple[str, ...], log_level: str) -> None:
     """Serve the REST API (seed 003: http://127.0.0.1:3415/api/) and MCP at /mcp, with bearer tokens."""
     _need_server_extra()
     import uvicorn
@@ -118,7 +133,7 @@ def serve(ctx: click.Context, host: str | None, port: int | None, tokens_file: s
         if runner is not store:
             ctx.call_on_close(runner.close)
         scheduler = MaintenanceScheduler(runner)
-    app = create_app(store, tokens=tokens, scheduler=scheduler, mcp=not no_mcp, host=host,
+    app = create_app(store, tokens=tokens, scheduler=scheduler, mcp=not no_mcp, mcp_tools=mcp_tools, host=host,
                      allowed_hosts=_checked_hosts(cfg.allowed_hosts + allow_hosts, tokens),
                      allowed_origins=cfg.allowed_origins + allow_origins)
     shown = f"[{host}]" if ":" in host else host
@@ -134,6 +149,7 @@ def serve(ctx: click.Context, host: str | None, port: int | None, tokens_file: s
               help="Tools do not take a namespace argument: every call uses --namespace.")
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
               help="stdio (what Claude Desktop and IDEs launch) or streamable HTTP at /mcp.")
+@click.option("--tools", default=None, metavar="TOOLS", callback=_tool_choice, help=_TOOLS_HELP)
 @_host
 @_port
 @_tokens_file
@@ -143,10 +159,10 @@ def serve(ctx: click.Context, host: str | None, port: int | None, tokens_file: s
 @_log_level
 @click.pass_context
 @friendly_errors
-def mcp(ctx: click.Context, namespace: str, fixed_namespace: bool, transport: str, host: str | None,
-        port: int | None, tokens_file: str | None, no_auth: bool, allow_hosts: tuple[str, ...],
+def mcp(ctx: click.Context, namespace: str, fixed_namespace: bool, transport: str, tools: tuple[str, ...] | None,
+        host: str | None, port: int | None, tokens_file: str | None, no_auth: bool, allow_hosts: tuple[str, ...],
         allow_origins: tuple[str, ...], log_level: str) -> None:
-    """Serve the memory and knowledge-base tools over MCP (stdio by default)."""
+    """Serve the memory and knowledge-base tools over MCP (stdio by default; --tools all for every tool)."""
     _need_server_extra()
     import anyio
 
@@ -154,7 +170,7 @@ def mcp(ctx: click.Context, namespace: str, fixed_namespace: bool, transport: st
 
     _setup_logging("warning" if transport == "stdio" and log_level == "info" else log_level)
     store = open_store(ctx, one_shot=False)
-    server = create_mcp_server(store, namespace=namespace, namespace_argument=not fixed_namespace)
+    server = create_mcp_server(store, namespace=namespace, namespace_argument=not fixed_namespace, tools=tools)
     if transport == "stdio":
         anyio.run(run_stdio, server)
         return

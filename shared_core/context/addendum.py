@@ -235,8 +235,8 @@ def build_addendum(manager: MemoryManager, conversation_id: str | None, query: s
         raise TypeError(f"query must be a string or None, got {type(query).__name__}")
     session = None
     if conversation_id is not None:
-        try:
-            session = store.conversations.session(conversation_id)
+        try:  # with a namespace, another namespace's conversation is none of this one's (its messages stay out)
+            session = store.conversations.session(conversation_id, namespace=namespace)
         except NotFoundError:
             session = None  # a conversation kept elsewhere (a LangGraph thread): only compactions know it
     ns = check_namespace(namespace or (session.namespace if session else DEFAULT_NAMESPACE))

@@ -28,6 +28,7 @@ from ..category_search import CategorySearch, search_by_category
 from ..clock import days_between
 from ..embed import fnv1a_64
 from ..errors import ConfigError, NotFoundError
+from ..items import ITEM_KIND
 from ..memories import DEFAULT_NAMESPACE, Memory, check_namespace
 from ..ranking import is_salient, salience, standing
 from ..workspace import Workspace
@@ -47,8 +48,10 @@ if TYPE_CHECKING:
 
 __all__ = ["MemoryManager", "StoredFact", "SavedMemory", "SessionEnd", "SalientFact", "SEARCH_KINDS"]
 
-# what memory_search looks through: the structured memory and the workspace, not raw messages
-SEARCH_KINDS = ("fact", "workspace", "learning", "episode", "summary", "procedure", "insight", "note", "document")
+# what memory_search looks through: the structured memory (LangGraph store items, LangMem's memories, among it)
+# and the workspace, not raw messages
+SEARCH_KINDS = ("fact", ITEM_KIND, "workspace", "learning", "episode", "summary", "procedure", "insight", "note",
+                "document")
 
 
 @dataclass(frozen=True)
@@ -484,7 +487,8 @@ class MemoryManager:
         ``include_summary=False``: leave out the conversation's own summary, when the messages sent
         with the prompt already hold it (a ``[Compacted history]`` message kept in the message list).
         ``extra_kinds``: memory kinds besides facts that the known and relevant facts also draw on,
-        e.g. ``("langgraph_item",)`` for items written with LangGraph's ``OpenKoiStore.put``.
+        e.g. ``("langgraph_item",)`` for items written with LangGraph's ``OpenKoiStore.put``. With a
+        ``namespace``, another namespace's conversation id is not this one's (its messages stay out).
         """
         return build_addendum(self, conversation_id, query, token_budget, namespace=namespace,
                               include_summary=include_summary, extra_kinds=extra_kinds)

@@ -1,7 +1,10 @@
 """The MCP server (``openkoi-memory mcp``): the memory and knowledge-base tools over the official SDK.
 
 The tools are :mod:`shared_core.tools` (one spec and one implementation each); this module lists
-them with their JSON schemas and runs calls on a worker thread. The namespace is the server's
+them with their JSON schemas and runs calls on a worker thread. By default a client sees four that do
+not overlap (:data:`~shared_core.tools.MCP_DEFAULT_TOOL_NAMES`: ``memory_save``, ``memory_search``,
+``listKnowledgeBaseDocuments``, ``getFullDocumentContent``); ``tools="all"`` (``--tools all``) or a
+list of names offers others. The namespace is the server's
 (``--namespace``) or, unless ``--fixed-namespace``, the call's optional ``namespace`` argument.
 Over streamable HTTP the bearer token of the request limits which namespaces a call may use.
 
@@ -20,7 +23,7 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 
 from ..memories import DEFAULT_NAMESPACE, Memory, check_namespace
-from ..tools import TOOL_SPECS, MemoryTools, ToolParam
+from ..tools import TOOL_SPECS, MemoryTools, ToolParam, tool_names
 from .asgi import PRINCIPAL_KEY, BearerAuth, BodyLimit, BrowserGuard, allowed_hosts_for
 from .auth import ANONYMOUS, Principal, TokenFile
 from .errors import INTERNAL, classify, scrubber_for
@@ -36,11 +39,26 @@ NAMESPACE_PARAM = ToolParam(
     "namespace", "string", "Whose memory to use (a user, an agent, a project), e.g. 'user:alice'; leave out "
     "for the server's namespace.", default=None, nullable=True)
 
-_INSTRUCTIONS = """Long-term memory that survives sessions (openkoi-memory).
-Before answering, call memory_query with key nouns and synonyms (or memory_recall for facts about the user);
-after a result helped, call memory_reinforce with its [id:...]; demote or update what is wrong.
-Store new facts, decisions and preferences with memory_store or memory_save.
-searchKnowledgeBase, getFullDocumentContent and listKnowledgeBaseDocuments read the user's uploaded documents."""
+# the server's instructions, a line per kind of tool, naming only the tools it offers
+_GUIDE: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Before answering, search memory with key nouns and synonyms: {}.",
+     ("memory_search", "memory_query", "memory_recall")),
+    ("After a result helped, call memory_reinforce with its [id:...].", ("memory_reinforce",)),
+    ("Demote or update what is wrong: {}.", ("memory_demote", "memory_update")),
+    ("Store new facts, decisions and preferences with {}; a new value of a stored fact replaces it.",
+     ("memory_save", "memory_store")),
+    ("The user's uploaded documents: {}.",
+     ("listKnowledgeBaseDocuments", "searchKnowledgeBase", "getFullDocumentContent")),
+)
+
+
+def _instructions(chosen: Sequence[str]) -> str:
+    lines = ["Long-term memory that survives sessions (openkoi-memory)."]
+    for line, names in _GUIDE:
+        offered = [name for name in names if name in chosen]
+        if offered:
+            lines.append(line.format(" or ".join(offered)))
+    return "\n".join(lines)
 
 
 def create_mcp_server(
@@ -48,21 +66,20 @@ def create_mcp_server(
     *,
     namespace: str = DEFAULT_NAMESPACE,
     namespace_argument: bool = True,
-    tools: Sequence[str] | None = None,
+    tools: str | Sequence[str] | None = None,
     on_save: Callable[[Memory], None] | None = None,
     name: str = "openkoi-memory",
 ) -> Server:
-    """An MCP server (the SDK's low-level ``Server``) offering ``tools`` (default: all eleven).
+    """An MCP server (the SDK's low-level ``Server``) offering ``tools``.
 
-    ``namespace``: the server's namespace. ``namespace_argument``: whether each tool also takes an
-    optional ``namespace`` argument (per-call namespaces); when false, the schemas do not mention it.
+    ``tools``: ``None`` or ``"default"`` for :data:`~shared_core.tools.MCP_DEFAULT_TOOL_NAMES`,
+    ``"all"`` for all eleven, or tool names (a list, or comma-separated). ``namespace``: the
+    server's namespace. ``namespace_argument``: whether each tool also takes an optional
+    ``namespace`` argument (per-call namespaces); when false, the schemas do not mention it.
     ``on_save(memory)``: the ``memory_save`` hook (a workspace's daily log).
     """
     check_namespace(namespace)
-    chosen = tuple(TOOL_SPECS) if tools is None else tuple(tools)
-    unknown = sorted(set(chosen) - set(TOOL_SPECS))
-    if unknown:
-        raise ValueError(f"unknown tools {unknown}; choose from {', '.join(TOOL_SPECS)}")
+    chosen = tool_names(tools)
     bound = MemoryTools(store, namespace, on_save=on_save)
     extra = (NAMESPACE_PARAM,) if namespace_argument else ()
     listing = [
@@ -84,7 +101,9 @@ def create_mcp_server(
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name not in schemas:
-            return _error(f"there is no tool {params.name!r}; the tools are {', '.join(schemas)}")
+            more = " (the server offers it when started with --tools all, or with it named)" \
+                if params.name in TOOL_SPECS else ""
+            return _error(f"there is no tool {params.name!r}{more}; the tools are {', '.join(schemas)}")
         arguments = dict(params.arguments or {})
         target = namespace
         if namespace_argument:
@@ -118,7 +137,7 @@ def create_mcp_server(
     return Server(
         name,
         version=_version(),
-        instructions=_INSTRUCTIONS,
+        instructions=_instructions(chosen),
         get_tool_input_schema=schemas.get,
         on_list_tools=list_tools,
         on_call_tool=call_tool,

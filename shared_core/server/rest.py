@@ -99,6 +99,7 @@ def create_app(
     documents_roots: Sequence[str | os.PathLike[str]] | None = None,
     allowed_hosts: Sequence[str] | None = None,
     allowed_origins: Sequence[str] | None = None,
+    mcp_tools: str | Sequence[str] | None = None,
 ) -> FastAPI:
     """The REST API (and the MCP endpoint at ``/mcp``) on ``store``, behind bearer tokens.
 
@@ -109,7 +110,8 @@ def create_app(
     the server is bound to: requests must name it (or one of ``allowed_hosts``, default
     ``server.allowed_hosts``) in their ``Host`` header, and browsers may write only from this
     server's own origin or ``allowed_origins`` (default ``server.allowed_origins``); see
-    :class:`~.asgi.BrowserGuard`.
+    :class:`~.asgi.BrowserGuard`. ``mcp_tools``: the tools ``/mcp`` offers (default: the small set,
+    :data:`~shared_core.tools.MCP_DEFAULT_TOOL_NAMES`; ``"all"``, or names; see ``create_mcp_server``).
     """
     cfg = store.config.server
     roots = [Path(r).expanduser().resolve() for r in (cfg.documents_roots if documents_roots is None else documents_roots)]
@@ -119,7 +121,7 @@ def create_app(
     if mcp:
         from .mcp_server import create_mcp_server, http_endpoint
 
-        mcp_endpoint, session_manager = http_endpoint(create_mcp_server(store))
+        mcp_endpoint, session_manager = http_endpoint(create_mcp_server(store, tools=mcp_tools))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -103,6 +103,14 @@ def test_memory_search_covers_memory_kinds_only(tools, store):
     assert "runbook" in found and "placeholder" not in found
 
 
+def test_memory_search_reads_langgraph_store_items(tools, store):
+    """What OpenKoiStore.put (and LangMem's tools) wrote is a memory every door's memory_search reads (MCP too)."""
+    store.add("The user's tea is oolong", kind="langgraph_item", namespace="user:alice")
+    store.add("Bob's tea is sencha", kind="langgraph_item", namespace="user:bob")
+    found = tools.call("memory_search", {"query": "tea"})
+    assert "oolong" in found and "(langgraph_item;" in found and "sencha" not in found
+
+
 def test_knowledge_base_tools(tools, store):
     assert tools.call("listKnowledgeBaseDocuments", {}) == "The knowledge base is empty."
     handbook = store.documents.ingest_text("# Leave\n\nParental leave is sixteen weeks at full pay.",

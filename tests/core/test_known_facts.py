@@ -104,3 +104,14 @@ def test_extra_kinds_reach_the_prompt(store):
     assert [i.id for i in asked.relevant_facts][:1] == [item]
     with pytest.raises(ValueError, match="extra_kinds"):
         manager.build_context(None, "x", 100, extra_kinds=("",))
+
+
+def test_another_namespaces_conversation_stays_out(store):
+    """A conversation id of another namespace is none of this one's: its last message is not the query."""
+    store.conversations.append("alice-chat", "user", "My safe combination is 2209", namespace="user:alice")
+    manager = store.memory_manager
+    assert manager.build_context("alice-chat", None, 500, namespace="user:alice").query == \
+        "My safe combination is 2209"  # the control: her own namespace
+    theirs = manager.build_context("alice-chat", None, 500, namespace="user:bob")
+    assert theirs.query is None and "2209" not in str(theirs.to_dict())
+    assert manager.build_context("alice-chat", None, 500).namespace == "user:alice"  # no namespace: the session's

@@ -26,6 +26,9 @@ from langchain_openkoi import (
     OpenKoiVectorStore,
     create_memory_tools,
 )
+from shared_core.items import ITEM_KIND
+from shared_core.relevance import relevant
+from shared_core.tokens import count_tokens
 
 USER = ("memories", "ann")
 NS = "memories.ann."
@@ -138,6 +141,29 @@ def test_the_stores_query_search_puts_the_writers_word_first(file_store, tmp_pat
         assert WORDS[writer] in best.value["content"] and 0 < best.score <= 1, writer
 
 
+def _section(prompt: str, header: str) -> list[str]:
+    """The lines of one section of the prompt's ``## Memory`` (``[]`` when it is not there)."""
+    lines = prompt.splitlines()
+    if header not in lines:
+        return []
+    out = []
+    for line in lines[lines.index(header) + 1:]:
+        if line.startswith("#"):
+            break
+        out.append(line)
+    return out
+
+
+def _prompt(store, question: str, config: dict | None = None, **kwargs: Any) -> str:
+    """The system prompt the model gets for ``question`` (nothing stored by the run itself)."""
+    model = ScriptedModel([AIMessage("ok")])
+    options = {"namespace": TEMPLATE, "store_transcript": False, "extract_facts": False, **kwargs}
+    agent = create_agent(model, [], system_prompt="You help the user.",
+                         middleware=[OpenKoiMemoryMiddleware(store, **options)])
+    agent.invoke({"messages": [HumanMessage(question)]}, config or ANN)
+    return model.prompts[0]
+
+
 @pytest.mark.parametrize("value", [{"content": "Ann is vegetarian"}, {"text": "Ann is vegetarian", "topic": "diet"}])
 def test_store_items_reach_the_middlewares_prompt(store, value):
     """What OpenKoiStore.put (and LangMem's tools, which write {"content": ...}) wrote is recalled."""
@@ -146,16 +172,62 @@ def test_store_items_reach_the_middlewares_prompt(store, value):
     agent = create_agent(model, [], system_prompt="You recommend restaurants.",
                          middleware=[OpenKoiMemoryMiddleware(store, namespace=USER)])
     agent.invoke({"messages": [HumanMessage("Recommend a vegetarian restaurant")]})
-    assert "Ann is vegetarian" in model.prompts[0]
-    assert "### From the agent's store" in model.prompts[0]
+    assert any("Ann is vegetarian" in line for line in _section(model.prompts[0], "### Relevant facts"))
 
 
-def test_store_items_that_share_only_stop_words_stay_out_of_the_prompt(store):
+def test_what_do_you_know_about_me_shows_langmem_items(store):
+    """LangMem's tools write ``{"content": ...}`` under ``("memories", user)``: the profile question shows
+    the user's items (with the core's facts), and none of another user's."""
     graph = OpenKoiStore(store=store)
-    graph.put(USER, "cat", {"content": "My cat is called Miso"})
-    model = ScriptedModel([AIMessage("Sunny."), AIMessage("Miso.")])
-    agent = create_agent(model, [], system_prompt="You help Ann.", middleware=[OpenKoiMemoryMiddleware(
-        store, namespace=USER, store_transcript=False, extract_facts=False)])
-    agent.invoke({"messages": [HumanMessage("What is the weather like?")]})
-    agent.invoke({"messages": [HumanMessage("What is my cat called?")]})
-    assert "Miso" not in model.prompts[0] and "- My cat is called Miso" in model.prompts[1]
+    written = {"ann": ["Ann is vegetarian", "Ann's cat is called Miso"], "bob": ["Bob drives a red Volvo"]}
+    for user, texts in written.items():
+        for i, text in enumerate(texts):
+            graph.put(("memories", user), f"memory-{i}", {"content": text})
+    store.add("Ann lives in Oslo", namespace=NS)
+    prompt = _prompt(store, "What do you know about me?")
+    assert sorted(_section(prompt, "### Known facts")) == sorted(
+        f"- {text}" for text in [*written["ann"], "Ann lives in Oslo"])
+    assert "Volvo" not in prompt
+    bob = _prompt(store, "What do you know about me?", {"configurable": {"user_id": "bob"}})
+    assert _section(bob, "### Known facts") == ["- Bob drives a red Volvo"]  # the control: Bob's own item
+
+
+@pytest.mark.parametrize("question", ["Recommend a restaurant for tonight", "Hi!", "What should I cook?"])
+def test_a_generic_question_brings_store_items_into_the_prompt(store, question):
+    """No word of the question matches the item (the old keyword gate found nothing): the profile carries it."""
+    OpenKoiStore(store=store).put(USER, "diet", {"content": "Ann is vegetarian"})
+    assert len(relevant(store, question, namespace=NS, kind=ITEM_KIND, limit=5)) == 0
+    assert "- Ann is vegetarian" in _section(_prompt(store, question), "### Known facts")
+
+
+@pytest.mark.parametrize("question", ["What is the weather like?", "What is my cat called?", "Recommend a drink",
+                                      "What do you know about me?"])
+def test_store_items_and_facts_take_the_same_place_in_the_prompt(store, question):
+    """An item put with OpenKoiStore and a fact with the same text are listed in the same section."""
+    texts = ["My cat is called Miso", "Ann is vegetarian", "Ann drinks oolong tea", "Ann lives in Oslo"]
+    graph = OpenKoiStore(store=store)
+    for i, text in enumerate(texts):
+        graph.put(USER, f"memory-{i}", {"content": text})
+        store.add(text, namespace="memories.bob.")
+    as_items = _prompt(store, question)
+    as_facts = _prompt(store, question, {"configurable": {"user_id": "bob"}})
+    for header in ("### Known facts", "### Relevant facts"):
+        assert sorted(_section(as_items, header)) == sorted(_section(as_facts, header)), header
+    shown = _section(as_items, "### Known facts") + _section(as_items, "### Relevant facts")
+    assert sorted(shown) == sorted(f"- {text}" for text in texts)
+
+
+def test_store_items_share_the_memory_budget(store):
+    """Items compete with facts within ``memory_tokens``; the one the question names comes first."""
+    graph = OpenKoiStore(store=store)
+    for i in range(30):
+        graph.put(USER, f"project-{i}", {"content": f"Ann's project number {i} is code-named Atlas{i}"})
+    store.add("Ann lives in Oslo", namespace=NS)
+    base = "You help the user."
+    roomy = _prompt(store, "Which project is Atlas17?")
+    assert _section(roomy, "### Relevant facts")[0] == "- Ann's project number 17 is code-named Atlas17"
+    assert "- Ann lives in Oslo" in _section(roomy, "### Known facts")
+    tight = _prompt(store, "Which project is Atlas17?", memory_tokens=150)
+    memory = tight.removeprefix(base).strip()
+    assert count_tokens(memory) <= 150 and 0 < memory.count("Atlas") < roomy.count("Atlas")
+    assert _section(tight, "### Relevant facts")[:1] == ["- Ann's project number 17 is code-named Atlas17"]

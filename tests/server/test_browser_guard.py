@@ -53,7 +53,7 @@ def test_dns_rebinding_reaches_no_route(local):
             response.json()["detail"]
     assert "4921" in local.get("/api/memories", params={"namespace": "user:alice"}).text  # the server itself works
     tools = local.post("/mcp", json=MCP_LIST, headers={"Accept": "application/json, text/event-stream"})
-    assert tools.status_code == 200 and "memory_query" in tools.text
+    assert tools.status_code == 200 and "memory_search" in tools.text
 
 
 @pytest.mark.parametrize("host", ["localhost:3415", "127.0.0.1", "[::1]:3415", "LOCALHOST.:3415"])

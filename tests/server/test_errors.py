@@ -233,7 +233,7 @@ def test_transient_means_busy_or_unavailable():
 
 @pytest.fixture
 def mcp_client(server_store):
-    return Client(create_mcp_server(server_store, namespace="user:alice"), read_timeout_seconds=60)
+    return Client(create_mcp_server(server_store, namespace="user:alice", tools="all"), read_timeout_seconds=60)
 
 
 def _text(result) -> str:

@@ -13,13 +13,21 @@ from pathlib import Path
 import httpx
 import httpx2
 import pytest
+from click.testing import CliRunner
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from shared_core import MemoryStore
+from shared_core.cli import main
 from shared_core.server.auth import TokenFile
-from shared_core.tools import KNOWLEDGE_BASE_TOOL_NAMES, MEMORY_TOOL_NAMES, TOOL_SPECS
+from shared_core.server.mcp_server import create_mcp_server
+from shared_core.tools import (
+    KNOWLEDGE_BASE_TOOL_NAMES,
+    MCP_DEFAULT_TOOL_NAMES,
+    MEMORY_TOOL_NAMES,
+    TOOL_SPECS,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,7 +59,7 @@ async def test_every_tool_over_stdio(tmp_path):
     with MemoryStore.open(db) as store:  # something to read before the server starts
         handbook = store.documents.ingest_text("# Leave\n\nParental leave is sixteen weeks at full pay.",
                                                name="handbook.md", namespace="user:alice")
-    async with _stdio(tmp_path, db, "--namespace", "user:alice") as client:
+    async with _stdio(tmp_path, db, "--namespace", "user:alice", "--tools", "all") as client:
         assert client.server_info.name == "openkoi-memory"
         listed = {tool.name: tool for tool in (await client.list_tools()).tools}
         assert tuple(listed) == (*MEMORY_TOOL_NAMES, *KNOWLEDGE_BASE_TOOL_NAMES)
@@ -113,10 +121,49 @@ async def test_every_tool_over_stdio(tmp_path):
         assert store.get(mid).score == 2
 
 
+async def test_a_client_gets_four_tools_without_overlap_by_default(store):
+    """Write, search everything, list the documents, read one whole: the rest by name (``--tools``)."""
+    handbook = store.documents.ingest_text("# Leave\n\nParental leave is sixteen weeks at full pay.",
+                                           name="handbook.md", namespace="user:alice")
+    async with Client(create_mcp_server(store, namespace="user:alice")) as client:
+        listed = [tool.name for tool in (await client.list_tools()).tools]
+        assert tuple(listed) == MCP_DEFAULT_TOOL_NAMES == ("memory_save", "memory_search",
+                                                           "listKnowledgeBaseDocuments", "getFullDocumentContent")
+        guide = client.instructions
+        assert all(name in guide for name in listed)
+        assert not any(name in guide for name in TOOL_SPECS if name not in listed)  # never a tool it lacks
+        assert _text(await client.call_tool("memory_save", {"content": "The user's cat is called Whiskerino"}))\
+            .startswith("Saved [id:")
+        found = _text(await client.call_tool("memory_search", {"query": "parental leave"}))
+        assert f"[doc:{handbook.id}] handbook.md, chunk 0" in found  # a passage names its document...
+        full = _text(await client.call_tool("getFullDocumentContent", {"documentId": _id(found, "doc")}))
+        assert full.endswith("sixteen weeks at full pay.")  # ...which the model can read whole
+        assert "Whiskerino" in _text(await client.call_tool("memory_search", {"query": "cat"}))
+        missing = await client.call_tool("memory_query", {"query": "cat"})
+        assert missing.is_error and "--tools all" in _text(missing) and "memory_save" in _text(missing)
+    for choice, expected in (("all", tuple(TOOL_SPECS)), ("memory_query, memory_reinforce",
+                                                          ("memory_query", "memory_reinforce"))):
+        async with Client(create_mcp_server(store, tools=choice)) as client:
+            assert tuple(tool.name for tool in (await client.list_tools()).tools) == expected
+            assert not any(name in client.instructions for name in TOOL_SPECS if name not in expected)
+
+
+@pytest.mark.parametrize("command", [["mcp", "--tools"], ["serve", "--mcp-tools"]])
+@pytest.mark.parametrize("value, message", [("memory_forget", "unknown tool 'memory_forget'"),
+                                            ("", "choose at least one tool")])
+def test_a_wrong_tool_choice_is_refused_before_the_server_starts(tmp_path, command, value, message):
+    result = CliRunner().invoke(main, ["--db", str(tmp_path / "m.db"), *command, value])
+    assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
+    with MemoryStore.open(":memory:") as store, pytest.raises(ValueError, match="unknown tool 'nope'"):
+        create_mcp_server(store, tools=["memory_save", "nope"])
+
+
 async def test_a_fixed_namespace_hides_the_argument(tmp_path):
     db = tmp_path / "fixed.db"
-    async with _stdio(tmp_path, db, "--namespace", "agent:7", "--fixed-namespace") as client:
+    async with _stdio(tmp_path, db, "--namespace", "agent:7", "--fixed-namespace",
+                      "--tools", "memory_store,memory_query") as client:
         tools = (await client.list_tools()).tools
+        assert [tool.name for tool in tools] == ["memory_store", "memory_query"]  # the tools named, in that order
         assert all("namespace" not in tool.input_schema["properties"] for tool in tools)
         await client.call_tool("memory_store", {"content": "The build runs on Tuesdays"})
         refused = await client.call_tool("memory_query", {"query": "build", "namespace": "agent:8"})
@@ -181,16 +228,16 @@ async def test_streamable_http_with_tokens(http_server):
     alice_token = tokens.add("alice", ["user:alice"])
     http, client = await _http_client(base, token)
     async with http, client:
-        assert len((await client.list_tools()).tools) == 11
-        stored = await client.call_tool("memory_store", {"content": "Bob's salary is 90k", "namespace": "user:bob"})
+        assert tuple(tool.name for tool in (await client.list_tools()).tools) == MCP_DEFAULT_TOOL_NAMES
+        stored = await client.call_tool("memory_save", {"content": "Bob's salary is 90k", "namespace": "user:bob"})
         assert not stored.is_error
     http, client = await _http_client(base, alice_token)
     async with http, client:
-        mine = await client.call_tool("memory_store", {"content": "Alice likes oolong", "namespace": "user:alice"})
+        mine = await client.call_tool("memory_save", {"content": "Alice likes oolong", "namespace": "user:alice"})
         assert not mine.is_error
         for args in ({"query": "salary", "namespace": "user:bob"}, {"query": "salary", "namespace": "user:nobody"},
                      {"query": "salary"}):  # the server's namespace ("default") is not hers either
-            refused = await client.call_tool("memory_query", args)
+            refused = await client.call_tool("memory_search", args)
             assert refused.is_error and "may not use the namespace" in _text(refused)
     for headers in ({}, {"Authorization": "Bearer wrong-token-wrong-token"}):
         anonymous = httpx.post(f"{base}/mcp", headers=headers, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
@@ -208,9 +255,9 @@ async def test_mcp_alone_over_http(mcp_only_server, tmp_path):
     assert httpx.get(f"{base}/api/health", headers={"Authorization": f"Bearer {token}"}).status_code == 404
     http, client = await _http_client(base, tokens.add("alice", ["user:alice"]))
     async with http, client:
-        stored = await client.call_tool("memory_store", {"content": "Alice likes oolong"})  # the server's namespace
+        stored = await client.call_tool("memory_save", {"content": "Alice likes oolong"})  # the server's namespace
         assert not stored.is_error
-        refused = await client.call_tool("memory_query", {"query": "oolong", "namespace": "user:bob"})
+        refused = await client.call_tool("memory_search", {"query": "oolong", "namespace": "user:bob"})
         assert refused.is_error and "may not use the namespace" in _text(refused)
-    with MemoryStore.open(tmp_path / "http.db") as store:
-        assert store.namespaces() == {"user:alice": 1}
+    with MemoryStore.open(tmp_path / "http.db") as store:  # the fact (and its line in the workspace's daily log)
+        assert store.namespaces().keys() == {"user:alice"} and store.count(namespace="user:alice", kind="fact") == 1
