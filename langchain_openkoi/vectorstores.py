@@ -11,7 +11,9 @@ feedback-ranked search use :class:`~langchain_openkoi.OpenKoiRetriever`.
 
 The documents the knowledge base ingested (``openkoi-memory ingest``, ``store.documents``)
 are memories of the same kind in the same default namespace, so a vector store over the file
-finds them as it is; give ``namespace=`` when they were ingested into another one.
+finds them as it is; give ``namespace=`` when they were ingested into another one. Searches and
+``get_by_ids`` also read LlamaIndex's nodes (kind ``"node"``) by default: ``kinds=`` names the
+kinds to read (writes and deletes touch only ``kind``).
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class OpenKoiVectorStore(VectorStore):
         store: Any = None,
         namespace: str | Sequence[str] = DEFAULT_NAMESPACE,
         kind: str = "document",
+        kinds: Sequence[str] | None = None,
         config: Config | Mapping[str, Any] | None = None,
         clock: Clock | None = None,
     ) -> None:
@@ -73,7 +76,8 @@ class OpenKoiVectorStore(VectorStore):
             self._scope = RunNamespace(namespace)
             self.namespace = self._scope.fixed or self._scope.given
             self.kind = kind
-            self.memory_store.count(namespace=self._scope.fixed or DEFAULT_NAMESPACE, kind=kind)  # validated now
+            self.kinds = tuple(kinds) if kinds is not None else (kind, "node") if kind == "document" else (kind,)
+            self.memory_store.count(namespace=self._scope.fixed or DEFAULT_NAMESPACE, kind=[kind, *self.kinds])
         except BaseException:
             self.close()
             raise
@@ -171,7 +175,8 @@ class OpenKoiVectorStore(VectorStore):
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return []
-        found = {m.id: m for m in self.memory_store.list(namespace=self._scope.resolve(), kind=self.kind, ids=wanted)}
+        found = {m.id: m for m in self.memory_store.list(namespace=self._scope.resolve(), kind=list(self.kinds),
+                                                          ids=wanted)}
         return [_document(found[i]) for i in wanted if i in found]
 
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
@@ -253,7 +258,7 @@ class OpenKoiVectorStore(VectorStore):
             lambda_mult, fetch_k = mmr
             options = {"mmr_lambda": lambda_mult, "fetch_k": max(fetch_k, k)}
         return self.memory_store.search(
-            query, vector=vector, namespace=self._scope.resolve(), kind=self.kind, where=_filter(where), limit=k,
+            query, vector=vector, namespace=self._scope.resolve(), kind=list(self.kinds), where=_filter(where), limit=k,
             fusion="vector", rank=False, track_access=False, **options,  # a vector-store read never writes
         )
 

@@ -51,7 +51,7 @@ __all__ = ["MemoryManager", "StoredFact", "SavedMemory", "SessionEnd", "SalientF
 # what memory_search looks through: the structured memory (LangGraph store items, LangMem's memories, among it)
 # and the workspace, not raw messages
 SEARCH_KINDS = ("fact", ITEM_KIND, "workspace", "learning", "episode", "summary", "procedure", "insight", "note",
-                "document")
+                "document", "node")  # node: LlamaIndex's vector store
 
 
 @dataclass(frozen=True)

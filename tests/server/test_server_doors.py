@@ -84,7 +84,7 @@ READS = {
     "cli_search": EVERYTHING,
     "rest_search": EVERYTHING,
     # document stores
-    "vector_store": DOCUMENTS,
+    "vector_store": DOCUMENTS | NODES,
     "llama_vector_store": DOCUMENTS | NODES,
     "llama_index_from_vector_store": DOCUMENTS | NODES,
     "cli_kb_search": DOCUMENTS,
@@ -95,8 +95,8 @@ READS = {
     "llama_chat_store": MESSAGES,
     "cli_sessions": MESSAGES,
     # memories
-    "tools": FACTS | ITEMS | DOCUMENTS | EPISODES,
-    "mcp_memory_search": FACTS | ITEMS | DOCUMENTS | EPISODES,
+    "tools": FACTS | ITEMS | DOCUMENTS | NODES | EPISODES,
+    "mcp_memory_search": FACTS | ITEMS | DOCUMENTS | NODES | EPISODES,
     "middleware": FACTS | ITEMS | EPISODES,  # episodes: the prompt's recent episodes
     "langgraph_store": FACTS | ITEMS | EPISODES,
     "llama_memory_block": FACTS | EPISODES,
