@@ -1,7 +1,7 @@
 """``OpenKoiMemory``: the classic ``BaseMemory`` (langchain-classic), for ``ConversationChain``/``LLMChain``.
 
 LangChain 1.x moved the chain memories to ``langchain-classic``; this class needs it
-(``pip install 'openkoi-memory[classic]'``). New code should use ``create_agent`` with
+(``pip install langchain-classic``). New code should use ``create_agent`` with
 :class:`~langchain_openkoi.OpenKoiMemoryMiddleware`.
 
 Two memory variables:
@@ -30,7 +30,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by simulating the missing package
     raise ImportError(
         "OpenKoiMemory is LangChain's classic chain memory and needs the langchain-classic package: "
-        "pip install 'openkoi-memory[classic]' (or pip install langchain-classic). "
+        "pip install langchain-classic. "
         "For new code, use create_agent with OpenKoiMemoryMiddleware instead."
     ) from exc
 

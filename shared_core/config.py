@@ -564,7 +564,7 @@ class KnowledgeBaseConfig:
     chunk_unit: str = "characters"  # characters | tokens (chunk_size and chunk_overlap counted in that unit)
     token_encoding: str = "cl100k_base"  # tiktoken encoding for chunk_unit = "tokens" (estimate when unavailable)
     keyword_strength: float = 0.4  # a keyword match below the threshold stays if it holds this share of the query (measured)
-    # bounded work per file (docs/knowledge-base.md#limits): each is checked before parsing or as extraction goes
+    # bounded work per file (docs/knowledge-base.md, "Limits: bounded work per file"): each is checked before parsing or as extraction goes
     max_file_bytes: int = 200 * 2**20  # files larger than this are refused
     max_pages: int = 5000  # PDFs (and iWork previews) with more pages, presentations with more slides, are refused
     max_characters: int = 10_000_000  # documents whose text grows past this are refused

@@ -90,7 +90,7 @@ def compact_command(ctx: click.Context, session_id: str, preset: str | None, win
 @click.pass_context
 @friendly_errors
 def end_session_command(ctx: click.Context, session_id: str, as_json: bool) -> None:
-    """End SESSION_ID: store the facts of messages not read yet and the session's summary (seed 002)."""
+    """End SESSION_ID: store the facts of messages not read yet and the session's summary (Koshi)."""
     result = open_store(ctx).memory_manager.end_session(session_id)
     if as_json:
         click.echo(json.dumps({"session_id": result.session_id, "summary_id": result.summary_id,
@@ -110,7 +110,7 @@ def _chat(message: Any) -> dict[str, Any]:
 
 @click.group()
 def workspace() -> None:
-    """The workspace folder (seed 004): AGENTS/SOUL/USER/MEMORY/HEARTBEAT.md, daily logs, learnings."""
+    """The workspace folder (the agent fleet): AGENTS/SOUL/USER/MEMORY/HEARTBEAT.md, daily logs, learnings."""
 
 
 def _workspace(ctx: click.Context, namespace: str, path: str | None) -> Any:

@@ -54,7 +54,7 @@ def _sessions(store: Any, session_id: str | None, namespace: str | None, last: i
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def forget(ctx: click.Context, **kwargs: Any) -> None:
-    """Run the forgetting engine (seed 003): promote or compress old raw messages."""
+    """Run the forgetting engine (OpenLoomi): promote or compress old raw messages."""
     _run(ctx, _forget, **kwargs)
 
 

@@ -15,7 +15,7 @@ __all__ = ["insights"]
 
 @click.group()
 def insights() -> None:
-    """Structured insights with value scores, weights and trends (seed 003)."""
+    """Structured insights with value scores, weights and trends (OpenLoomi)."""
 
 
 @insights.command("add")

@@ -22,7 +22,7 @@ __all__ = ["prune", "links"]
 @friendly_errors
 def prune(ctx: click.Context, if_due: bool, dry_run: bool, until_under: bool, max_size: str | None,
           as_json: bool) -> None:
-    """Archive the bottom memories (seed 002) when the live data is over memory.max_size."""
+    """Archive the bottom memories (Koshi) when the live data is over memory.max_size."""
     store = open_store(ctx)
     if max_size is not None:
         store.config.memory.max_size = parse_size(max_size)

@@ -85,7 +85,7 @@ def show(ctx: click.Context, memory_id: str) -> None:
 @click.pass_context
 @friendly_errors
 def reinforce(ctx: click.Context, memory_id: str) -> None:
-    """This memory was useful: score +3, recency clock reset (seed 002)."""
+    """This memory was useful: score +3, recency clock reset (Koshi)."""
     memory = open_store(ctx).reinforce(memory_id)
     click.echo(f"[id:{memory.id}] score {memory.score:+g}")
 
@@ -95,7 +95,7 @@ def reinforce(ctx: click.Context, memory_id: str) -> None:
 @click.pass_context
 @friendly_errors
 def demote(ctx: click.Context, memory_id: str) -> None:
-    """This memory is wrong, stale or irrelevant: score -1 (seed 002)."""
+    """This memory is wrong, stale or irrelevant: score -1 (Koshi)."""
     memory = open_store(ctx).demote(memory_id)
     click.echo(f"[id:{memory.id}] score {memory.score:+g}")
 
@@ -161,7 +161,7 @@ def export_command(ctx: click.Context, fmt: str, namespace: str | None, output: 
 @click.pass_context
 @friendly_errors
 def import_command(ctx: click.Context, paths: tuple[str, ...], namespace: str) -> None:
-    """Import MEMORY.md / memory/*.md files (one memory per item or paragraph, seed 002) or a JSONL export."""
+    """Import MEMORY.md / memory/*.md files (one memory per item or paragraph, Koshi) or a JSONL export."""
     from ..portability import import_jsonl, import_markdown
 
     store = open_store(ctx)

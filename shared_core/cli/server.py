@@ -27,7 +27,7 @@ def _need_server_extra() -> None:
         import uvicorn  # noqa: F401
     except ImportError as exc:
         raise click.ClickException(
-            f"the server needs the 'server' extra ({exc.name} is missing): pip install 'openkoi-memory[server]'"
+            f"the server needs the 'server' extra ({exc.name} is missing): pip install mcp fastapi uvicorn (the 'server' extra: pip install '.[server]' in a clone)"
         ) from None
 
 
@@ -112,7 +112,7 @@ _log_level = click.option("--log-level", type=click.Choice(["debug", "info", "wa
 def serve(ctx: click.Context, host: str | None, port: int | None, tokens_file: str | None, no_auth: bool,
           no_mcp: bool, mcp_tools: tuple[str, ...] | None, no_maintenance: bool, allow_hosts: tuple[str, ...],
           allow_origins: tuple[str, ...], log_level: str) -> None:
-    """Serve the REST API (seed 003: http://127.0.0.1:3415/api/) and MCP at /mcp, with bearer tokens."""
+    """Serve the REST API (OpenLoomi: http://127.0.0.1:3415/api/) and MCP at /mcp, with bearer tokens."""
     _need_server_extra()
     import uvicorn
 

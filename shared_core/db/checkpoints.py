@@ -8,7 +8,7 @@ from its own connection (``PASSIVE``: it never waits for, or blocks, readers and
 the checkpoint the writer still runs at ``wal_autocheckpoint`` (it is what lets the log
 restart from its beginning; a background checkpoint alone never finds the log idle while
 writes keep coming) has only the last fraction of a second left to copy: 30-65 ms instead of
-~100, single adds 6-8 % faster (docs/benchmarks.md).
+~100, single adds 6-8 % faster (docs/perf-notes.md).
 
 The thread starts once the store's connection has changed ``start_after`` rows (its
 ``total_changes``, triggers' rows included: about 150 single adds, or the first batch of a bulk

@@ -95,7 +95,7 @@ def _psycopg() -> Any:
     except ImportError as exc:
         raise DriverError(
             "a postgresql:// memory needs psycopg 3 and psycopg-pool; install them with: "
-            'pip install "openkoi-memory[postgres]"'
+            'pip install "psycopg[binary]" psycopg-pool'
         ) from exc
     return psycopg, psycopg_pool
 

@@ -63,7 +63,7 @@ class Chunker:
             from langchain_text_splitters import RecursiveCharacterTextSplitter
         except ImportError:
             raise ImportError(
-                "chunking documents needs langchain-text-splitters: pip install 'openkoi-memory[documents]'"
+                "chunking documents needs langchain-text-splitters: pip install langchain-text-splitters"
             ) from None
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap

@@ -27,13 +27,11 @@ _SHEETS = ("xl/worksheets/",)
 _SLIDE = re.compile(r"ppt/slides/slide\d+\.xml")
 
 
-def _need(module: str, extra: str, what: str) -> None:
+def _need(module: str, package: str, what: str) -> None:
     try:
         __import__(module)
     except ImportError:
-        raise DocumentError(
-            "missing-dependency", f"reading {what} needs {module}: pip install 'openkoi-memory[{extra}]'"
-        ) from None
+        raise DocumentError("missing-dependency", f"reading {what} needs {package}: pip install {package}") from None
 
 
 def _core_properties(props: Any) -> dict[str, Any]:
@@ -58,7 +56,7 @@ def _core_properties(props: Any) -> dict[str, Any]:
 
 def load_docx(data: bytes, budget: Budget) -> Extracted:
     """Paragraphs and tables in body order; a section per heading (``{"heading": "Intro > Setup"}``)."""
-    _need("docx", "documents", "DOCX")
+    _need("docx", "python-docx", "DOCX")
     import docx
     from docx.oxml.ns import qn
     from docx.table import Table
@@ -197,7 +195,7 @@ def load_xlsx(data: bytes, budget: Budget) -> Extracted:
     Sections are rows (``{"sheet": "Q1", "row": 7}``), so a chunk knows its sheet and row range.
     A formula cell whose file holds no cached result (never opened in a spreadsheet app) is empty.
     """
-    _need("openpyxl", "documents", "XLSX")
+    _need("openpyxl", "openpyxl", "XLSX")
     import openpyxl
 
     limits = budget.limits
@@ -244,7 +242,7 @@ def load_xlsx(data: bytes, budget: Budget) -> Extracted:
 
 def load_pptx(data: bytes, budget: Budget) -> Extracted:
     """One section per slide (``{"slide": n}``): title, text of every shape and table, then the notes."""
-    _need("pptx", "pptx", "PPTX")
+    _need("pptx", "python-pptx", "PPTX")
     import pptx
 
     limits = budget.limits

@@ -33,7 +33,7 @@ def load_pdf(data: bytes, budget: Budget) -> tuple[str, list[Section], dict[str,
         import pypdf  # noqa: F401
     except ImportError:
         raise DocumentError(
-            "missing-dependency", "reading PDF needs pypdf: pip install 'openkoi-memory[documents]'"
+            "missing-dependency", "reading PDF needs pypdf: pip install pypdf"
         ) from None
     if b"%%EOF" not in data[-_EOF_WINDOW:]:
         raise DocumentError(

