@@ -8,8 +8,11 @@ A memory in ``agent.db`` is:
 ``agent.db-shm``    the log's shared index (SQLite recreates it)
 ``agent.db-lock``   the queue writers of this process and others wait in (empty)
 ``agent.db.files/`` the data folder: ``sessions/`` (JSONL transcripts), ``workspaces/`` (Markdown
-                    workspace files), ``skills/`` (SKILL.md files), ``uploads/`` (REST uploads)
+                    workspace files), ``skills/`` (SKILL.md files), ``uploads/`` (REST uploads, a
+                    folder per namespace: :func:`upload_folder`)
 =================== ===========================================================================
+
+``erase_namespace`` removes a namespace's files from all of these (:mod:`shared_core.erasure`).
 
 A file named ``openkoi.db`` keeps seed 000's layout instead: its folder is the data folder
 (``sessions/``, ``skills/``, ``workspaces/`` beside it). A ``":memory:"`` store has a private
