@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from .clock import to_iso
 from .conversations.transcripts import transcript_name
-from .errors import BusyError, ConfigError, OpenKoiError, StoreClosedError
+from .errors import BusyError, ConfigError, OpenKoiError, StorageError, StoreClosedError
 from .files import upload_folder, upload_roots
 from .memories import check_namespace
 
@@ -125,10 +126,13 @@ class Erasure:
         sqlite_file = db.dialect == "sqlite" and db.path != ":memory:"
         with db.lock:
             db.check_open()
+            if db.in_transaction:
+                raise StorageError("erase_namespace cannot run inside store.transaction(): it rewrites the file "
+                                   "after its own commit; call it after the transaction block")
             before = self._all_files(namespace)
-            deleted = {table: n for table, n in self._row_counts(namespace).items() if n}
             with db.secure_delete():
                 with db.transaction():
+                    deleted = {table: n for table, n in self._row_counts(namespace).items() if n}
                     db.defer_foreign_keys()  # erasers may run in any order
                     rowids = [int(r[0]) for r in db.query(
                         "SELECT chunk_rowid FROM memory_chunks WHERE namespace = ?", (namespace,))]
@@ -160,12 +164,10 @@ class Erasure:
         Still pending afterwards: a thread of this store keeps retrying while the store is open.
         """
         remaining = self._finish_once(_FINISH_WAIT)
-        if remaining and wait > 0:
-            deadline = _now() + wait
-            while remaining and _now() < deadline:
-                if self._stop.wait(min(_RETRY_FIRST, max(0.0, deadline - _now()))):
-                    break
-                remaining = self._finish_once(_FINISH_WAIT)
+        deadline = time.monotonic() + wait
+        while remaining and time.monotonic() < deadline:
+            time.sleep(min(_RETRY_FIRST, max(0.0, deadline - time.monotonic())))
+            remaining = self._finish_once(_FINISH_WAIT)
         if remaining:
             self._start_finisher()
         return EraseReport(None, remaining=remaining, notes=tuple(getattr(self.db, "erase_caveats", ())))
@@ -176,14 +178,16 @@ class Erasure:
         if db.dialect != "sqlite" or db.path == ":memory:" or db.read_only or db.get_meta(PENDING_KEY) is None:
             return
         try:
-            remaining = self._finish_once(0.0)
+            remaining = self._finish_once(0.0, vacuum_wait=0.0)
         except OpenKoiError as exc:
             logger.warning("could not finish the erase pending in %s on open: %s", db.path, exc)
             return
         if remaining:
             logger.info("an erase of %s is still pending: %s", db.path, remaining[0])
 
-    def _finish_once(self, wait: float) -> tuple[str, ...]:
+    def _finish_once(self, wait: float, *, vacuum_wait: float | None = None) -> tuple[str, ...]:
+        """One try: the rewrite if it is still due (waiting for the writer's turn ``vacuum_wait``
+        seconds, default the busy timeout), then the log cut (letting readers finish ``wait`` s)."""
         db = self.db
         if db.dialect != "sqlite" or db.path == ":memory:" or db.read_only:
             return ()
@@ -194,7 +198,7 @@ class Erasure:
                 return ()
             if pending.get("stage") == "vacuum":
                 try:
-                    db.vacuum()
+                    db.vacuum(wait=vacuum_wait)
                 except BusyError as exc:
                     return (f"{db.path} is not rewritten yet: another connection kept the write lock past the busy "
                             f"timeout ({exc}); the erase finishes when it lets go (store.finish_erase(), or "
@@ -307,12 +311,6 @@ class Erasure:
 
 
 # -- helpers ----------------------------------------------------------------------------------------
-
-
-def _now() -> float:
-    import time
-
-    return time.monotonic()
 
 
 def _pending(db: Any) -> dict[str, Any] | None:

@@ -332,12 +332,13 @@ class Database(NestedTransactions):
         finally:
             self.execute("PRAGMA secure_delete = OFF")
 
-    def vacuum(self) -> None:
+    def vacuum(self, *, wait: float | None = None) -> None:
         """Rewrite the file from its live pages, so no free page or slack space keeps deleted bytes.
 
-        It is a write: it waits for the writer's turn (at most the busy timeout, then
-        :class:`~shared_core.errors.BusyError`) and holds it while the file is rewritten. The old
-        pages stay in the write-ahead log until :meth:`truncate_log` succeeds. No-op in memory.
+        It is a write: it waits for the writer's turn (at most ``wait`` seconds, default the busy
+        timeout, then :class:`~shared_core.errors.BusyError`) and holds it while the file is
+        rewritten. The old pages stay in the write-ahead log until :meth:`truncate_log` succeeds.
+        No-op in memory.
         """
         if self.path == ":memory:":
             return
@@ -345,13 +346,18 @@ class Database(NestedTransactions):
             self.check_open()
             if self._depth:
                 raise StorageError("VACUUM cannot run inside a transaction; call it after the transaction commits")
-            deadline = time.monotonic() + self._busy_timeout_s
+            deadline = time.monotonic() + (self._busy_timeout_s if wait is None else max(0.0, wait))
             with released(self.lock):
                 self._turns.acquire(deadline, self.path)
+            short = wait is not None and wait < self._busy_timeout_s
             try:
                 with self.log_to_ourselves():
+                    if short:  # SQLite's own wait (for writers that take no turn) within the same bound
+                        self.conn.execute(f"PRAGMA busy_timeout = {int(max(0.0, wait or 0.0) * 1000)}")
                     self._execute_when_free("VACUUM", deadline)
             finally:
+                if short:
+                    self.conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
                 self._turns.release()
 
     def truncate_log(self, *, wait: float = 0.0) -> bool:

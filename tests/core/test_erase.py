@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from shared_core import EraseReport, MemoryStore
+from shared_core import EraseReport, MemoryStore, StorageError
 from shared_core.erasure import PENDING_KEY
 from shared_core.files import upload_folder
 
@@ -322,26 +322,52 @@ def test_opening_or_maintaining_the_memory_finishes_a_pending_erase(tmp_path):
     assert _copies(path.parent, SECRET.encode()) == {}
 
 
+WRITER = textwrap.dedent("""
+    import sqlite3, sys
+    conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+    sys.stdin.readline()
+    conn.execute("BEGIN IMMEDIATE")  # the write lock, held until told
+    print("writing", flush=True)
+    sys.stdin.readline()
+    conn.execute("COMMIT")
+""")
+
+
 @pytest.mark.sqlite_only
-def test_a_writer_in_the_way_of_the_rewrite_leaves_it_pending_and_finish_erase_completes_it(tmp_path, monkeypatch):
-    from shared_core.errors import BusyError
-
+def test_a_writer_in_the_way_of_the_rewrite_leaves_it_pending_and_finish_erase_completes_it(tmp_path):
     path = tmp_path / "memory" / "agent.db"
-    with MemoryStore.open(path) as store:
-        store.add(f"a {SECRET} fact", namespace=NS)
-        real_vacuum = store.db.vacuum
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        with MemoryStore.open(path, config={"database": {"busy_timeout_s": 0.5}}) as store:
+            store.add(f"a {SECRET} fact", namespace=NS)
+            store.update(store.add(f"draft {SECRET}", namespace=NS, dedup=False), f"final {SECRET}")
 
-        def busy() -> None:
-            raise BusyError("another process holds the write lock")
+            def take_the_lock() -> None:  # the moment the erase's rows are committed, before the rewrite
+                assert writer.stdin is not None and writer.stdout is not None
+                writer.stdin.write("\n")
+                writer.stdin.flush()
+                assert writer.stdout.readline().strip() == "writing"
 
-        monkeypatch.setattr(store.db, "vacuum", busy)
-        report = store.erase_namespace(NS)
-        assert report.status == "pending" and "not rewritten yet" in report.remaining[0]
-        assert json.loads(store.db.get_meta(PENDING_KEY))["stage"] == "vacuum"
-        store._erasure._stop_finisher()
-        monkeypatch.setattr(store.db, "vacuum", real_vacuum)
-        assert store.finish_erase().complete and store.verify_erase(NS).complete
+            store.register_eraser(lambda namespace: store.db.after_commit(take_the_lock))
+            report = store.erase_namespace(NS)
+            assert report.status == "pending" and "not rewritten yet" in report.remaining[0], report.remaining
+            assert json.loads(store.db.get_meta(PENDING_KEY))["stage"] == "vacuum"
+            assert store.count(namespace=NS) == 0 and not store.verify_erase(NS).complete
+            _end(writer)
+            assert store.finish_erase(wait=120).complete and store.verify_erase(NS).complete
+    finally:
+        writer.kill()
+        writer.wait()
     assert _copies(path.parent, SECRET.encode()) == {}
+
+
+def test_an_erase_inside_a_transaction_is_refused(tmp_path):
+    with MemoryStore.open(tmp_path / "agent.db") as store:
+        store.add("kept", namespace=NS)
+        with pytest.raises(StorageError, match="cannot run inside store.transaction"), store.transaction():
+            store.erase_namespace(NS)
+        assert store.count(namespace=NS) == 1
 
 
 @pytest.mark.sqlite_only
