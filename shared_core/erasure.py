@@ -51,8 +51,10 @@ __all__ = ["EraseReport", "Erasure", "PENDING_KEY"]
 logger = logging.getLogger("openkoi.store")
 
 PENDING_KEY = "erase_pending"  # store_meta: {"stage": "vacuum" | "checkpoint", "since": iso time}
-_RETRY_FIRST, _RETRY_MAX = 0.5, 30.0  # seconds between the background finisher's tries (doubling)
-_FINISH_WAIT = 0.2  # how long one try lets a truncating checkpoint wait for readers (writers wait meanwhile)
+_RETRY_FIRST, _RETRY_MAX = 0.5, 10.0  # seconds between the background finisher's tries (doubling)
+# how long a retry waits for readers to end (a truncating checkpoint: writers wait meanwhile) or for the
+# writer's turn (the rewrite): short, since this store's own searches wait for a try that holds its lock
+_FINISH_WAIT = 0.2
 
 
 @dataclass(frozen=True)
@@ -167,7 +169,7 @@ class Erasure:
         deadline = time.monotonic() + wait
         while remaining and time.monotonic() < deadline:
             time.sleep(min(_RETRY_FIRST, max(0.0, deadline - time.monotonic())))
-            remaining = self._finish_once(_FINISH_WAIT)
+            remaining = self._finish_once(_FINISH_WAIT, vacuum_wait=_FINISH_WAIT)
         if remaining:
             self._start_finisher()
         return EraseReport(None, remaining=remaining, notes=tuple(getattr(self.db, "erase_caveats", ())))
@@ -228,7 +230,7 @@ class Erasure:
         delay = _RETRY_FIRST
         while not self._stop.wait(delay):
             try:
-                if not self._finish_once(_FINISH_WAIT):
+                if not self._finish_once(_FINISH_WAIT, vacuum_wait=_FINISH_WAIT):
                     return
             except StoreClosedError:
                 return
