@@ -39,6 +39,7 @@ from .embed import (
     SentenceTransformerEmbedder,
 )
 from .episodes import Episode
+from .erasure import EraseReport
 from .errors import (
     ConfigError,
     DriverError,
@@ -77,6 +78,7 @@ __all__ = [
     "ScoreParts",
     "SearchResults",
     "StoreStats",
+    "EraseReport",
     "Config",
     "Clock",
     "SystemClock",

@@ -8,8 +8,11 @@ A memory in ``agent.db`` is:
 ``agent.db-shm``    the log's shared index (SQLite recreates it)
 ``agent.db-lock``   the queue writers of this process and others wait in (empty)
 ``agent.db.files/`` the data folder: ``sessions/`` (JSONL transcripts), ``workspaces/`` (Markdown
-                    workspace files), ``skills/`` (SKILL.md files), ``uploads/`` (REST uploads)
+                    workspace files), ``skills/`` (SKILL.md files), ``uploads/`` (REST uploads, a
+                    folder per namespace: :func:`upload_folder`)
 =================== ===========================================================================
+
+``erase_namespace`` removes a namespace's files from all of these (:mod:`shared_core.erasure`).
 
 A file named ``openkoi.db`` keeps seed 000's layout instead: its folder is the data folder
 (``sessions/``, ``skills/``, ``workspaces/`` beside it). A ``":memory:"`` store has a private
@@ -26,20 +29,26 @@ is deleted) and logs where it went.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from .conversations.transcripts import (
     MARKER as TRANSCRIPT_MARKER,  # marks a sessions/ folder as a store's
 )
 
-__all__ = ["data_dir_of", "set_aside_leftovers", "LEGACY_NAME"]
+__all__ = ["data_dir_of", "set_aside_leftovers", "LEGACY_NAME", "UPLOADS", "upload_folder", "upload_roots",
+           "record_upload_root"]
 
 logger = logging.getLogger("openkoi.store")
 
 LEGACY_NAME = "openkoi.db"  # seed 000's file: its folder is its data folder
+UPLOADS = "uploads"  # the REST API's uploaded files, one folder per namespace
+_UPLOAD_ROOTS_KEY = "upload_roots"  # store_meta: upload folders a server was given besides <data dir>/uploads
 
 
 def data_dir_of(path: str) -> Path:
@@ -85,3 +94,34 @@ def _free_name(folder: Path, now: datetime) -> Path:
         target = folder.with_name(f"{stem}-{number}")
         number += 1
     return target
+
+
+def upload_folder(root: Path, namespace: str) -> Path:
+    """Where the files a namespace uploaded through the REST API are kept under ``root`` (a hash:
+    the folder name never shows the namespace)."""
+    return root / hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:16]
+
+
+def upload_roots(store: Any) -> list[Path]:
+    """Every folder uploads of this memory may be in: ``<data dir>/uploads``, and each folder a
+    server was started with (``create_app(upload_dir=...)`` records it in the database, so an erase
+    from any process finds those files too)."""
+    roots = [(Path(store.data_dir) / UPLOADS).resolve()]
+    recorded = store.db.get_meta(_UPLOAD_ROOTS_KEY)
+    for text in json.loads(recorded) if recorded else []:
+        path = Path(text)
+        if path not in roots:
+            roots.append(path)
+    return roots
+
+
+def record_upload_root(store: Any, root: Path) -> None:
+    """Remember ``root`` as an upload folder of this memory (see :func:`upload_roots`)."""
+    root = root.expanduser().resolve()
+    if store.db.read_only or root in upload_roots(store):
+        return
+    with store.db.lock, store.db.transaction():
+        recorded = store.db.get_meta(_UPLOAD_ROOTS_KEY)
+        known = json.loads(recorded) if recorded else []
+        if str(root) not in known:
+            store.db.set_meta(_UPLOAD_ROOTS_KEY, json.dumps([*known, str(root)]))

@@ -39,6 +39,7 @@ from .embed import (
     content_hash,
     embedder_from_name,
 )
+from .erasure import EraseReport, Erasure
 from .errors import EmbedderMismatchError, NotFoundError, OpenKoiError, SchemaError
 from .files import data_dir_of, set_aside_leftovers
 from .index.filters import Filter
@@ -51,7 +52,6 @@ from .memories import (
     Memory,
     MemoryRepository,
     NewMemory,
-    check_namespace,
     scope_for,
 )
 from .search import Searcher, SearchResults
@@ -266,6 +266,8 @@ class MemoryStore:
             store._switch_embedder(embedder)
         else:
             store._vectors.ensure_ready()
+        if not db.read_only:
+            store._erasure.resume()  # an erase another process left pending, if its reader has gone
         return store
 
     def close(self) -> None:
@@ -857,32 +859,32 @@ class MemoryStore:
             with self._db.transaction():
                 return self._memories.delete_rows(rowids)
 
-    def erase_namespace(self, namespace: str) -> int:
-        """Remove every trace of a namespace (a user, an agent) and compact the file.
+    def erase_namespace(self, namespace: str) -> EraseReport:
+        """Remove every trace of a namespace (a user, an agent): rows, index entries, vectors,
+        archive, transcripts, uploads, workspace files, and the bytes they left in the file.
 
-        Rows, index entries, vectors, and whatever the domain modules registered (archive,
-        transcripts, workspace files) go. On SQLite the FTS index is then merged, freed pages
-        are zeroed and the file is vacuumed, so no byte of the erased text remains; on
-        PostgreSQL the tables are vacuumed (see docs/scaling.md). Returns the number of
-        memories erased.
+        On SQLite the deletes zero their content (``secure_delete``), the FTS5 indexes are merged,
+        the file is rewritten (``VACUUM``) and the write-ahead log cut to zero bytes. While another
+        connection reads a snapshot from before the erase, SQLite must keep the old pages: the
+        report's ``status`` is then ``pending`` and ``remaining`` says why; the erase finishes by
+        itself as soon as that read ends (or call :meth:`finish_erase`). On PostgreSQL the rows go
+        and the tables are vacuumed; ``notes`` say what the server keeps (docs/privacy.md).
         """
-        check_namespace(namespace)
-        self._load_domains()
-        with self._db.lock:
-            rowids = [int(r[0]) for r in self._db.query(
-                "SELECT chunk_rowid FROM memory_chunks WHERE namespace = ?", (namespace,))]
-            with self._db.secure_delete():
-                with self._db.transaction():
-                    self._db.defer_foreign_keys()  # erasers may run in any order
-                    self._memories.delete_rows(rowids)
-                    self._archive.erase(namespace)
-                    for eraser in self._erasers:
-                        eraser(namespace)
-                    self._keyword.optimize()
-                    self._vectors.purge_deleted()
-                self._vectors.reset()
-                self._db.compact()
-            return len(rowids)
+        return self._erasure.erase(namespace)
+
+    def finish_erase(self, *, wait: float = 0.0) -> EraseReport:
+        """Finish an erase that reported ``pending`` (from any process); ``wait``: seconds to keep
+        trying while another connection's read holds the old pages. A no-op when none is pending."""
+        return self._erasure.finish(wait=wait)
+
+    def verify_erase(self, namespace: str | None = None) -> EraseReport:
+        """What is left: the namespace's rows and files (if given), and whether an unfinished erase
+        may still have bytes in the file or its log. ``report.complete`` is True when nothing is."""
+        return self._erasure.verify(namespace)
+
+    @_domain
+    def _erasure(self) -> Erasure:
+        return Erasure(self)
 
     def _load_domains(self) -> None:
         """Create every lazily created domain, so each has registered its eraser."""

@@ -1,8 +1,9 @@
-"""Commands for single memories: add, search, show, reinforce, demote, update, delete, stats,
-export, import, and the demo."""
+"""Commands for single memories: add, search, show, reinforce, demote, update, delete, erase (a whole
+namespace), stats, export, import, and the demo."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -123,6 +124,48 @@ def delete(ctx: click.Context, memory_ids: tuple[str, ...]) -> None:
     """Delete memories for good."""
     count = open_store(ctx).delete(list(memory_ids))
     click.echo(f"deleted {count}")
+
+
+PENDING_EXIT = 3  # `erase`: something of the namespace is still there (see the report)
+
+
+@main.command()
+@click.argument("namespace", required=False)
+@click.option("--verify", is_flag=True, help="Erase nothing: report what remains of NAMESPACE (without one: whether "
+                                             "an erase is unfinished).")
+@click.option("--finish", is_flag=True, help="Erase nothing new: finish an erase that reported pending.")
+@click.option("--wait", type=click.FloatRange(0, 86_400), default=0.0, show_default=True,
+              help="Seconds to keep trying while another connection's read still holds old pages.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+@friendly_errors
+def erase(ctx: click.Context, namespace: str | None, verify: bool, finish: bool, wait: float, as_json: bool) -> None:
+    """Erase NAMESPACE for good: its rows, index entries, archive, transcripts, uploads, workspace
+    files, and the bytes they left in the database file and its log (docs/privacy.md).
+
+    Exit status 0 when nothing remains, 3 while something does (the report says what and why:
+    usually another connection reading an old snapshot; run `erase --finish` once it has ended).
+    """
+    if verify and finish:
+        raise click.UsageError("--verify and --finish cannot be combined: --finish already reports what remains")
+    if namespace is None and not (verify or finish):
+        raise click.UsageError("name the namespace to erase, e.g. `openkoi-memory erase user:alice` (or use "
+                               "--verify / --finish)")
+    store = open_store(ctx)
+    if verify:
+        report = store.verify_erase(namespace)
+    elif finish:
+        report = store.finish_erase(wait=wait)
+        if namespace is not None:
+            report = dataclasses.replace(report, namespace=namespace, remaining=store.verify_erase(namespace).remaining)
+    else:
+        report = store.erase_namespace(namespace)  # type: ignore[arg-type]
+        if not report.complete and wait > 0:
+            store.finish_erase(wait=wait)
+            report = dataclasses.replace(report, remaining=store.verify_erase(namespace).remaining)
+    click.echo(json.dumps(report.to_dict(), indent=2) if as_json else str(report))
+    if not report.complete:
+        ctx.exit(PENDING_EXIT)
 
 
 @main.command()

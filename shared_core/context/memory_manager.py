@@ -135,28 +135,36 @@ class MemoryManager:
         ``workspace.root`` or ``path`` is given (their ``data_dir`` is the user's real one).
         """
         check_namespace(namespace)
-        cfg = self.store.config.workspace
         if path is not None:
             folder = Path(path).expanduser().resolve()
         else:
-            if cfg.enabled == "off":
+            default = self.workspace_folder(namespace)
+            if default is None:
                 return None
-            if cfg.root:
-                root = Path(cfg.root).expanduser()
-            elif self.store.path == ":memory:":
-                if cfg.enabled == "on":
-                    raise ConfigError("workspace.enabled = 'on' for a ':memory:' store needs workspace.root (or pass "
-                                      "path=): a ':memory:' store has no data directory of its own")
-                return None
-            else:
-                root = self.store.data_dir / "workspaces"
-            folder = (root / _folder_name(namespace)).resolve()
+            folder = default
         cache_key = (namespace, str(folder))
         if cache_key not in self._workspaces:
             register(self.store, namespace, str(folder))
             self._workspaces = {k: v for k, v in self._workspaces.items() if k[0] != namespace}
             self._workspaces[cache_key] = Workspace(self.store, namespace, folder)
         return self._workspaces[cache_key]
+
+    def workspace_folder(self, namespace: str = DEFAULT_NAMESPACE) -> Path | None:
+        """Where :meth:`workspace` puts the namespace's folder when no ``path`` is given (None: no
+        workspaces for this store); nothing is created."""
+        cfg = self.store.config.workspace
+        if cfg.enabled == "off":
+            return None
+        if cfg.root:
+            root = Path(cfg.root).expanduser()
+        elif self.store.path == ":memory:":
+            if cfg.enabled == "on":
+                raise ConfigError("workspace.enabled = 'on' for a ':memory:' store needs workspace.root (or pass "
+                                  "path=): a ':memory:' store has no data directory of its own")
+            return None
+        else:
+            root = self.store.data_dir / "workspaces"
+        return (root / _folder_name(namespace)).resolve()
 
     # -- the context manager (part 4) -------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import DriverError, SchemaError, StorageError, StoreClosedError
+from ..errors import BusyError, DriverError, SchemaError, StorageError, StoreClosedError
 from .checkpoints import BackgroundCheckpointer
 from .driver import Driver, connect, connect_companion, get_driver
 from .transactions import NestedTransactions, busy_error, released, unstorable
@@ -65,6 +65,8 @@ class Database(NestedTransactions):
     """
 
     dialect = "sqlite"
+    #: what an erase cannot promise on this backend: nothing (``EraseReport.notes``)
+    erase_caveats: tuple[str, ...] = ()
 
     def __init__(self, path: str, *, read_only: bool = False, busy_timeout_ms: int = 10_000, cache_mb: int = 64,
                  checkpoint_pages: int = 10_000, background_checkpoints: bool = True) -> None:
@@ -343,12 +345,70 @@ class Database(NestedTransactions):
         finally:
             self.execute("PRAGMA secure_delete = OFF")
 
-    def compact(self) -> None:
-        """Rewrite the file without free pages and truncate the WAL (no-op in memory)."""
-        if self.path != ":memory:":
-            with self.log_to_ourselves():
-                self.execute("VACUUM")
-                self.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    def vacuum(self, *, wait: float | None = None) -> None:
+        """Rewrite the file from its live pages, so no free page or slack space keeps deleted bytes.
+
+        It is a write: it waits for the writer's turn (at most ``wait`` seconds, default the busy
+        timeout, then :class:`~shared_core.errors.BusyError`) and holds it while the file is
+        rewritten. The old pages stay in the write-ahead log until :meth:`truncate_log` succeeds.
+        No-op in memory.
+        """
+        if self.path == ":memory:":
+            return
+        with self.lock:
+            self.check_open()
+            if self._depth:
+                raise StorageError("VACUUM cannot run inside a transaction; call it after the transaction commits")
+            deadline = time.monotonic() + (self._busy_timeout_s if wait is None else max(0.0, wait))
+            with released(self.lock):
+                self._turns.acquire(deadline, self.path)
+            short = wait is not None and wait < self._busy_timeout_s
+            try:
+                with self.log_to_ourselves():
+                    if short:  # SQLite's own wait (for writers that take no turn) within the same bound
+                        self.conn.execute(f"PRAGMA busy_timeout = {int(max(0.0, wait or 0.0) * 1000)}")
+                    self._execute_when_free("VACUUM", deadline)
+            finally:
+                if short:
+                    self.conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
+                self._turns.release()
+
+    def truncate_log(self, *, wait: float = 0.0) -> bool:
+        """Copy the write-ahead log into the file and cut it to zero bytes; True when done.
+
+        False when another connection still reads a snapshot the log holds pages of (or a writer
+        or another checkpoint was busy) for ``wait`` seconds: SQLite may not drop those pages yet.
+        Writers wait while it waits, so keep ``wait`` short. True at once outside WAL mode.
+        """
+        if self.path == ":memory:" or self.read_only:
+            return True
+        with self.lock:
+            self.check_open()
+            if self._depth:
+                raise StorageError("the log cannot be truncated inside a transaction; call it after the commit")
+            if str(self.scalar("PRAGMA journal_mode")).lower() != "wal":
+                return True
+            deadline = time.monotonic() + max(0.0, wait)
+            try:
+                with released(self.lock):
+                    self._turns.acquire(deadline, self.path)
+            except BusyError:
+                return False
+            try:
+                with self.log_to_ourselves():
+                    self.conn.execute(f"PRAGMA busy_timeout = {int(max(0.0, wait) * 1000)}")
+                    try:
+                        busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                    except self.driver.OperationalError as exc:
+                        if not _is_busy(exc):
+                            raise self._translate(exc) from None
+                        busy = 1
+                    finally:
+                        self.conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
+            finally:
+                self._turns.release()
+            wal = f"{self.path}-wal"
+            return int(busy) == 0 and (not os.path.exists(wal) or os.path.getsize(wal) == 0)
 
     @contextlib.contextmanager
     def log_to_ourselves(self) -> Iterator[None]:

@@ -687,6 +687,13 @@ class PostgresDatabase(NestedTransactions):
         """Check foreign keys at commit, not per statement (the migrations make them deferrable)."""
         self.execute("SET CONSTRAINTS ALL DEFERRED")
 
+    #: what an erase cannot promise on this backend (``EraseReport.notes``; docs/privacy.md)
+    erase_caveats = (
+        "PostgreSQL: the rows are deleted and the memory's tables vacuumed; their old versions can stay in "
+        "the table files until PostgreSQL reuses that space (VACUUM FULL rewrites them), and in the server's "
+        "WAL, WAL archive, replicas and backups until those are recycled",
+    )
+
     @contextlib.contextmanager
     def secure_delete(self) -> Iterator[None]:
         """Nothing to switch on: :meth:`compact` vacuums what was deleted."""

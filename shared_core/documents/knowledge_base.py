@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..embed import profile_of
 from ..errors import NotFoundError
+from ..files import upload_folder, upload_roots
 from ..index.filters import Condition
 from ..index.sanitize import query_terms
 from ..memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
@@ -103,7 +105,7 @@ class KnowledgeBase:
         self._repo = DocumentRepository(store.db)
         self._chunker: Chunker | None = None
         self._chunker_settings: tuple[Any, ...] = ()
-        store.register_eraser(self._repo.erase_namespace)
+        store.register_eraser(self._erase)
 
     # -- settings ------------------------------------------------------------------------------
 
@@ -396,7 +398,28 @@ class KnowledgeBase:
         with self.store.transaction():
             self.store.delete(self._repo.chunk_ids(document.id), missing_ok=True)
             self._repo.delete(document.id)
+            uploaded = self._uploaded_copy(document.blob_path)
+            if uploaded is not None:  # the server's copy of an uploaded file goes with its document
+                self.store.db.after_commit(lambda: uploaded.unlink(missing_ok=True))
         return True
+
+    def _uploaded_copy(self, blob_path: str) -> Path | None:
+        """The file, if ``blob_path`` is a copy the REST API keeps in an upload folder (not a user's own file)."""
+        if blob_path.startswith("text:"):
+            return None
+        path = Path(blob_path).resolve()
+        return path if any(path.is_relative_to(root) for root in upload_roots(self.store)) else None
+
+    def _erase(self, namespace: str) -> None:
+        """``erase_namespace``: the rows, and once the erase commits, the namespace's upload folders."""
+        folders = [upload_folder(root, namespace) for root in upload_roots(self.store)]
+        self._repo.erase_namespace(namespace)
+
+        def remove() -> None:
+            for folder in folders:
+                shutil.rmtree(folder, ignore_errors=True)  # what could not go, verify_erase() reports
+
+        self.store.db.after_commit(remove)
 
 
 def document_metadata(loaded: LoadedDocument) -> dict[str, Any]:

@@ -4,7 +4,8 @@ In order: recover tasks a crashed process left open (seed 000), sweep expired me
 (TTL), decay learnings (seed 000), run the forgetting engine on every namespace
 (seed 003), tidy insight access logs (seed 003), size-prune into the archive (seed 002),
 re-embed what changed (seed 003's content hash), re-index SKILL.md files, mine usage
-patterns (seed 000), and trim the vector mirror's change log. Each job is idempotent, so
+patterns (seed 000), trim the vector mirror's change log, and finish an erase that another
+connection's long read left pending (:mod:`shared_core.erasure`). Each job is idempotent, so
 running ``maintain()`` twice in a row changes nothing the second time; a run lock shared
 by all processes (``maintenance:<db>``) makes a second concurrent run return
 ``skipped_locked``; ``if_due=True`` runs only when seed 002's schedule
@@ -30,7 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Maintenance", "MaintenanceReport", "StepResult", "STEPS"]
 
-STEPS = ("recover_tasks", "expire", "decay", "forget", "insights", "prune", "reembed", "skills", "usage", "index_log")
+STEPS = ("recover_tasks", "expire", "decay", "forget", "insights", "prune", "reembed", "skills", "usage", "index_log",
+         "finish_erase")
 JOB = "maintenance"
 LOCK_KEY = "maintenance"
 LOCK_TTL_MS = 10 * 60_000
@@ -194,3 +196,10 @@ class Maintenance:
             )
         trimmed = int(cursor.rowcount or 0)
         return trimmed > 0, f"{trimmed} change-log entr(ies) trimmed"
+
+    def _finish_erase(self) -> tuple[bool, str]:
+        if self.store.verify_erase().complete:
+            return False, "no erase pending"
+        report = self.store.finish_erase()
+        return report.complete, "pending erase finished" if report.complete else "erase still pending: " + \
+            "; ".join(report.remaining)

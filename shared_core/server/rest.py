@@ -1,6 +1,6 @@
 """The REST API (``openkoi-memory serve``): seed 003's local API at http://127.0.0.1:3415/api/.
 
-Routes: memories (add, list, get, update, delete, search, feedback), namespaces, the knowledge base
+Routes: memories (add, list, get, update, delete, search, feedback), namespaces (list, erase), the knowledge base
 (search, documents: upload, text, ingest from the server's documents roots, read, delete),
 insights (rank, upsert, search, view, favourite, weight, delete), usage analytics (events,
 patterns, summary), maintenance (status, run) and health; the MCP endpoint at ``/mcp``; the
@@ -13,7 +13,6 @@ is looked up, so a 403 never tells whether something exists there.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import threading
@@ -33,6 +32,7 @@ from starlette.routing import Route
 from ..documents.discovery import discover
 from ..documents.loaders import SUPPORTED_EXTENSIONS
 from ..errors import NotFoundError, OpenKoiError
+from ..files import UPLOADS, record_upload_root, upload_folder
 from ..memories import DEFAULT_NAMESPACE, check_namespace
 from .asgi import PRINCIPAL_KEY, BearerAuth, BodyLimit, BrowserGuard, allowed_hosts_for
 from .auth import Principal, TokenFile
@@ -41,6 +41,7 @@ from .schemas import (
     AddOut,
     DocumentContentOut,
     DocumentOut,
+    EraseOut,
     FavoriteIn,
     FeedbackIn,
     HealthOut,
@@ -115,7 +116,9 @@ def create_app(
     """
     cfg = store.config.server
     roots = [Path(r).expanduser().resolve() for r in (cfg.documents_roots if documents_roots is None else documents_roots)]
-    uploads = Path(upload_dir) if upload_dir is not None else Path(store.data_dir) / "uploads"
+    uploads = Path(upload_dir) if upload_dir is not None else Path(store.data_dir) / UPLOADS
+    if upload_dir is not None:  # so that an erase from any process finds the files kept there
+        record_upload_root(store, uploads)
     session_manager = None
     mcp_endpoint = None
     if mcp:
@@ -147,11 +150,12 @@ def create_app(
     )
     app.state.store = store
     app.state.scheduler = scheduler
-    _install_errors(app, scrubber_for(store, uploads))
+    scrub = scrubber_for(store, uploads)
+    _install_errors(app, scrub)
     if mcp_endpoint is not None:
         app.router.routes.append(Route("/mcp", endpoint=mcp_endpoint, methods=["GET", "POST", "DELETE"],
                                        include_in_schema=False))
-    _memory_routes(app, store)
+    _memory_routes(app, store, scrub)
     _knowledge_routes(app, store, uploads, roots)
     _insight_routes(app, store)
     _usage_routes(app, store)
@@ -238,7 +242,7 @@ def _not_found(what: str, ident: str, namespace: str) -> HTTPException:
 
 # -- memories --------------------------------------------------------------------------------------------
 
-def _memory_routes(app: FastAPI, store: MemoryStore) -> None:
+def _memory_routes(app: FastAPI, store: MemoryStore, scrub: Scrubber) -> None:
     tags = ["memories"]
 
     @app.post("/api/memories", tags=tags, status_code=201, response_model=AddOut, summary="Add a memory")
@@ -312,6 +316,18 @@ def _memory_routes(app: FastAPI, store: MemoryStore) -> None:
         principal = principal_of(request)
         return [NamespaceOut(namespace=n, memories=c) for n, c in store.namespaces().items() if principal.allows(n)]
 
+    @app.delete("/api/namespaces/{namespace:path}", tags=tags, response_model=EraseOut,
+                responses={202: {"model": EraseOut, "description": "Erased, but old pages remain until another "
+                                 "connection's read ends (see remaining); it finishes by itself"}},
+                summary="Erase a namespace: every row, file and stored byte of it")
+    def erase_namespace(namespace: str, request: Request, response: Response) -> EraseOut:
+        ns = resolve_namespace(request, namespace)
+        report = store.erase_namespace(ns).to_dict()
+        for key in ("files", "remaining", "notes"):
+            report[key] = [scrub(text) for text in report[key]]
+        response.status_code = 200 if report["complete"] else 202
+        return EraseOut(**report)
+
 
 def _writable(store: MemoryStore, memory_id: str, namespace: str) -> None:
     memory = store.get(memory_id, namespace=namespace)
@@ -358,7 +374,7 @@ def _knowledge_routes(app: FastAPI, store: MemoryStore, uploads: Path, roots: li
         limit = store.config.knowledge_base.max_file_bytes
         if len(data) > limit:
             raise HTTPException(413, f"the file is larger than knowledge_base.max_file_bytes ({limit:,} bytes)")
-        folder = uploads / hashlib.sha256(ns.encode("utf-8")).hexdigest()[:16]
+        folder = upload_folder(uploads, ns)
         return await run_in_threadpool(_store_upload, store, folder, file_name, data, ns, upload_locks)
 
     @app.post("/api/kb/documents/text", tags=tags, status_code=201, response_model=DocumentOut,

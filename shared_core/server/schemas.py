@@ -21,7 +21,7 @@ from ..validation import LIMITS, check_storable
 __all__ = [
     "AddOut", "DocumentContentOut", "DocumentOut", "FeedbackIn", "HealthOut", "IngestIn", "IngestOut", "InsightIn",
     "InsightOut", "KnowledgeHitOut", "KnowledgeSearchIn", "MemoryIn", "MemoryOut", "MemoryPatch", "HitOut",
-    "NamespaceOut", "RankedInsightOut", "SearchIn", "SearchOut", "TextDocumentIn", "UsageEventIn", "UsageEventOut",
+    "NamespaceOut", "EraseOut", "RankedInsightOut", "SearchIn", "SearchOut", "TextDocumentIn", "UsageEventIn", "UsageEventOut",
     "UsagePatternOut", "UsageSummaryOut", "InsightSearchIn", "FavoriteIn", "WeightIn", "Text", "Name",
     "InsightHitOut", "MaintenanceOut", "MAX_JSON_DEPTH", "MAX_FILTER_DEPTH", "MAX_FILTER_CONDITIONS",
     "MAX_SEARCH_WINDOW", "check_json", "check_filter",
@@ -188,6 +188,20 @@ class FeedbackIn(BaseModel):
 class NamespaceOut(BaseModel):
     namespace: str
     memories: int
+
+
+class EraseOut(BaseModel):
+    """What erasing a namespace did (``MemoryStore.erase_namespace``): ``status`` is ``erased``, or
+    ``pending`` while another connection's read keeps old pages (``remaining`` says what and why)."""
+
+    namespace: str
+    status: str
+    complete: bool
+    memories: int
+    deleted: dict[str, int]
+    files: list[str]
+    remaining: list[str]
+    notes: list[str]
 
 
 # -- knowledge base ------------------------------------------------------------------------------------

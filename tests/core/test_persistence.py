@@ -242,7 +242,7 @@ def test_erase_namespace_leaves_no_byte_behind(tmp_path):
         archived = s.add(f"old {secret} in the archive", namespace="user:alice", dedup=False)
         s.archive(archived)
         s.search(secret, namespace="user:alice")
-        assert s.erase_namespace("user:alice") == 2
+        assert s.erase_namespace("user:alice").memories == 2
         assert s.count(namespace="user:alice") == 0 and s.search_archive(secret, namespace="user:alice").ids == []
         assert s.count(namespace="user:bob") == 20
         assert s.search("public note", namespace="user:bob", fusion="vector", limit=30).ids

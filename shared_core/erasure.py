@@ -1,0 +1,387 @@
+"""Erasing a namespace: every byte of it leaves the disk, or the report says what is left and why.
+
+``store.erase_namespace(ns)`` (issue 25 part 6) works in three steps on an SQLite file:
+
+1. **Rows.** One write transaction with SQLite's ``secure_delete`` on (deleted content is
+   overwritten with zeros, not only unlinked): the namespace's rows in every table (each domain
+   registers an eraser), its keyword postings merged out of the FTS5 indexes (``optimize``), the
+   vector table copied without deleted vectors, the planner's sampled index keys
+   (``sqlite_stat4``) rebuilt, and a marker that an erase is unfinished (it names no namespace).
+   Once it commits, the namespace's files go: transcripts, REST uploads, workspace files,
+   proposed SKILL.md files.
+2. **The file.** ``VACUUM`` rewrites the database from its live rows: no free page or slack
+   space keeps an older copy (of an edit, of a merge, of a row deleted before ``secure_delete``).
+3. **The log.** A truncating checkpoint copies the write-ahead log into the file and cuts it to
+   zero bytes; until then ``<db>-wal`` still holds the old page images. It cannot finish while
+   another connection reads a snapshot taken before the erase (a process inside ``BEGIN ...``,
+   a cursor not read to its end), nor can SQLite drop the old pages that snapshot still sees.
+   The erase then reports ``pending`` and finishes by itself as soon as it can: a thread of the
+   erasing store retries while it stays open, and any later :meth:`MemoryStore.finish_erase`,
+   ``maintain()``, opening of the memory or ``openkoi-memory erase --finish`` completes it.
+
+The marker is cleared only after the log was cut, so ``verify`` (``openkoi-memory erase --verify``)
+can tell from any process whether old bytes may remain. On PostgreSQL the rows are deleted and the
+tables vacuumed; what the server itself keeps (dead tuples until vacuumed, its WAL, base backups
+and replicas) is listed in the report's ``notes`` and in docs/privacy.md.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .clock import to_iso
+from .conversations.transcripts import transcript_name
+from .errors import BusyError, ConfigError, OpenKoiError, StorageError, StoreClosedError
+from .files import upload_folder, upload_roots
+from .memories import check_namespace
+
+if TYPE_CHECKING:
+    from .store import MemoryStore
+
+__all__ = ["EraseReport", "Erasure", "PENDING_KEY"]
+
+logger = logging.getLogger("openkoi.store")
+
+PENDING_KEY = "erase_pending"  # store_meta: {"stage": "vacuum" | "checkpoint", "since": iso time}
+_RETRY_FIRST, _RETRY_MAX = 0.5, 10.0  # seconds between the background finisher's tries (doubling)
+# how long a retry waits for readers to end (a truncating checkpoint: writers wait meanwhile) or for the
+# writer's turn (the rewrite): short, since this store's own searches wait for a try that holds its lock
+_FINISH_WAIT = 0.2
+
+
+@dataclass(frozen=True)
+class EraseReport:
+    """What an erase deleted, and whether any byte of the namespace may remain (and why).
+
+    ``deleted``: rows per table. ``files``: files removed. ``remaining``: one sentence per thing
+    still there, with the reason and what to do; empty when everything is gone. ``notes``: what
+    the backend cannot promise (PostgreSQL's own copies). ``action``: ``erase`` (also a finished
+    erase) or ``verify`` (a check that deleted nothing).
+    """
+
+    namespace: str | None
+    deleted: Mapping[str, int] = field(default_factory=dict)
+    files: tuple[str, ...] = ()
+    remaining: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    action: str = "erase"
+
+    @property
+    def complete(self) -> bool:
+        """True when no row, file or byte of the namespace is left where this library can reach it."""
+        return not self.remaining
+
+    @property
+    def status(self) -> str:
+        """``erased`` or ``pending``."""
+        return "erased" if self.complete else "pending"
+
+    @property
+    def memories(self) -> int:
+        """Live memories deleted (what ``erase_namespace`` used to return)."""
+        return int(self.deleted.get("memory_chunks", 0))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"namespace": self.namespace, "action": self.action, "status": self.status,
+                "complete": self.complete, "memories": self.memories, "deleted": dict(self.deleted),
+                "files": list(self.files), "remaining": list(self.remaining), "notes": list(self.notes)}
+
+    def __str__(self) -> str:
+        whose = f" of {self.namespace!r}" if self.namespace is not None else ""
+        if self.action == "verify":
+            head = f"nothing{whose} remains" if self.complete else f"{len(self.remaining)} thing(s){whose} remain"
+        else:
+            rows = sum(self.deleted.values())
+            head = f"{self.status}{':' if whose else ''}{whose.removeprefix(' of')}"
+            if self.deleted or self.files:
+                head += f", {rows} row(s) in {len(self.deleted)} table(s) and {len(self.files)} file(s) deleted"
+        lines = [head]
+        lines += [f"  remains: {text}" for text in self.remaining]
+        lines += [f"  note: {text}" for text in self.notes]
+        return "\n".join(lines)
+
+
+class Erasure:
+    """``erase_namespace``, ``finish_erase`` and ``verify_erase`` of one store (see the module docs)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self.db = store.db
+        self._finisher: threading.Thread | None = None
+        self._stop = threading.Event()
+        store.register_closer(self._stop_finisher)
+
+    # -- erase ------------------------------------------------------------------------------------
+
+    def erase(self, namespace: str) -> EraseReport:
+        check_namespace(namespace)
+        store, db = self.store, self.db
+        store._load_domains()  # every domain registers its eraser
+        sqlite_file = db.dialect == "sqlite" and db.path != ":memory:"
+        with db.lock:
+            db.check_open()
+            if db.in_transaction:
+                raise StorageError("erase_namespace cannot run inside store.transaction(): it rewrites the file "
+                                   "after its own commit; call it after the transaction block")
+            before = self._all_files(namespace)
+            with db.secure_delete():
+                with db.transaction():
+                    deleted = {table: n for table, n in self._row_counts(namespace).items() if n}
+                    db.defer_foreign_keys()  # erasers may run in any order
+                    rowids = [int(r[0]) for r in db.query(
+                        "SELECT chunk_rowid FROM memory_chunks WHERE namespace = ?", (namespace,))]
+                    store.memories.delete_rows(rowids)
+                    store.archive_store.erase(namespace)
+                    for eraser in list(store._erasers):
+                        eraser(namespace)
+                    store.keyword_index.optimize()
+                    store._vectors.purge_deleted()
+                    if db.dialect == "sqlite":
+                        _refresh_samples(db)
+                    if sqlite_file:
+                        db.set_meta(PENDING_KEY, json.dumps({"stage": "vacuum", "since": to_iso(store.clock.now())}))
+                store._vectors.reset()
+            files = tuple(sorted(str(p) for p in before if not p.exists()))
+            if db.dialect == "postgresql":
+                db.compact()
+        finish = self.finish() if sqlite_file else EraseReport(None)
+        rows_left, files_left = self._leftovers(namespace)
+        return EraseReport(namespace, deleted, files, (*rows_left, *files_left, *finish.remaining),
+                           tuple(getattr(db, "erase_caveats", ())))
+
+    # -- finish ------------------------------------------------------------------------------------
+
+    def finish(self, *, wait: float = 0.0) -> EraseReport:
+        """Complete an erase whose bytes could not all go yet; a no-op when none is pending.
+
+        ``wait``: seconds to keep retrying while another connection's snapshot holds the old pages.
+        Still pending afterwards: a thread of this store keeps retrying while the store is open.
+        """
+        remaining = self._finish_once(_FINISH_WAIT)
+        deadline = time.monotonic() + wait
+        while remaining and time.monotonic() < deadline:
+            time.sleep(min(_RETRY_FIRST, max(0.0, deadline - time.monotonic())))
+            remaining = self._finish_once(_FINISH_WAIT, vacuum_wait=_FINISH_WAIT)
+        if remaining:
+            self._start_finisher()
+        return EraseReport(None, remaining=remaining, notes=tuple(getattr(self.db, "erase_caveats", ())))
+
+    def resume(self) -> None:
+        """On open: one quick try at an erase another process left pending (never fails the open)."""
+        db = self.db
+        if db.dialect != "sqlite" or db.path == ":memory:" or db.read_only or db.get_meta(PENDING_KEY) is None:
+            return
+        try:
+            remaining = self._finish_once(0.0, vacuum_wait=0.0)
+        except OpenKoiError as exc:
+            logger.warning("could not finish the erase pending in %s on open: %s", db.path, exc)
+            return
+        if remaining:
+            logger.info("an erase of %s is still pending: %s", db.path, remaining[0])
+
+    def _finish_once(self, wait: float, *, vacuum_wait: float | None = None) -> tuple[str, ...]:
+        """One try: the rewrite if it is still due (waiting for the writer's turn ``vacuum_wait``
+        seconds, default the busy timeout), then the log cut (letting readers finish ``wait`` s)."""
+        db = self.db
+        if db.dialect != "sqlite" or db.path == ":memory:" or db.read_only:
+            return ()
+        with db.lock:
+            db.check_open()
+            pending = _pending(db)
+            if pending is None:
+                return ()
+            if pending.get("stage") == "vacuum":
+                try:
+                    db.vacuum(wait=vacuum_wait)
+                except BusyError as exc:
+                    return (f"{db.path} is not rewritten yet: another connection kept the write lock past the busy "
+                            f"timeout ({exc}); the erase finishes when it lets go (store.finish_erase(), or "
+                            "openkoi-memory erase --finish)",)
+                pending = {**pending, "stage": "checkpoint"}
+                with db.transaction():
+                    db.set_meta(PENDING_KEY, json.dumps(pending))
+            if not db.truncate_log(wait=wait):
+                return (f"{db.path}-wal and free space in {db.path} still hold old pages of erased rows: another "
+                        "connection reads a snapshot taken before the erase (a transaction left open, a cursor not "
+                        "read to its end, a process stopped in a debugger). The erase finishes by itself as soon "
+                        "as that read ends; end it (commit or close that connection), then check with "
+                        "openkoi-memory erase --verify (store.verify_erase())",)
+            with db.transaction():
+                db.execute("DELETE FROM store_meta WHERE key = ?", (PENDING_KEY,))
+            db.truncate_log(wait=0.0)  # leave the log empty too; it holds nothing erased either way
+            return ()
+
+    def _start_finisher(self) -> None:
+        if self._finisher is not None and self._finisher.is_alive():
+            return
+        self._stop.clear()
+        self._finisher = threading.Thread(target=self._retry, name="openkoi-erase-finisher", daemon=True)
+        self._finisher.start()
+
+    def _retry(self) -> None:
+        delay = _RETRY_FIRST
+        while not self._stop.wait(delay):
+            try:
+                if not self._finish_once(_FINISH_WAIT, vacuum_wait=_FINISH_WAIT):
+                    return
+            except StoreClosedError:
+                return
+            except Exception as exc:  # the next try, finish_erase() or maintain() may still succeed
+                logger.warning("finishing an erase of %s failed (%s: %s); retrying", self.db.path,
+                               type(exc).__name__, exc)
+            delay = min(delay * 2, _RETRY_MAX)
+
+    def _stop_finisher(self) -> None:
+        self._stop.set()
+        thread = self._finisher
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=60)
+
+    # -- verify ------------------------------------------------------------------------------------
+
+    def verify(self, namespace: str | None = None) -> EraseReport:
+        """What remains: the namespace's rows and files (when ``namespace`` is given) and, on SQLite,
+        whether old pages of an unfinished erase may still be in the file or its log."""
+        db = self.db
+        rows_left: tuple[str, ...] = ()
+        files_left: tuple[str, ...] = ()
+        if namespace is not None:
+            check_namespace(namespace)
+            rows_left, files_left = self._leftovers(namespace)
+        bytes_left: tuple[str, ...] = ()
+        if db.dialect == "sqlite" and db.path != ":memory:":
+            with db.lock:
+                pending = _pending(db)
+            if pending is not None:
+                bytes_left = (f"an erase begun at {pending.get('since', '?')} is unfinished: {db.path} or "
+                              f"{db.path}-wal may still hold old pages of erased rows; run openkoi-memory erase "
+                              "--finish (store.finish_erase()) once no other connection holds a long read",)
+        return EraseReport(namespace, remaining=(*rows_left, *files_left, *bytes_left),
+                           notes=tuple(getattr(db, "erase_caveats", ())), action="verify")
+
+    # -- what a namespace has ------------------------------------------------------------------------
+
+    def _row_counts(self, namespace: str) -> dict[str, int]:
+        db = self.db
+        counts = {table: int(db.scalar(f'SELECT count(*) FROM "{table}" WHERE namespace = ?', (namespace,)) or 0)
+                  for table in _namespace_tables(db)}
+        from .lifecycle.forgetting import LOCK_PREFIX
+
+        counts["run_locks"] = int(db.scalar("SELECT count(*) FROM run_locks WHERE key = ?",
+                                            (LOCK_PREFIX + namespace,)) or 0)
+        return counts
+
+    def _leftovers(self, namespace: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(rows, files) of the namespace still there, one sentence each."""
+        with self.db.lock:
+            counts = {t: n for t, n in self._row_counts(namespace).items() if n}
+            own = self._own_files(namespace)
+        rows = (f"{sum(counts.values())} row(s) of {namespace!r} in "
+                f"{', '.join(f'{t} ({n})' for t, n in sorted(counts.items()))}; erase the namespace (again, if "
+                "they were written after an erase)",) if counts else ()
+        files = tuple(f"{path}, a file of {namespace!r} (written after the erase, or it could not be removed: check "
+                      "its permissions); erase again, or delete it" for path in sorted(own))
+        return rows, files
+
+    def _own_files(self, namespace: str) -> set[Path]:
+        """The namespace's files: its upload folders, the Markdown files of its workspace folder and its
+        sessions' transcripts (also those whose session is gone: they record the namespace in each line)."""
+        store = self.store
+        found: set[Path] = set()
+        for folder in (upload_folder(root, namespace) for root in upload_roots(store)):
+            found |= _walk(folder)
+        workspace = _workspace_folder(store, namespace)
+        if workspace is not None:
+            found |= {p for p in _walk(workspace) if p.suffix == ".md"}
+        found |= _transcripts_of(store, namespace)
+        return found
+
+    def _all_files(self, namespace: str) -> set[Path]:
+        """Every file of the memory's data folder and of the namespace (for the list of what an erase removed)."""
+        everything = self._own_files(namespace)
+        if self.db.path != ":memory:" or self.store._data_dir is not None:
+            everything |= _walk(self.store.data_dir)
+        return everything
+
+
+# -- helpers ----------------------------------------------------------------------------------------
+
+
+def _pending(db: Any) -> dict[str, Any] | None:
+    text = db.get_meta(PENDING_KEY)
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    return value if isinstance(value, dict) else {"stage": "vacuum"}
+
+
+def _namespace_tables(db: Any) -> list[str]:
+    """The tables with a ``namespace`` column (virtual tables have none)."""
+    if db.dialect == "postgresql":
+        return [r[0] for r in db.query(
+            "SELECT c.table_name FROM information_schema.columns c JOIN information_schema.tables t "
+            "USING (table_schema, table_name) WHERE c.table_schema = ? AND c.column_name = 'namespace' "
+            "AND t.table_type = 'BASE TABLE' ORDER BY c.table_name", (db.schema,))]
+    tables = [r[0] for r in db.query(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name")]
+    return [t for t in tables if any(col[1] == "namespace" for col in db.query(f'PRAGMA table_info("{t}")'))]
+
+
+def _refresh_samples(db: Any) -> None:
+    """``sqlite_stat4`` keeps sampled index keys (namespaces, ids, FTS terms) until ANALYZE runs again;
+    rebuilt from the live rows when there are any (a memory copied by migrate-backend has them)."""
+    has_stat4 = db.scalar("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat4'")
+    if has_stat4 and db.scalar("SELECT 1 FROM sqlite_stat4 LIMIT 1"):
+        db.execute("ANALYZE")
+
+
+def _workspace_folder(store: Any, namespace: str) -> Path | None:
+    """The namespace's workspace folder: the one recorded, else where it would be by default."""
+    recorded = store.db.scalar("SELECT path FROM workspaces WHERE namespace = ?", (namespace,))
+    if recorded is not None:
+        return Path(recorded)
+    try:
+        return store.memory_manager.workspace_folder(namespace)
+    except ConfigError:
+        return None
+
+
+def _transcripts_of(store: Any, namespace: str) -> set[Path]:
+    """The transcripts of the namespace's sessions, and stray transcripts (no session owns them) whose
+    first line records the namespace."""
+    conversations = store.conversations
+    folder = conversations.transcript_dir
+    if folder is None or not folder.is_dir():
+        return set()
+    repository = conversations.repository
+    found = {folder / transcript_name(i) for i in repository.session_ids(namespace)}
+    known = {transcript_name(i) for i in repository.session_ids(None)}
+    wanted = f'"namespace":{json.dumps(namespace, ensure_ascii=False)},'.encode()
+    for entry in os.scandir(folder):
+        stray = (entry.name.endswith(".jsonl") and entry.name not in known) or ".jsonl.tmp-" in entry.name
+        if not stray:
+            continue
+        try:
+            with open(entry.path, "rb") as handle:
+                if wanted in handle.readline():
+                    found.add(Path(entry.path))
+        except OSError:
+            continue
+    return {p for p in found if p.exists()}
+
+
+def _walk(root: Path) -> set[Path]:
+    if root.is_file():
+        return {root}
+    return {Path(current, name) for current, _dirs, names in os.walk(root) for name in names}
