@@ -104,8 +104,8 @@ def upload_folder(root: Path, namespace: str) -> Path:
 
 def upload_roots(store: Any) -> list[Path]:
     """Every folder uploads of this memory may be in: ``<data dir>/uploads``, and each folder a
-    server was started with (``create_app(upload_dir=...)`` records it in the database, so an erase
-    from any process finds those files too)."""
+    server was started with (``create_app(upload_dir=...)`` records it in the database before its
+    first upload, so an erase from any process finds those files too)."""
     roots = [(Path(store.data_dir) / UPLOADS).resolve()]
     recorded = store.db.get_meta(_UPLOAD_ROOTS_KEY)
     for text in json.loads(recorded) if recorded else []:

@@ -117,8 +117,6 @@ def create_app(
     cfg = store.config.server
     roots = [Path(r).expanduser().resolve() for r in (cfg.documents_roots if documents_roots is None else documents_roots)]
     uploads = Path(upload_dir) if upload_dir is not None else Path(store.data_dir) / UPLOADS
-    if upload_dir is not None:  # so that an erase from any process finds the files kept there
-        record_upload_root(store, uploads)
     session_manager = None
     mcp_endpoint = None
     if mcp:
@@ -374,6 +372,8 @@ def _knowledge_routes(app: FastAPI, store: MemoryStore, uploads: Path, roots: li
         limit = store.config.knowledge_base.max_file_bytes
         if len(data) > limit:
             raise HTTPException(413, f"the file is larger than knowledge_base.max_file_bytes ({limit:,} bytes)")
+        # a folder of its own is recorded before the first file lands there, so an erase from any process finds it
+        await run_in_threadpool(record_upload_root, store, uploads)
         folder = upload_folder(uploads, ns)
         return await run_in_threadpool(_store_upload, store, folder, file_name, data, ns, upload_locks)
 
