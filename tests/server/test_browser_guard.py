@@ -198,9 +198,9 @@ def test_a_real_server_refuses_a_rebound_name(tmp_path):
                 pass
             assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "server.log").read_text()
             time.sleep(0.2)
-        assert httpx.post(f"{base}/api/memories", json={"text": "Alice's PIN is 4921"}).status_code == 201
+        assert httpx.post(f"{base}/api/memories", json={"text": "Alice's PIN is zebra-quartz-4921"}).status_code == 201
         stolen = httpx.get(f"{base}/api/memories", headers={"Host": f"evil.example:{port}"})
-        assert stolen.status_code == 421 and "4921" not in stolen.text
+        assert stolen.status_code == 421 and "zebra-quartz" not in stolen.text
         planted = httpx.post(f"{base}/api/kb/documents", params={"name": "x.txt"}, content=b"planted",
                              headers={"Content-Type": "text/plain", "Origin": f"http://evil.example:{port}"})
         assert planted.status_code == 403
