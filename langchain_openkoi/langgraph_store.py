@@ -81,7 +81,7 @@ from shared_core.items import (
     item_value,
     search_items,
 )
-from shared_core.namespaces import decode_namespace, is_template
+from shared_core.namespaces import check_labels, decode_namespace, is_template
 from shared_core.namespaces import encode_namespace as _encode
 
 from ._core import open_store
@@ -498,19 +498,17 @@ def _content(op: PutOp) -> str:
 
 
 def _check_labels(namespace: Sequence[str]) -> None:
-    if isinstance(namespace, str):
-        raise InvalidNamespaceError(f"a namespace is a tuple of strings such as ('users', 'alice'), got {namespace!r}")
+    """The core's label rules, as LangGraph's ``InvalidNamespaceError``; templates refused."""
+    try:
+        check_labels(namespace)
+    except ValueError as exc:
+        raise InvalidNamespaceError(str(exc)) from None
     if is_template(tuple(namespace)):
         raise InvalidNamespaceError(
             f"namespace {tuple(namespace)!r} is a template; fill it from the run's config before calling the store "
             "(e.g. ('memories', config['configurable']['user_id'])), or give the template to create_memory_tools "
             "or OpenKoiMemoryMiddleware, which fill it per run"
         )
-    for label in namespace:
-        if not isinstance(label, str) or not label:
-            raise InvalidNamespaceError(f"namespace labels must be non-empty strings, got {label!r} in {namespace!r}")
-        if "." in label or "\x00" in label:
-            raise InvalidNamespaceError(f"namespace labels cannot contain '.' or NUL, got {label!r} in {namespace!r}")
 
 
 def _check_put_namespace(namespace: Sequence[str]) -> None:

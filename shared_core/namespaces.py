@@ -32,6 +32,7 @@ __all__ = [
     "Namespace",
     "NamespaceTemplateError",
     "as_namespace",
+    "check_labels",
     "encode_namespace",
     "decode_namespace",
     "is_template",
@@ -62,8 +63,9 @@ def check_namespace(value: Any) -> str:
     return value
 
 
-def encode_namespace(labels: Sequence[str]) -> str:
-    """``("users", "alice")`` -> ``"users.alice."``: the core namespace of a tuple of labels."""
+def check_labels(labels: Sequence[str]) -> None:
+    """Refuse labels a namespace tuple cannot hold (a ``ValueError`` naming the label): each a
+    non-empty string without '.' or NUL (``()`` passes: a prefix of everything)."""
     if isinstance(labels, str):
         raise ValueError(f"a namespace tuple is a sequence of labels such as ('users', 'alice'), got {labels!r}")
     for label in labels:
@@ -71,6 +73,11 @@ def encode_namespace(labels: Sequence[str]) -> str:
             raise ValueError(f"namespace labels must be non-empty strings, got {label!r} in {tuple(labels)!r}")
         if "." in label or "\x00" in label:
             raise ValueError(f"namespace labels cannot contain '.' or NUL, got {label!r} in {tuple(labels)!r}")
+
+
+def encode_namespace(labels: Sequence[str]) -> str:
+    """``("users", "alice")`` -> ``"users.alice."``: the core namespace of a tuple of labels."""
+    check_labels(labels)
     if not labels:
         raise ValueError("a namespace tuple cannot be empty; use e.g. ('memories', user_id)")
     return "".join(f"{label}." for label in labels)
