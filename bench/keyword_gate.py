@@ -51,7 +51,7 @@ def build(path: Path, rows: int, scope_rows: int, turns: list[str]) -> None:
 
 
 def measure(store: MemoryStore, queries: list[str], scoped: bool, limit: int = 10) -> tuple[list[float], list[list]]:
-    index = store._keyword
+    index = store.kernel.keyword
     scope = Scope(namespaces=(NAMESPACE,), kinds=None, live_at=None)
     times, found = [], []
     for text in queries:

@@ -140,15 +140,15 @@ class Erasure:
                         "SELECT chunk_rowid FROM memory_chunks WHERE namespace = ?", (namespace,))]
                     store.memories.delete_rows(rowids)
                     store.archive_store.erase(namespace)
-                    for eraser in list(store._erasers):
+                    for eraser in list(store.kernel.hooks.erasers):
                         eraser(namespace)
                     store.keyword_index.optimize()
-                    store._vectors.purge_deleted()
+                    store.kernel.vectors.purge_deleted()
                     if db.dialect == "sqlite":
                         _refresh_samples(db)
                     if sqlite_file:
                         db.set_meta(PENDING_KEY, json.dumps({"stage": "vacuum", "since": to_iso(store.clock.now())}))
-                store._vectors.reset()
+                store.kernel.vectors.reset()
             files = tuple(sorted(str(p) for p in before if not p.exists()))
             if db.dialect == "postgresql":
                 db.compact()
@@ -307,7 +307,7 @@ class Erasure:
     def _all_files(self, namespace: str) -> set[Path]:
         """Every file of the memory's data folder and of the namespace (for the list of what an erase removed)."""
         everything = self._own_files(namespace)
-        if self.db.path != ":memory:" or self.store._data_dir is not None:
+        if self.store.kernel.has_data_dir:
             everything |= _walk(self.store.data_dir)
         return everything
 

@@ -33,15 +33,17 @@ import hashlib
 import json
 import logging
 import os
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from .config import Config
 from .conversations.transcripts import (
     MARKER as TRANSCRIPT_MARKER,  # marks a sessions/ folder as a store's
 )
 
-__all__ = ["data_dir_of", "set_aside_leftovers", "LEGACY_NAME", "UPLOADS", "upload_folder", "upload_roots",
+__all__ = ["data_dir_of", "data_dir_for", "set_aside_leftovers", "LEGACY_NAME", "UPLOADS", "upload_folder", "upload_roots",
            "record_upload_root"]
 
 logger = logging.getLogger("openkoi.store")
@@ -55,6 +57,20 @@ def data_dir_of(path: str) -> Path:
     """The data folder of the database file ``path`` (see the module docs)."""
     file = Path(path)
     return file.parent if file.name == LEGACY_NAME else file.parent / f"{file.name}.files"
+
+
+def data_dir_for(db: Any, cfg: Config) -> Path | None:
+    """The data folder of the memory ``db``: its file's, or one under the data dir for a PostgreSQL
+    memory (named after its URL); None for ``:memory:``."""
+    if db.dialect == "postgresql" and db.alias is None:
+        return Path(cfg.data_dir) / "postgres" / _slug(db.path)
+    if db.path == ":memory:":
+        return None
+    return data_dir_of(db.path)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text.split("://", 1)[-1]).strip("_")[:120] or "postgres"
 
 
 def set_aside_leftovers(data_dir: Path, now: datetime, *, shared: bool) -> list[Path]:

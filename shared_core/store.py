@@ -13,11 +13,8 @@ import contextlib
 import functools
 import gc
 import html
-import logging
 import os
-import shutil
 import tempfile
-import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -40,11 +37,10 @@ from .embed import (
     embedder_from_name,
 )
 from .erasure import EraseReport, Erasure
-from .errors import EmbedderMismatchError, NotFoundError, OpenKoiError, SchemaError
-from .files import data_dir_of, set_aside_leftovers
+from .errors import EmbedderMismatchError, NotFoundError, SchemaError
+from .files import data_dir_for, set_aside_leftovers
 from .index.filters import Filter
-from .index.keyword import keyword_index_for
-from .index.vectors import vector_index_for
+from .kernel import Kernel
 from .llm import TextModel
 from .memories import (
     DEFAULT_NAMESPACE,
@@ -54,7 +50,7 @@ from .memories import (
     NewMemory,
     scope_for,
 )
-from .search import Searcher, SearchResults
+from .search import SearchResults
 from .validation import LIMITS, check_finite
 
 if TYPE_CHECKING:
@@ -104,7 +100,7 @@ class _domain:  # noqa: N801 - used as a decorator, like property
             return obj.__dict__[self.name]
         except KeyError:
             pass
-        with obj._db.lock:
+        with obj.kernel.backend.lock:
             if self.name not in obj.__dict__:
                 obj.__dict__[self.name] = self.factory(obj)
             return obj.__dict__[self.name]
@@ -143,28 +139,32 @@ class MemoryStore:
 
     def __init__(self, db: Database, *, embedder: Embedder, config: Config, clock: Clock,
                  text_model: TextModel | None = None) -> None:
-        self._db = db
-        self.embedder = embedder
-        self.text_model = text_model  # optional: summaries and extraction use rules without one
-        self.config = config
-        self.clock = clock
-        self._build_components()
-        self._erasers: list[Callable[[str], None]] = []
-        self._embedding_texts: dict[str, Callable[[Memory], str]] = {}
-        self._closers: list[Callable[[], None]] = []
-        self._data_dir: Path | None = None
+        self.kernel = Kernel(db, embedder=embedder, config=config, clock=clock, text_model=text_model)
         # domains whose hooks must exist before first use (erase_namespace and reembed need them
         # even in a process that never touches the domain), and the transcript check on open
         self.conversations, self.forgetting  # noqa: B018
 
-    def _build_components(self) -> None:
-        # the seam: SQLite (FTS5, sqlite-vec) or PostgreSQL (tsvector, pgvector) under the same repositories
-        self._vectors = vector_index_for(self._db, self.embedder.dims, self.config.search, self.config.database)
-        self._keyword = keyword_index_for(self._db, self.config.search)
-        self._memories = MemoryRepository(self._db, self._vectors, self.embedder, self.clock, self.config)
-        self._archive = Archive(self._db, self._memories, self.clock, self._keyword)
-        self._searcher = Searcher(self.config, self._keyword, self._vectors, self._memories, self.embedder, self.clock,
-                                  archive=self._archive)
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder of this memory (``reembed`` switches it)."""
+        return self.kernel.embedder
+
+    @property
+    def config(self) -> Config:
+        return self.kernel.config
+
+    @property
+    def clock(self) -> Clock:
+        return self.kernel.clock
+
+    @property
+    def text_model(self) -> TextModel | None:
+        """Optional: summaries and fact/learning extraction use it, with rule-based fallbacks."""
+        return self.kernel.text_model
+
+    @text_model.setter
+    def text_model(self, model: TextModel | None) -> None:
+        self.kernel.text_model = model
 
     # -- opening and closing ----------------------------------------------------------------
 
@@ -219,7 +219,7 @@ class MemoryStore:
             if embedder is not None and not dims_checked:
                 _check_embedder(embedder)
                 check_dims(embedder)  # (a PostgreSQL schema) its vectors are sized for good by the migration
-            folder = _data_dir_for(db, cfg)
+            folder = data_dir_for(db, cfg)
             if folder is not None:  # a deleted database's folder is not this one's
                 set_aside_leftovers(folder, clock.now(), shared=folder == Path(db.path).parent)
         recorded_name = recorded_dims = None
@@ -265,7 +265,7 @@ class MemoryStore:
                 )
             store._switch_embedder(embedder)
         else:
-            store._vectors.ensure_ready()
+            store.kernel.vectors.ensure_ready()
         if not db.read_only:
             store._erasure.resume()  # an erase another process left pending, if its reader has gone
         return store
@@ -277,26 +277,15 @@ class MemoryStore:
         collector frees it (without flushing unfinished tasks): per-request code cannot run out
         of file descriptors.
         """
-        if not self._db.closed:
-            for closer in list(self._closers):
-                try:
-                    closer()
-                except Exception:  # closing must not fail half-way; the journal keeps what was not flushed
-                    logging.getLogger("openkoi.store").exception("a close hook failed")
-            if not self._db.read_only:
-                try:  # access counts that searches kept while another writer had the memory
-                    self._memories.flush_access()
-                except OpenKoiError as exc:
-                    logging.getLogger("openkoi.store").warning("access counts not written at close: %s", exc)
-        self._db.close()
+        self.kernel.close()
 
     def register_closer(self, closer: Callable[[], None]) -> None:
         """Domain modules: run ``closer()`` when the store closes, before the file does."""
-        self._closers.append(closer)
+        self.kernel.hooks.closers.append(closer)
 
     @property
     def closed(self) -> bool:
-        return self._db.closed
+        return self.kernel.backend.closed
 
     def __enter__(self) -> MemoryStore:
         return self
@@ -309,7 +298,7 @@ class MemoryStore:
 
     @property
     def path(self) -> str:
-        return self._db.path
+        return self.kernel.backend.path
 
     @property
     def data_dir(self) -> Path:
@@ -321,19 +310,12 @@ class MemoryStore:
         removed on close: nothing of it lands in the user's data directory. The whole layout, and
         what happens to a folder a deleted database left: :mod:`shared_core.files`, docs/files.md.
         """
-        if self._data_dir is None:
-            folder = _data_dir_for(self._db, self.config)
-            if folder is None:
-                folder = Path(tempfile.mkdtemp(prefix="openkoi-memory-"))
-                # removed on close, or when the store is collected without one
-                self.register_closer(weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True))
-            self._data_dir = folder
-        return self._data_dir
+        return self.kernel.data_dir
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         """Group several writes into one atomic transaction (nested calls are savepoints)."""
-        with self._db.transaction():
+        with self.kernel.backend.transaction():
             yield
 
     # -- writing ---------------------------------------------------------------------------
@@ -382,14 +364,14 @@ class MemoryStore:
         )
         # seed 004's auto-categorisation (memory.auto_categorize), decided before the lock: it may ask a model
         auto_category = self._auto_category(item)
-        with self._db.lock:
-            self._db.check_open()
-            (prepared,) = self._memories.prepare([item])
+        with self.kernel.backend.lock:
+            self.kernel.backend.check_open()
+            (prepared,) = self.kernel.memories.prepare([item])
             if supersedes is not None or (kind == "fact" and id is None and self.config.memory.fact_versioning):
                 return self.facts.write(prepared, supersedes=supersedes, dedup=dedup, auto_category=auto_category)
             prepared.category = prepared.category or auto_category
-            with self._db.transaction():
-                return self._memories.write(prepared, dedup=dedup)
+            with self.kernel.backend.transaction():
+                return self.kernel.memories.write(prepared, dedup=dedup)
 
     def _categorize_by_rules(self, items: list[_Prepared]) -> None:
         """Auto-categorisation for a bulk load: the keyword rules only, never a model call per item."""
@@ -435,8 +417,8 @@ class MemoryStore:
         return results
 
     def _row_count(self) -> int:
-        with self._db.lock:
-            return int(self._db.scalar("SELECT count(*) FROM memory_chunks") or 0)
+        with self.kernel.backend.lock:
+            return int(self.kernel.backend.scalar("SELECT count(*) FROM memory_chunks") or 0)
 
     def _merge_keyword_index_after_load(self, rows_before: int, added: int) -> None:
         """Merge the keyword index into one segment after a load that at least doubled it.
@@ -449,10 +431,10 @@ class MemoryStore:
         """
         if added < _MERGE_AFTER_LOAD or 2 * added < rows_before + added:
             return
-        with self._db.lock:
-            self._db.check_open()
-            with self._db.transaction():
-                self._keyword.optimize()
+        with self.kernel.backend.lock:
+            self.kernel.backend.check_open()
+            with self.kernel.backend.transaction():
+                self.kernel.keyword.optimize()
 
     def _add_batches(self, materialised: list[Any], namespace: str | None, batch_size: int, dedup: bool,
                      progress: Progress | None) -> list[AddResult]:
@@ -478,17 +460,17 @@ class MemoryStore:
 
     def _prepare_batch(self, batch: list[NewMemory]) -> list[_Prepared]:
         """Validation, embeddings and rule categories of a batch: no database access, any thread."""
-        prepared = self._memories.prepare(batch)
+        prepared = self.kernel.memories.prepare(batch)
         self._categorize_by_rules(prepared)
         return prepared
 
     def _write_batch(self, prepared: list[_Prepared], dedup: bool) -> list[AddResult]:
-        with self._db.lock:
-            self._db.check_open()
-            with self._db.transaction():
+        with self.kernel.backend.lock:
+            self.kernel.backend.check_open()
+            with self.kernel.backend.transaction():
                 if dedup:
-                    return [self._memories.write(p, dedup=True) for p in prepared]
-                return self._memories.write_many(prepared)
+                    return [self.kernel.memories.write(p, dedup=True) for p in prepared]
+                return self.kernel.memories.write_many(prepared)
 
     def update(
         self,
@@ -509,18 +491,18 @@ class MemoryStore:
 
         Only the arguments given change; ``tags`` and ``metadata`` replace the old values.
         """
-        with self._db.lock:
-            memory = self._memories.require(id, namespace)
-            with self._db.transaction():
-                self._memories.update(
+        with self.kernel.backend.lock:
+            memory = self.kernel.memories.require(id, namespace)
+            with self.kernel.backend.transaction():
+                self.kernel.memories.update(
                     memory, text=text, tags=tags, metadata=metadata, category=category, importance=importance,
                     confidence=confidence, pinned=pinned, expires_at=expires_at, vector=vector,
                     embedding_text=self._embedding_text_after(memory, text),
                 )
-            return self._memories.require(id)
+            return self.kernel.memories.require(id)
 
     def _embedding_text_after(self, memory: Memory, new_text: str | None) -> str | None:
-        builder = self._embedding_texts.get(memory.kind)
+        builder = self.kernel.hooks.embedding_texts.get(memory.kind)
         if builder is None or new_text is None:
             return None
         changed = Memory(**{**memory.__dict__, "text": new_text})
@@ -532,8 +514,8 @@ class MemoryStore:
         Deleting is an explicit request; the lifecycle itself only ever archives.
         """
         wanted = [ids] if isinstance(ids, str) else list(ids)
-        with self._db.lock:
-            found = self._memories.get_many(wanted, namespace)
+        with self.kernel.backend.lock:
+            found = self.kernel.memories.get_many(wanted, namespace)
             if not missing_ok:
                 missing = sorted(set(wanted) - {m.id for m in found})
                 if missing:
@@ -542,8 +524,8 @@ class MemoryStore:
                                         (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
             if not found:
                 return 0
-            with self._db.transaction():
-                return self._memories.delete_rows([m.rowid for m in found])
+            with self.kernel.backend.transaction():
+                return self.kernel.memories.delete_rows([m.rowid for m in found])
 
     def delete_where(
         self,
@@ -554,17 +536,17 @@ class MemoryStore:
         where: Mapping[str, Any] | Filter | None = None,
     ) -> int:
         """Delete every memory matching the filters (e.g. all chunks of one source document)."""
-        with self._db.lock:
+        with self.kernel.backend.lock:
             scope = scope_for(
                 namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=None, where=where, tags=None,
                 category=None, source=None, since=None, until=None, live_at=None, current_only=False,
             )
-            sql, params = scope.sql("c", self._db.dialect)
-            rowids = [int(r[0]) for r in self._db.query(f"SELECT c.chunk_rowid FROM memory_chunks c WHERE {sql}", params)]
+            sql, params = scope.sql("c", self.kernel.backend.dialect)
+            rowids = [int(r[0]) for r in self.kernel.backend.query(f"SELECT c.chunk_rowid FROM memory_chunks c WHERE {sql}", params)]
             if not rowids:
                 return 0
-            with self._db.transaction():
-                return self._memories.delete_rows(rowids)
+            with self.kernel.backend.transaction():
+                return self.kernel.memories.delete_rows(rowids)
 
     def set_expiry(
         self,
@@ -582,12 +564,12 @@ class MemoryStore:
 
         when = to_iso(_expiry(expires_at, ttl, self.clock.now()))
         wanted = [ids] if isinstance(ids, str) else list(ids)
-        with self._db.lock:
-            found = self._memories.get_many(wanted, namespace)
+        with self.kernel.backend.lock:
+            found = self.kernel.memories.get_many(wanted, namespace)
             if not found:
                 return 0
-            with self._db.transaction():
-                self._db.executemany(
+            with self.kernel.backend.transaction():
+                self.kernel.backend.executemany(
                     "UPDATE memory_chunks SET expires_at = ? WHERE chunk_rowid = ?", [(when, m.rowid) for m in found]
                 )
             return len(found)
@@ -597,32 +579,32 @@ class MemoryStore:
     def archive(self, ids: str | Sequence[str], *, reason: str = "manual", namespace: str | None = None) -> int:
         """Move memories out of the live index into the keyword-searchable archive (seed 002)."""
         wanted = [ids] if isinstance(ids, str) else list(ids)
-        with self._db.lock:
-            found = self._memories.get_many(wanted, namespace)
+        with self.kernel.backend.lock:
+            found = self.kernel.memories.get_many(wanted, namespace)
             missing = sorted(set(wanted) - {m.id for m in found})
             if missing:
                 raise NotFoundError(f"no live memory with id {missing[0]!r}")
-            with self._db.transaction():
-                return self._archive.move([m.rowid for m in found], reason)
+            with self.kernel.backend.transaction():
+                return self.kernel.archive.move([m.rowid for m in found], reason)
 
     def restore(self, ids: str | Sequence[str], *, namespace: str | None = None) -> list[Memory]:
         """Bring archived memories back into the live index (re-embedded), feedback and dates kept."""
         wanted = [ids] if isinstance(ids, str) else list(ids)
-        with self._db.lock:
-            archived = [self._archive.get(i, namespace) for i in wanted]
+        with self.kernel.backend.lock:
+            archived = [self.kernel.archive.get(i, namespace) for i in wanted]
             for memory_id, memory in zip(wanted, archived, strict=False):
                 if memory is None:
                     raise NotFoundError(f"no archived memory with id {memory_id!r}")
-            with self._db.transaction():
+            with self.kernel.backend.transaction():
                 for memory in archived:
                     assert memory is not None
-                    self._archive.restore(memory)
-            return self._memories.get_many(wanted)
+                    self.kernel.archive.restore(memory)
+            return self.kernel.memories.get_many(wanted)
 
     def get_archived(self, id: str, *, namespace: str | None = None) -> Memory:  # noqa: A002
         """An archived memory (``archived_at`` and ``archive_reason`` set), or :class:`NotFoundError`."""
-        with self._db.lock:
-            memory = self._archive.get(id, namespace)
+        with self.kernel.backend.lock:
+            memory = self.kernel.archive.get(id, namespace)
             if memory is None:
                 raise NotFoundError(f"no archived memory with id {id!r}")
             return memory
@@ -630,7 +612,7 @@ class MemoryStore:
     @property
     def archive_store(self) -> Archive:
         """The archive's repository (for lifecycle code: ``move(rowids, reason)`` inside a transaction)."""
-        return self._archive
+        return self.kernel.archive
 
     # -- feedback ----------------------------------------------------------------------------
 
@@ -647,18 +629,18 @@ class MemoryStore:
         return self._feedback(id, -delta, hit=False, namespace=namespace)
 
     def _feedback(self, memory_id: str, delta: float, *, hit: bool, namespace: str | None) -> Memory:
-        with self._db.lock:
-            memory = self._memories.require(memory_id, namespace)
-            with self._db.transaction():
-                self._memories.feedback(memory, delta, hit=hit)
-            return self._memories.require(memory_id)
+        with self.kernel.backend.lock:
+            memory = self.kernel.memories.require(memory_id, namespace)
+            with self.kernel.backend.transaction():
+                self.kernel.memories.feedback(memory, delta, hit=hit)
+            return self.kernel.memories.require(memory_id)
 
     # -- reading ---------------------------------------------------------------------------
 
     def get(self, id: str, *, namespace: str | None = None) -> Memory:  # noqa: A002
         """The memory with this id (in ``namespace``, if given), or :class:`NotFoundError`."""
-        with self._db.lock:
-            return self._memories.require(id, namespace)
+        with self.kernel.backend.lock:
+            return self.kernel.memories.require(id, namespace)
 
     def history(self, id: str) -> list[Memory]:  # noqa: A002
         """Every version of a memory, oldest first, linked by ``supersedes`` (see :mod:`shared_core.facts`)."""
@@ -666,8 +648,8 @@ class MemoryStore:
 
     def get_many(self, ids: Sequence[str], *, namespace: str | None = None) -> list[Memory]:
         """The memories that exist among ``ids``, in the order asked; missing ids are skipped."""
-        with self._db.lock:
-            return self._memories.get_many(list(ids), namespace)
+        with self.kernel.backend.lock:
+            return self.kernel.memories.get_many(list(ids), namespace)
 
     def search(
         self,
@@ -713,15 +695,15 @@ class MemoryStore:
         framework promises plain similarity order, such as vector stores).
         """
         limit = self.config.search.default_limit if limit is None else limit
-        with self._db.lock:
-            self._db.check_open()
+        with self.kernel.backend.lock:
+            self.kernel.backend.check_open()
             now_iso = to_iso(self.clock.now())
             scope = scope_for(
                 namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=ids, where=where, tags=tags,
                 category=category, source=source, since=since, until=until,
                 live_at=None if include_expired else now_iso, current_only=not include_superseded,
             )
-            hits, _ = self._searcher.run(
+            hits, _ = self.kernel.searcher.run(
                 query, scope, vector=vector, limit=limit, offset=offset, fusion=fusion,
                 vector_weight=vector_weight, min_score=min_score, include_archive=include_archive,
                 mmr_lambda=mmr_lambda, fetch_k=fetch_k, rank=rank,
@@ -730,9 +712,9 @@ class MemoryStore:
             expand = self.config.links.expand_by_default if expand_links is None else expand_links
             linked = self.links.expand(hits, scope) if expand else []
             live = [h.memory.rowid for h in [*hits, *linked] if h.memory.archived_at is None]
-            if track and live and not self._db.read_only:
+            if track and live and not self.kernel.backend.read_only:
                 # never waits for another writer: counts kept for later, this co-recall left out of the links
-                self._memories.note_access(live, (lambda: self.links.record(h.memory for h in hits))
+                self.kernel.memories.note_access(live, (lambda: self.links.record(h.memory for h in hits))
                                            if self.config.links.enabled else None)
             return SearchResults([*hits, *linked], query=query)
 
@@ -747,13 +729,13 @@ class MemoryStore:
         limit: int = 10,
     ) -> SearchResults:
         """Keyword search over archived memories only (seed 002's ``queryArchive``)."""
-        with self._db.lock:
+        with self.kernel.backend.lock:
             scope = scope_for(
                 namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=None, where=where, tags=None,
                 category=None, source=None, since=None, until=None, live_at=None, current_only=False,
             )
-            keyword_query = self._keyword.prepare(query)
-            hits = self._searcher._archive_hits(keyword_query, scope, limit, {}, self.clock.now(), "archive")
+            keyword_query = self.kernel.keyword.prepare(query)
+            hits = self.kernel.searcher._archive_hits(keyword_query, scope, limit, {}, self.clock.now(), "archive")
             hits.sort(key=lambda h: -h.score)
             return SearchResults(hits[:limit], query=query)
 
@@ -778,14 +760,14 @@ class MemoryStore:
         include_superseded: bool = False,
     ) -> list[Memory]:
         """Memories matching the filters, without ranking (``order_by`` a column)."""
-        with self._db.lock:
+        with self.kernel.backend.lock:
             scope = scope_for(
                 namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=ids, where=where, tags=tags,
                 category=category, source=source, since=since, until=until,
                 live_at=None if include_expired else to_iso(self.clock.now()),
                 current_only=not include_superseded,
             )
-            return self._memories.select(scope, order_by=order_by, descending=descending, limit=limit, offset=offset)
+            return self.kernel.memories.select(scope, order_by=order_by, descending=descending, limit=limit, offset=offset)
 
     def count(
         self,
@@ -798,14 +780,14 @@ class MemoryStore:
         include_superseded: bool = False,
     ) -> int:
         """How many memories match."""
-        with self._db.lock:
+        with self.kernel.backend.lock:
             scope = scope_for(
                 namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=None, where=where, tags=None,
                 category=None, source=None, since=None, until=None,
                 live_at=None if include_expired else to_iso(self.clock.now()),
                 current_only=not include_superseded,
             )
-            return self._memories.count(scope)
+            return self.kernel.memories.count(scope)
 
     def namespaces(
         self,
@@ -820,28 +802,28 @@ class MemoryStore:
         ``include_expired=False`` leaves out memories whose TTL has passed but that no sweep
         has deleted yet, as search and ``list`` do.
         """
-        with self._db.lock:
+        with self.kernel.backend.lock:
             scope = scope_for(
                 namespace=None, namespace_prefix=prefix or "", kind=kind, ids=None, where=None, tags=None,
                 category=None, source=None, since=None, until=None,
                 live_at=None if include_expired else to_iso(self.clock.now()), current_only=False,
             )
-            sql, params = scope.sql("c", self._db.dialect)
-            rows = self._db.query(
+            sql, params = scope.sql("c", self.kernel.backend.dialect)
+            rows = self.kernel.backend.query(
                 f"SELECT c.namespace, count(*) FROM memory_chunks c WHERE {sql} GROUP BY c.namespace ORDER BY c.namespace",
                 params,
             )
             return {ns: int(n) for ns, n in rows}
 
     def stats(self) -> StoreStats:
-        with self._db.lock:
-            by_kind = {k: int(n) for k, n in self._db.query("SELECT kind, count(*) FROM memory_chunks GROUP BY kind")}
+        with self.kernel.backend.lock:
+            by_kind = {k: int(n) for k, n in self.kernel.backend.query("SELECT kind, count(*) FROM memory_chunks GROUP BY kind")}
             by_ns = self.namespaces()
-            size = 0 if self.path == ":memory:" and self._db.dialect == "sqlite" else self._db.storage_bytes()
-            vector_index = "pgvector-hnsw" if self._db.dialect == "postgresql" else self.config.search.vector_index
+            size = 0 if self.path == ":memory:" and self.kernel.backend.dialect == "sqlite" else self.kernel.backend.storage_bytes()
+            vector_index = "pgvector-hnsw" if self.kernel.backend.dialect == "postgresql" else self.config.search.vector_index
             return StoreStats(
-                path=self.path, file_bytes=size, schema_version=self._db.schema_version(),
-                driver=self._db.driver.name, sqlite_version=self._db.driver.sqlite_version,
+                path=self.path, file_bytes=size, schema_version=self.kernel.backend.schema_version(),
+                driver=self.kernel.backend.driver.name, sqlite_version=self.kernel.backend.driver.sqlite_version,
                 embedder=self.embedder.name, dims=self.embedder.dims, vector_index=vector_index,
                 memories=sum(by_kind.values()), by_kind=by_kind, by_namespace=by_ns,
             )
@@ -850,14 +832,14 @@ class MemoryStore:
 
     def sweep_expired(self) -> int:
         """Delete memories whose ``expires_at`` has passed (TTL); return how many."""
-        with self._db.lock:
+        with self.kernel.backend.lock:
             now = to_iso(self.clock.now())
-            rowids = [int(r[0]) for r in self._db.query(
+            rowids = [int(r[0]) for r in self.kernel.backend.query(
                 "SELECT chunk_rowid FROM memory_chunks WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,))]
             if not rowids:
                 return 0
-            with self._db.transaction():
-                return self._memories.delete_rows(rowids)
+            with self.kernel.backend.transaction():
+                return self.kernel.memories.delete_rows(rowids)
 
     def erase_namespace(self, namespace: str) -> EraseReport:
         """Remove every trace of a namespace (a user, an agent): rows, index entries, vectors,
@@ -894,11 +876,11 @@ class MemoryStore:
 
     def register_eraser(self, eraser: Callable[[str], None]) -> None:
         """Domain modules: also erase your own rows and files in ``erase_namespace``."""
-        self._erasers.append(eraser)
+        self.kernel.hooks.erasers.append(eraser)
 
     def register_embedding_text(self, kind: str, builder: Callable[[Memory], str]) -> None:
         """Domain modules: embed ``builder(memory)`` instead of the text for memories of ``kind``."""
-        self._embedding_texts[kind] = builder
+        self.kernel.hooks.embedding_texts[kind] = builder
 
     # -- re-embedding ------------------------------------------------------------------------
 
@@ -917,38 +899,34 @@ class MemoryStore:
         if embedder is not None and (embedder.name != self.embedder.name or embedder.dims != self.embedder.dims):
             _check_embedder(embedder)
             return self._switch_embedder(embedder, batch_size=batch_size, progress=progress)
-        with self._db.lock:
-            rows = self._db.query("SELECT chunk_rowid, content_hash, embedding_model FROM memory_chunks")
-            candidates = self._memories.by_rowids([int(r[0]) for r in rows])
+        with self.kernel.backend.lock:
+            rows = self.kernel.backend.query("SELECT chunk_rowid, content_hash, embedding_model FROM memory_chunks")
+            candidates = self.kernel.memories.by_rowids([int(r[0]) for r in rows])
             stale = [m for rowid, stored_hash, model in rows if (m := candidates.get(int(rowid))) is not None
-                     and (model != self.embedder.name or stored_hash != content_hash(self._embedding_text(m)))]
+                     and (model != self.embedder.name or stored_hash != content_hash(self.kernel.hooks.embedding_text(m)))]
         done = 0
         for start in range(0, len(stale), batch_size):
             part = stale[start : start + batch_size]
-            texts = [self._embedding_text(m) for m in part]
-            vectors = self._memories.embed(texts)  # no lock held: the slow part
-            with self._db.lock, self._db.transaction():
-                current = self._memories.by_rowids([m.rowid for m in part])
+            texts = [self.kernel.hooks.embedding_text(m) for m in part]
+            vectors = self.kernel.memories.embed(texts)  # no lock held: the slow part
+            with self.kernel.backend.lock, self.kernel.backend.transaction():
+                current = self.kernel.memories.by_rowids([m.rowid for m in part])
                 for memory, text, vector in zip(part, texts, vectors, strict=True):
                     now = current.get(memory.rowid)
-                    if now is not None and self._embedding_text(now) == text:  # else changed or gone meanwhile
-                        self._memories.update(now, vector=vector, embedding_text=text, refresh_hit=False)
+                    if now is not None and self.kernel.hooks.embedding_text(now) == text:  # else changed or gone meanwhile
+                        self.kernel.memories.update(now, vector=vector, embedding_text=text, refresh_hit=False)
             done += len(part)
             if progress:
                 progress(done, len(stale))
         return done
 
-    def _embedding_text(self, memory: Memory) -> str:
-        builder = self._embedding_texts.get(memory.kind)
-        return builder(memory) if builder else memory.text
-
     def _switch_embedder(self, embedder: Embedder, *, batch_size: int = 256, progress: Progress | None = None) -> int:
         """Every vector anew with ``embedder``: embedded batch by batch without the lock (kept in a
         temporary file, not in RAM), then written in one transaction with the few rows that were
         added or changed meanwhile, so the memory switches embedders at one moment."""
-        db = self._db
+        db = self.kernel.backend
         with db.lock:
-            snapshot = {m.rowid: self._embedding_text(m) for m in self._memories.by_rowids(
+            snapshot = {m.rowid: self.kernel.hooks.embedding_text(m) for m in self.kernel.memories.by_rowids(
                 [int(r[0]) for r in db.query("SELECT chunk_rowid FROM memory_chunks")]).values()}
         order = list(snapshot)
         with tempfile.TemporaryDirectory(prefix="openkoi-reembed-") as scratch:
@@ -962,19 +940,18 @@ class MemoryStore:
                     progress(min(start + batch_size, len(order)), len(order))
             slot = {rowid: i for i, rowid in enumerate(order)}
             with db.lock, db.transaction():
-                memories = self._memories.by_rowids([int(r[0]) for r in db.query("SELECT chunk_rowid FROM memory_chunks")])
-                texts = {rowid: self._embedding_text(m) for rowid, m in memories.items()}
+                memories = self.kernel.memories.by_rowids([int(r[0]) for r in db.query("SELECT chunk_rowid FROM memory_chunks")])
+                texts = {rowid: self.kernel.hooks.embedding_text(m) for rowid, m in memories.items()}
                 late = [rowid for rowid, text in texts.items() if snapshot.get(rowid) != text]
                 fresh = dict(zip(late, as_matrix(embedder.embed([texts[r] for r in late]), embedder.dims,
                                                  count=len(late), what="embedding"), strict=True)) if late else {}
-                self.embedder = embedder
-                self._build_components()
-                self._vectors.rebuild(embedder.dims)
+                self.kernel.use_embedder(embedder)
+                self.kernel.vectors.rebuild(embedder.dims)
                 now = to_iso(self.clock.now())
                 rowids = list(memories)
                 for start in range(0, len(rowids), batch_size):
                     part = rowids[start : start + batch_size]
-                    self._vectors.write_all([(r, fresh[r] if r in fresh else staged[slot[r]]) for r in part])
+                    self.kernel.vectors.write_all([(r, fresh[r] if r in fresh else staged[slot[r]]) for r in part])
                     db.executemany(
                         "UPDATE memory_chunks SET content_hash = ?, embedding_model = ?, embedded_at = ? "
                         "WHERE chunk_rowid = ?", [(content_hash(texts[r]), embedder.name, now, r) for r in part],
@@ -982,8 +959,8 @@ class MemoryStore:
                 db.set_meta("embedder_name", embedder.name)
                 db.set_meta("embedder_dims", str(embedder.dims))
             del staged
-        self._vectors.reset()
-        self._vectors.ensure_ready()
+        self.kernel.vectors.reset()
+        self.kernel.vectors.ensure_ready()
         return len(memories)
 
     # -- for domain modules and adapters --------------------------------------------------------
@@ -991,20 +968,20 @@ class MemoryStore:
     @property
     def db(self) -> Database:
         """The underlying connection wrapper (domain modules run their SQL through it)."""
-        return self._db
+        return self.kernel.backend
 
     @property
     def memories(self) -> MemoryRepository:
-        return self._memories
+        return self.kernel.memories
 
     @property
     def keyword_index(self) -> Any:
         """The keyword side of search for this backend (FTS5 or PostgreSQL full-text search)."""
-        return self._keyword
+        return self.kernel.keyword
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts with the store's embedder (unit-length float32 rows)."""
-        return self._memories.embed(texts)
+        return self.kernel.embed(texts)
 
     # -- domains (created on first use) ----------------------------------------------------------
 
@@ -1054,7 +1031,7 @@ class MemoryStore:
         """A namespaced key-value table of JSON values (framework state kept in this file)."""
         from .kv import KeyValueStore
 
-        kv = KeyValueStore(self._db, self.clock)
+        kv = KeyValueStore(self.kernel.backend, self.kernel.clock)
         self.register_eraser(kv.erase)
         return kv
     # -- learning and recall (issue 3) ------------------------------------------------------------
@@ -1166,15 +1143,6 @@ def _check_embedder(embedder: Any) -> None:
         raise ValueError(f"embedder name must be a non-empty string, got {embedder.name!r}")
 
 
-def _data_dir_for(db: Any, cfg: Config) -> Path | None:
-    """The data folder of the memory ``db`` (see :mod:`shared_core.files`); None for ``:memory:``."""
-    if db.dialect == "postgresql" and db.alias is None:
-        return Path(cfg.data_dir) / "postgres" / _slug(db.path)
-    if db.path == ":memory:":
-        return None
-    return data_dir_of(db.path)
-
-
 def _is_new_file(target: str) -> bool:
     """True for ``:memory:`` and a file that does not exist yet; False for PostgreSQL (and an existing but
     empty file, which ``_attach`` checks once it has found no schema in it)."""
@@ -1187,12 +1155,6 @@ def default_target(cfg: Config) -> str:
     """What ``MemoryStore.open()`` opens with no path: ``$OPENKOI_DATABASE_URL``, ``[database] url``, or the data dir's file."""
     return (os.environ.get("OPENKOI_DATABASE_URL", "").strip() or cfg.database.url.strip()
             or str(Path(cfg.data_dir) / "openkoi.db"))
-
-
-def _slug(text: str) -> str:
-    import re
-
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text.split("://", 1)[-1]).strip("_")[:120] or "postgres"
 
 
 def _prepared_ahead(prepare: Callable[[list[NewMemory]], list[_Prepared]],

@@ -25,15 +25,15 @@ def test_a_word_common_only_in_other_namespaces_still_finds_this_namespaces_memo
     assert store.count(namespace=["team", "ann"]) > 2000
     hits = store.search(QUERY, namespace="ann", fusion="keyword")
     assert hits.ids == [target]
-    used = store._keyword.prepare(QUERY, Scope(namespaces=("ann",))).used
+    used = store.kernel.keyword.prepare(QUERY, Scope(namespaces=("ann",))).used
     assert "server" in used and "kubernetes" in used
 
 
 def test_a_word_common_within_the_searched_scope_is_still_left_out(store):
     _fill(store)
     team = Scope(namespaces=("team",))
-    assert "server" not in store._keyword.prepare(QUERY, team).used  # 2,400 of the team's 2,405 rows
-    assert "server" not in store._keyword.prepare(QUERY).used  # no scope: the file-wide counts, as before
+    assert "server" not in store.kernel.keyword.prepare(QUERY, team).used  # 2,400 of the team's 2,405 rows
+    assert "server" not in store.kernel.keyword.prepare(QUERY).used  # no scope: the file-wide counts, as before
     hits = store.search(QUERY, namespace="team", fusion="keyword", limit=5)
     assert len(hits) == 5 and all("kubernetes" in hit.text for hit in hits)
     # both namespaces together: still common there, and the other namespace's memory is still found by it

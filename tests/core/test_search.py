@@ -174,10 +174,10 @@ def test_document_frequency_gate_drops_only_common_words(clock):
         for i in range(40):
             s.add(f"what did the team say in meeting {i}", dedup=False)
         target = s.add("what did the team say about the zeppelin", dedup=False)
-        prepared = s._keyword.prepare("what did the team say about zeppelins")
+        prepared = s.kernel.keyword.prepare("what did the team say about zeppelins")
         assert "zeppelins" in prepared.used and "what" not in prepared.used
         assert s.search("what did the team say about zeppelins", fusion="keyword").ids[0] == target
-        only_common = s._keyword.prepare("what did the team say")
+        only_common = s.kernel.keyword.prepare("what did the team say")
         assert len(only_common.used) == 2  # the rarest two are kept when all are common
 
 
@@ -313,8 +313,8 @@ def test_search_reads_whole_rows_for_its_hits_only(store, monkeypatch):
     store.reinforce(store.search("garden note 7", limit=1)[0].id)
     full = store.search("garden tomatoes basil", limit=20, track_access=False)
     read = []
-    by_rowids = store._memories.by_rowids
-    monkeypatch.setattr(store._memories, "by_rowids", lambda rowids: read.append(len(rowids)) or by_rowids(rowids))
+    by_rowids = store.kernel.memories.by_rowids
+    monkeypatch.setattr(store.kernel.memories, "by_rowids", lambda rowids: read.append(len(rowids)) or by_rowids(rowids))
     page = store.search("garden tomatoes basil", limit=5, offset=5, track_access=False)
     assert [(h.id, h.score) for h in page] == [(h.id, h.score) for h in full[5:10]]
     assert read == [10]  # the candidates were ranked on three columns; whole rows for the ten

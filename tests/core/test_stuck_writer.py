@@ -165,7 +165,7 @@ def test_reembedding_lets_searches_and_writes_through_while_it_embeds(tmp_path, 
             store.db.execute("UPDATE memory_chunks SET embedding_model = 'old-model'")
         worker = threading.Thread(target=lambda: store.reembed(embedder if dims != 384 else None, batch_size=8))
         if dims == 384:
-            store._memories.embedder = embedder  # the store's own embedder is the slow one
+            store.kernel.memories.embedder = embedder  # the store's own embedder is the slow one
         worker.start()
         try:
             assert embedder.entered.wait(120)

@@ -1,0 +1,140 @@
+"""The kernel: what every service of one memory needs, and the one way in to its backend.
+
+A :class:`Kernel` holds the backend (the SQLite :class:`~shared_core.db.Database` or the
+:class:`~shared_core.db.postgres.PostgresDatabase`, which shares its interface), the clock, the
+config, the embedder, the optional text model, the search machinery (vector and keyword indexes,
+the memory repository, the archive, the searcher) and the :class:`Hooks`. Services are built with
+the kernel, never with the :class:`~shared_core.store.MemoryStore` that users open.
+
+:meth:`Kernel.session` is how code uses the backend: it holds the memory's lock, refuses a closed
+memory and, for ``write=True``, runs the block in one transaction (a savepoint when nested).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+import tempfile
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .archive import Archive
+from .clock import Clock
+from .config import Config
+from .db import Database
+from .embed import Embedder
+from .errors import OpenKoiError
+from .files import data_dir_for
+from .index.keyword import KeywordIndex, keyword_index_for
+from .index.vectors import VectorIndex, vector_index_for
+from .llm import TextModel
+from .memories import Memory, MemoryRepository
+from .search import Searcher
+
+__all__ = ["Kernel", "Hooks"]
+
+logger = logging.getLogger("openkoi.store")
+
+
+class Hooks:
+    """What runs at given moments: erasers (``erase_namespace``), embedding-text builders (a memory
+    of that kind is embedded from ``builder(memory)``, not its text) and closers (on close)."""
+
+    def __init__(self) -> None:
+        self.erasers: list[Callable[[str], object]] = []
+        self.embedding_texts: dict[str, Callable[[Memory], str]] = {}
+        self.closers: list[Callable[[], object]] = []
+
+    def embedding_text(self, memory: Memory) -> str:
+        """The text ``memory`` is embedded from."""
+        builder = self.embedding_texts.get(memory.kind)
+        return builder(memory) if builder else memory.text
+
+
+class Kernel:
+    """The backend, clock, config, embedder, text model, search index and hooks of one memory."""
+
+    def __init__(self, backend: Database, *, embedder: Embedder, config: Config, clock: Clock,
+                 text_model: TextModel | None = None) -> None:
+        self.backend = backend
+        self.config = config
+        self.clock = clock
+        self.text_model = text_model  # optional: summaries and extraction use rules without one
+        self.hooks = Hooks()
+        self._data_dir: Path | None = None
+        self.embedder = embedder
+        self._build_index()
+
+    def _build_index(self) -> None:
+        # the seam: SQLite (FTS5, sqlite-vec) or PostgreSQL (tsvector, pgvector) under the same repositories
+        self.vectors: VectorIndex = vector_index_for(self.backend, self.embedder.dims, self.config.search,
+                                                     self.config.database)
+        self.keyword: KeywordIndex = keyword_index_for(self.backend, self.config.search)
+        self.memories = MemoryRepository(self.backend, self.vectors, self.embedder, self.clock, self.config)
+        self.archive = Archive(self.backend, self.memories, self.clock, self.keyword)
+        self.searcher = Searcher(self.config, self.keyword, self.vectors, self.memories, self.embedder, self.clock,
+                                 archive=self.archive)
+
+    def use_embedder(self, embedder: Embedder) -> None:
+        """Search and write with ``embedder`` from now on (the caller rebuilds the vectors)."""
+        self.embedder = embedder
+        self._build_index()
+
+    # -- the backend ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def session(self, *, write: bool = False) -> Iterator[Database]:
+        """The backend under the memory's lock, checked open; ``write=True``: in one transaction."""
+        backend = self.backend
+        with backend.lock:
+            backend.check_open()
+            if write:
+                with backend.transaction():
+                    yield backend
+            else:
+                yield backend
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts with the memory's embedder (unit-length float32 rows)."""
+        return self.memories.embed(texts)
+
+    # -- files ----------------------------------------------------------------------------------
+
+    @property
+    def data_dir(self) -> Path:
+        """Where the files of this memory go (see :attr:`MemoryStore.data_dir`)."""
+        if self._data_dir is None:
+            folder = data_dir_for(self.backend, self.config)
+            if folder is None:
+                folder = Path(tempfile.mkdtemp(prefix="openkoi-memory-"))
+                # removed on close, or when the kernel is collected without one
+                self.hooks.closers.append(weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True))
+            self._data_dir = folder
+        return self._data_dir
+
+    @property
+    def has_data_dir(self) -> bool:
+        """Whether :attr:`data_dir` exists without creating one (a ``:memory:`` store makes its own on first use)."""
+        return self._data_dir is not None or self.backend.path != ":memory:"
+
+    # -- closing --------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Run the closers, write pending access counts, close the backend."""
+        backend = self.backend
+        if not backend.closed:
+            for closer in list(self.hooks.closers):
+                try:
+                    closer()
+                except Exception:  # closing must not fail half-way; the journal keeps what was not flushed
+                    logger.exception("a close hook failed")
+            if not backend.read_only:
+                try:  # access counts that searches kept while another writer had the memory
+                    self.memories.flush_access()
+                except OpenKoiError as exc:
+                    logger.warning("access counts not written at close: %s", exc)
+        backend.close()
