@@ -32,8 +32,8 @@ import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from .config import MemoryConfig
 from .llm import ModelOutputError, TextModel, parse_json_output
 
 __all__ = ["CATEGORY_KEYWORDS", "CategoryMatch", "Categorizer", "normal_word", "words_of"]
@@ -194,11 +194,10 @@ class Categorizer:
         self.model = model
 
     @classmethod
-    def from_store(cls, store: Any) -> Categorizer:
-        """The categoriser ``memory.*`` settings describe, with ``store.text_model`` when ``categorizer = "model"``."""
-        cfg = store.config.memory
-        model = store.text_model if cfg.categorizer == "model" else None
-        return cls(cfg.category_keywords or None, default=cfg.default_category, model=model)
+    def from_settings(cls, cfg: MemoryConfig, model: TextModel | None) -> Categorizer:
+        """The categoriser the ``memory.*`` settings describe, asking ``model`` when ``categorizer = "model"``."""
+        return cls(cfg.category_keywords or None, default=cfg.default_category,
+                   model=model if cfg.categorizer == "model" else None)
 
     # -- rules ------------------------------------------------------------------------------------
 

@@ -4,7 +4,9 @@ A :class:`Kernel` holds the backend (the SQLite :class:`~shared_core.db.Database
 :class:`~shared_core.db.postgres.PostgresDatabase`, which shares its interface), the clock, the
 config, the embedder, the optional text model, the search machinery (vector and keyword indexes,
 the memory repository, the archive, the searcher) and the :class:`Hooks`. Services are built with
-the kernel, never with the :class:`~shared_core.store.MemoryStore` that users open.
+the kernel, never with the :class:`~shared_core.store.MemoryStore` that users open: the kernel
+builds each :class:`Domain` of the registry (:mod:`shared_core.registry`) on first use, and a
+service that needs another asks for it with :meth:`Kernel.service`.
 
 :meth:`Kernel.session` is how code uses the backend: it holds the memory's lock, refuses a closed
 memory and, for ``write=True``, runs the block in one transaction (a savepoint when nested).
@@ -13,16 +15,20 @@ memory and, for ``write=True``, runs the block in one transaction (a savepoint w
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import shutil
 import tempfile
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Generic, TypeVar, cast
 
 import numpy as np
 
 from .archive import Archive
+from .categories import Categorizer
 from .clock import Clock
 from .config import Config
 from .db import Database
@@ -35,9 +41,11 @@ from .llm import TextModel
 from .memories import Memory, MemoryRepository
 from .search import Searcher
 
-__all__ = ["Kernel", "Hooks"]
+__all__ = ["Kernel", "Hooks", "Domain"]
 
 logger = logging.getLogger("openkoi.store")
+
+S = TypeVar("S")
 
 
 class Hooks:
@@ -55,19 +63,58 @@ class Hooks:
         return builder(memory) if builder else memory.text
 
 
+@dataclass(frozen=True)
+class Domain(Generic[S]):
+    """One line of the registry: a domain's name (``store.<name>``), its service (built with the
+    kernel on first use), the memory kinds it owns, and what the kernel runs for it: ``eraser``
+    on ``erase_namespace``, ``embedding_texts`` (kind -> builder) when such a memory is embedded,
+    ``closer`` on close (once built) and ``on_open`` when the memory opens (building the service)."""
+
+    name: str
+    service: Callable[[Kernel], S]
+    kinds: tuple[str, ...] = ()
+    eraser: Callable[[S, str], object] | None = None
+    embedding_texts: Mapping[str, Callable[[S, Memory], str]] = field(default_factory=dict)
+    closer: Callable[[S], object] | None = None
+    on_open: Callable[[S], object] | None = None
+
+
 class Kernel:
-    """The backend, clock, config, embedder, text model, search index and hooks of one memory."""
+    """The backend, clock, config, embedder, text model, search index, hooks and domains of one memory."""
 
     def __init__(self, backend: Database, *, embedder: Embedder, config: Config, clock: Clock,
-                 text_model: TextModel | None = None) -> None:
+                 text_model: TextModel | None = None, domains: Sequence[Domain[Any]] = ()) -> None:
         self.backend = backend
         self.config = config
         self.clock = clock
         self.text_model = text_model  # optional: summaries and extraction use rules without one
         self.hooks = Hooks()
         self._data_dir: Path | None = None
+        self._categorizer: tuple[Any, Categorizer] | None = None
         self.embedder = embedder
         self._build_index()
+        self.domains: dict[str, Domain[Any]] = {}
+        self._names: dict[Callable[[Kernel], Any], str] = {}  # service factory -> domain name
+        self._services: dict[str, Any] = {}
+        for domain in domains:
+            self._register(domain)
+
+    def _register(self, domain: Domain[Any]) -> None:
+        if domain.name in self.domains:
+            raise ValueError(f"two domains are named {domain.name!r}")
+        self.domains[domain.name] = domain
+        self._names[domain.service] = name = domain.name
+        if domain.eraser is not None:
+            eraser = domain.eraser
+            self.hooks.erasers.append(lambda namespace: eraser(self.domain(name), namespace))
+        for kind, builder in domain.embedding_texts.items():
+            self.hooks.embedding_texts[kind] = functools.partial(self._embedding_text, name, builder)
+        if domain.closer is not None:
+            closer = domain.closer
+            self.hooks.closers.append(lambda: name in self._services and closer(self._services[name]))
+
+    def _embedding_text(self, name: str, builder: Callable[[Any, Memory], str], memory: Memory) -> str:
+        return builder(self.domain(name), memory)
 
     def _build_index(self) -> None:
         # the seam: SQLite (FTS5, sqlite-vec) or PostgreSQL (tsvector, pgvector) under the same repositories
@@ -83,6 +130,48 @@ class Kernel:
         """Search and write with ``embedder`` from now on (the caller rebuilds the vectors)."""
         self.embedder = embedder
         self._build_index()
+
+    # -- domains --------------------------------------------------------------------------------
+
+    def domain(self, name: str) -> Any:
+        """The service of the domain ``name``, built on first use (once, under the memory's lock)."""
+        try:
+            return self._services[name]
+        except KeyError:
+            pass
+        try:
+            domain = self.domains[name]
+        except KeyError:
+            raise LookupError(f"no domain named {name!r}; known: {', '.join(self.domains)}") from None
+        with self.backend.lock:
+            if name not in self._services:
+                self._services[name] = domain.service(self)
+            return self._services[name]
+
+    def service(self, factory: Callable[[Kernel], S]) -> S:
+        """The service a registered domain builds with ``factory`` (its class): ``kernel.service(Facts)``."""
+        try:
+            name = self._names[factory]
+        except KeyError:
+            raise LookupError(f"{getattr(factory, '__name__', factory)!r} is not the service of a registered domain") \
+                from None
+        return cast(S, self.domain(name))
+
+    def open_domains(self) -> None:
+        """Run the ``on_open`` hooks (when the memory opens)."""
+        for domain in self.domains.values():
+            if domain.on_open is not None:
+                domain.on_open(self.domain(domain.name))
+
+    @property
+    def categorizer(self) -> Categorizer:
+        """The categoriser the ``memory`` settings describe (rules, or the text model first)."""
+        cfg = self.config.memory
+        key = (cfg.categorizer, self.text_model if cfg.categorizer == "model" else None,
+               tuple((k, tuple(v)) for k, v in cfg.category_keywords.items()), cfg.default_category)
+        if self._categorizer is None or self._categorizer[0] != key:
+            self._categorizer = (key, Categorizer.from_settings(cfg, self.text_model))
+        return self._categorizer[1]
 
     # -- the backend ----------------------------------------------------------------------------
 

@@ -260,7 +260,7 @@ def _optional_text(value: Any, what: str) -> str | None:
     return check_name(value, what) if value else value
 
 
-def _expiry(expires_at: Any, ttl: Any, now: datetime) -> datetime | None:
+def expiry(expires_at: Any, ttl: Any, now: datetime) -> datetime | None:
     if expires_at is not None and ttl is not None:
         raise ValueError("give either expires_at or ttl, not both")
     if ttl is not None:
@@ -362,7 +362,7 @@ class MemoryRepository:
                     session_id=_optional_text(item.session_id, "session_id"),
                     task_id=_optional_text(item.task_id, "task_id"),
                     owner_id=_optional_text(item.owner_id, "owner_id"),
-                    expires_at=_expiry(item.expires_at, item.ttl, now),
+                    expires_at=expiry(item.expires_at, item.ttl, now),
                     created_at=time_or_none(item.created_at, "created_at"),
                     vector=None,
                     embedding_text=embedding_text,
@@ -463,6 +463,45 @@ class MemoryRepository:
     def count(self, scope: Scope) -> int:
         sql, params = scope.sql("c", self.db.dialect)
         return int(self.db.scalar(f"SELECT count(*) FROM memory_chunks c WHERE {sql}", params) or 0)
+
+    def rowids(self, scope: Scope) -> list[int]:
+        sql, params = scope.sql("c", self.db.dialect)
+        return [int(r[0]) for r in self.db.query(f"SELECT c.chunk_rowid FROM memory_chunks c WHERE {sql}", params)]
+
+    def expired_rowids(self, now_iso: str) -> list[int]:
+        """The rows whose ``expires_at`` is at or before ``now_iso``."""
+        return [int(r[0]) for r in self.db.query(
+            "SELECT chunk_rowid FROM memory_chunks WHERE expires_at IS NOT NULL AND expires_at <= ?", (now_iso,))]
+
+    def row_count(self) -> int:
+        """Every row of the index (live memories of all namespaces, expired ones too)."""
+        return int(self.db.scalar("SELECT count(*) FROM memory_chunks") or 0)
+
+    def count_by_namespace(self, scope: Scope) -> dict[str, int]:
+        sql, params = scope.sql("c", self.db.dialect)
+        rows = self.db.query(
+            f"SELECT c.namespace, count(*) FROM memory_chunks c WHERE {sql} GROUP BY c.namespace ORDER BY c.namespace",
+            params,
+        )
+        return {ns: int(n) for ns, n in rows}
+
+    def all_rowids(self) -> list[int]:
+        return [int(r[0]) for r in self.db.query("SELECT chunk_rowid FROM memory_chunks")]
+
+    def embedding_states(self) -> list[tuple[int, str | None, str | None]]:
+        """(rowid, content hash, embedder name) of every row: what re-embedding compares."""
+        return [(int(r[0]), r[1], r[2]) for r in
+                self.db.query("SELECT chunk_rowid, content_hash, embedding_model FROM memory_chunks")]
+
+    def mark_embedded(self, rows: Sequence[tuple[int, str]], embedder_name: str, now_iso: str) -> None:
+        """Record that each (rowid, content hash) was embedded by ``embedder_name`` now (its vector is written)."""
+        self.db.executemany(
+            "UPDATE memory_chunks SET content_hash = ?, embedding_model = ?, embedded_at = ? WHERE chunk_rowid = ?",
+            [(text_hash, embedder_name, now_iso, rowid) for rowid, text_hash in rows],
+        )
+
+    def count_by_kind(self) -> dict[str, int]:
+        return {k: int(n) for k, n in self.db.query("SELECT kind, count(*) FROM memory_chunks GROUP BY kind")}
 
     # -- writing (inside a transaction) ---------------------------------------------------
 
@@ -695,6 +734,10 @@ class MemoryRepository:
             state = RowState(memory.namespace, memory.kind, epoch_of(expiry), memory.valid_to is None,
                              stamp_of(to_iso(now), new_hash))
             self.vectors.put(memory.rowid, new_vector, state, replace=True)
+
+    def set_expiry(self, rowids: Sequence[int], when: str | None) -> None:
+        self.db.executemany("UPDATE memory_chunks SET expires_at = ? WHERE chunk_rowid = ?",
+                            [(when, rowid) for rowid in rowids])
 
     def feedback(self, memory: Memory, delta: float, *, hit: bool, now: datetime | None = None) -> None:
         """Seed 002's reinforce (+3, ``last_hit_at`` = now) and demote (-1), the score kept within

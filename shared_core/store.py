@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import html
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -28,45 +25,31 @@ from .archive import Archive
 from .clock import Clock, SystemClock, to_iso
 from .config import Config
 from .db import Database, is_postgres_url, open_database
-from .embed import (
-    Embedder,
-    HashingEmbedder,
-    as_matrix,
-    check_dims,
-    content_hash,
-    embedder_from_name,
-)
+from .embed import Embedder, HashingEmbedder, check_dims, check_embedder, embedder_from_name
 from .erasure import EraseReport, Erasure
-from .errors import EmbedderMismatchError, NotFoundError, SchemaError
+from .errors import EmbedderMismatchError, SchemaError
+from .facts import Facts
 from .files import data_dir_for, set_aside_leftovers
 from .index.filters import Filter
 from .kernel import Kernel
 from .llm import TextModel
-from .memories import (
-    DEFAULT_NAMESPACE,
-    AddResult,
-    Memory,
-    MemoryRepository,
-    NewMemory,
-    scope_for,
-)
+from .memories import DEFAULT_NAMESPACE, AddResult, Memory, MemoryRepository, NewMemory
+from .memory_service import MemoryService, Progress
+from .reembedding import reembed, switch_embedder
+from .registry import DOMAINS
 from .search import SearchResults
-from .validation import LIMITS, check_finite
 
 if TYPE_CHECKING:
     from .context import MemoryManager
     from .conversations import Conversations
     from .documents import KnowledgeBase
     from .episodes import Episodes
-    from .facts import Facts
     from .insights import Insights
     from .kv import KeyValueStore
     from .learnings import Learnings
     from .lifecycle.forgetting import ForgettingEngine
-    from .lifecycle.links import LinkGraph
     from .lifecycle.maintenance import Maintenance, MaintenanceReport
     from .lifecycle.pruning import Pruner
-    from .memories import _Prepared
     from .procedures import Procedures
     from .recall import Historian
     from .skills import Skills
@@ -74,8 +57,6 @@ if TYPE_CHECKING:
     from .usage import Usage
 
 __all__ = ["MemoryStore", "StoreStats"]
-
-_MERGE_AFTER_LOAD = 1000  # memories a load must add before it merges the keyword index (and at least doubles it)
 
 
 class _domain:  # noqa: N801 - used as a decorator, like property
@@ -104,8 +85,6 @@ class _domain:  # noqa: N801 - used as a decorator, like property
             if self.name not in obj.__dict__:
                 obj.__dict__[self.name] = self.factory(obj)
             return obj.__dict__[self.name]
-
-Progress = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)
@@ -139,7 +118,8 @@ class MemoryStore:
 
     def __init__(self, db: Database, *, embedder: Embedder, config: Config, clock: Clock,
                  text_model: TextModel | None = None) -> None:
-        self.kernel = Kernel(db, embedder=embedder, config=config, clock=clock, text_model=text_model)
+        self.kernel = Kernel(db, embedder=embedder, config=config, clock=clock, text_model=text_model,
+                             domains=DOMAINS)
         # domains whose hooks must exist before first use (erase_namespace and reembed need them
         # even in a process that never touches the domain), and the transcript check on open
         self.conversations, self.forgetting  # noqa: B018
@@ -199,7 +179,7 @@ class MemoryStore:
             target = str(Path(target).expanduser())
         checked = False
         if embedder is not None and not read_only and _is_new_file(target):
-            _check_embedder(embedder)
+            check_embedder(embedder)
             check_dims(embedder)  # a wrong dims is refused before the file exists
             checked = True
         db = open_database(target, read_only=read_only, settings=cfg.database)
@@ -217,7 +197,7 @@ class MemoryStore:
         version = db.schema_version()
         if version == 0 and not db.read_only:  # a new memory
             if embedder is not None and not dims_checked:
-                _check_embedder(embedder)
+                check_embedder(embedder)
                 check_dims(embedder)  # (a PostgreSQL schema) its vectors are sized for good by the migration
             folder = data_dir_for(db, cfg)
             if folder is not None:  # a deleted database's folder is not this one's
@@ -239,7 +219,7 @@ class MemoryStore:
             else:
                 embedder = HashingEmbedder() if cfg.models.embedder in ("hashing", "default") else \
                     embedder_from_name(cfg.models.embedder)
-        _check_embedder(embedder)
+        check_embedder(embedder)
         if db.read_only and version == 0:
             raise SchemaError(f"{db.path} is not an openkoi-memory database yet; open it writable once to create it")
         if not db.read_only:
@@ -263,7 +243,7 @@ class MemoryStore:
                     f"{embedder.name!r} ({embedder.dims} dims); open it with that embedder, or re-embed it "
                     "with MemoryStore.open(path, embedder=..., reembed=True)"
                 )
-            store._switch_embedder(embedder)
+            switch_embedder(store.kernel, embedder)
         else:
             store.kernel.vectors.ensure_ready()
         if not db.read_only:
@@ -356,39 +336,13 @@ class MemoryStore:
         otherwise a new fact. ``supersedes=old_id`` makes this the new version of that memory;
         see :mod:`shared_core.facts` for the whole rule.
         """
-        item = NewMemory(
-            text=text, id=id, kind=kind, namespace=namespace, tags=tags or (), category=category, source=source,
-            metadata=metadata, importance=importance, confidence=confidence, pinned=pinned, session_id=session_id,
-            task_id=task_id, owner_id=owner_id, expires_at=expires_at, ttl=ttl, created_at=created_at,
-            vector=vector, embedding_text=embedding_text,
+        return self._memories.add(
+            text, id=id, kind=kind, namespace=namespace, tags=tags, category=category, source=source,
+            metadata=metadata, importance=importance, confidence=confidence, pinned=pinned,
+            session_id=session_id, task_id=task_id, owner_id=owner_id, expires_at=expires_at, ttl=ttl,
+            created_at=created_at, vector=vector, embedding_text=embedding_text, dedup=dedup,
+            supersedes=supersedes,
         )
-        # seed 004's auto-categorisation (memory.auto_categorize), decided before the lock: it may ask a model
-        auto_category = self._auto_category(item)
-        with self.kernel.backend.lock:
-            self.kernel.backend.check_open()
-            (prepared,) = self.kernel.memories.prepare([item])
-            if supersedes is not None or (kind == "fact" and id is None and self.config.memory.fact_versioning):
-                return self.facts.write(prepared, supersedes=supersedes, dedup=dedup, auto_category=auto_category)
-            prepared.category = prepared.category or auto_category
-            with self.kernel.backend.transaction():
-                return self.kernel.memories.write(prepared, dedup=dedup)
-
-    def _categorize_by_rules(self, items: list[_Prepared]) -> None:
-        """Auto-categorisation for a bulk load: the keyword rules only, never a model call per item."""
-        if not self.config.memory.auto_categorize:
-            return
-        rules = self.memory_manager.categorizer
-        for item in items:
-            if item.kind == "fact" and item.category is None:
-                item.category = rules.rule_category(item.text)
-
-    def _auto_category(self, item: NewMemory) -> str | None:
-        """The category a fact added without one gets (None: keep none); see :mod:`shared_core.categories`."""
-        if item.kind != "fact" or item.category is not None or not self.config.memory.auto_categorize:
-            return None
-        if not isinstance(item.text, str) or not item.text.strip():
-            return None  # NewMemory's validation reports the bad text
-        return self.memory_manager.categorizer.categorize(item.text)
 
     def add_many(
         self,
@@ -406,71 +360,9 @@ class MemoryStore:
         detection unless ``dedup=True`` (then each item is checked like :meth:`add`; within
         one batch only identical texts are merged).
         """
-        if batch_size < 1:
-            raise ValueError("batch_size must be at least 1")
-        materialised = list(items)
-        rows_before = self._row_count() if len(materialised) >= _MERGE_AFTER_LOAD else None
-        with _cyclic_gc_paused() if len(materialised) > batch_size else contextlib.nullcontext():
-            results = self._add_batches(materialised, namespace, batch_size, dedup, progress)
-        if rows_before is not None:
-            self._merge_keyword_index_after_load(rows_before, sum(r.created for r in results))
-        return results
-
-    def _row_count(self) -> int:
-        with self.kernel.backend.lock:
-            return int(self.kernel.backend.scalar("SELECT count(*) FROM memory_chunks") or 0)
-
-    def _merge_keyword_index_after_load(self, rows_before: int, added: int) -> None:
-        """Merge the keyword index into one segment after a load that at least doubled it.
-
-        FTS5 merges its segments a level at a time as commits come; after a bulk load, the
-        single adds that followed rewrote the loaded postings (the first 400 adds after a 100k
-        load ran at two thirds of their later speed). Merging once costs less (0.12 s at 100k,
-        2 % of the load), and only loads that double the index do it, so over a store's life
-        the merges add up to a few rewrites of its final index.
-        """
-        if added < _MERGE_AFTER_LOAD or 2 * added < rows_before + added:
-            return
-        with self.kernel.backend.lock:
-            self.kernel.backend.check_open()
-            with self.kernel.backend.transaction():
-                self.kernel.keyword.optimize()
-
-    def _add_batches(self, materialised: list[Any], namespace: str | None, batch_size: int, dedup: bool,
-                     progress: Progress | None) -> list[AddResult]:
-        total = len(materialised)
-        batches = [[_as_new_memory(raw, namespace) for raw in materialised[start : start + batch_size]]
-                   for start in range(0, total, batch_size)]
-        results: list[AddResult] = []
-        if len(batches) < 2:
-            prepared_batches: Iterator[list[_Prepared]] = map(self._prepare_batch, batches)
-        else:
-            # the next batch is validated, embedded and categorised on another thread while this one
-            # is written: SQLite lets go of the GIL while it works (a 100k load: 11 s -> 8 s on 2 cores)
-            prepared_batches = _prepared_ahead(self._prepare_batch, batches)
-        try:
-            for prepared in prepared_batches:
-                results.extend(self._write_batch(prepared, dedup))
-                if progress:
-                    progress(len(results), total)
-        finally:
-            if hasattr(prepared_batches, "close"):  # a failed write: stop the worker now, not when collected
-                prepared_batches.close()
-        return results
-
-    def _prepare_batch(self, batch: list[NewMemory]) -> list[_Prepared]:
-        """Validation, embeddings and rule categories of a batch: no database access, any thread."""
-        prepared = self.kernel.memories.prepare(batch)
-        self._categorize_by_rules(prepared)
-        return prepared
-
-    def _write_batch(self, prepared: list[_Prepared], dedup: bool) -> list[AddResult]:
-        with self.kernel.backend.lock:
-            self.kernel.backend.check_open()
-            with self.kernel.backend.transaction():
-                if dedup:
-                    return [self.kernel.memories.write(p, dedup=True) for p in prepared]
-                return self.kernel.memories.write_many(prepared)
+        return self._memories.add_many(
+            items, namespace=namespace, batch_size=batch_size, dedup=dedup, progress=progress,
+        )
 
     def update(
         self,
@@ -491,41 +383,17 @@ class MemoryStore:
 
         Only the arguments given change; ``tags`` and ``metadata`` replace the old values.
         """
-        with self.kernel.backend.lock:
-            memory = self.kernel.memories.require(id, namespace)
-            with self.kernel.backend.transaction():
-                self.kernel.memories.update(
-                    memory, text=text, tags=tags, metadata=metadata, category=category, importance=importance,
-                    confidence=confidence, pinned=pinned, expires_at=expires_at, vector=vector,
-                    embedding_text=self._embedding_text_after(memory, text),
-                )
-            return self.kernel.memories.require(id)
-
-    def _embedding_text_after(self, memory: Memory, new_text: str | None) -> str | None:
-        builder = self.kernel.hooks.embedding_texts.get(memory.kind)
-        if builder is None or new_text is None:
-            return None
-        changed = Memory(**{**memory.__dict__, "text": new_text})
-        return builder(changed)
+        return self._memories.update(
+            id, text, tags=tags, metadata=metadata, category=category, importance=importance,
+            confidence=confidence, pinned=pinned, expires_at=expires_at, vector=vector, namespace=namespace,
+        )
 
     def delete(self, ids: str | Sequence[str], *, namespace: str | None = None, missing_ok: bool = False) -> int:
         """Delete memories for good (row, index entry, vector); return how many were deleted.
 
         Deleting is an explicit request; the lifecycle itself only ever archives.
         """
-        wanted = [ids] if isinstance(ids, str) else list(ids)
-        with self.kernel.backend.lock:
-            found = self.kernel.memories.get_many(wanted, namespace)
-            if not missing_ok:
-                missing = sorted(set(wanted) - {m.id for m in found})
-                if missing:
-                    where = f" in namespace {namespace!r}" if namespace is not None else ""
-                    raise NotFoundError(f"no memory with id {missing[0]!r}{where}" +
-                                        (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
-            if not found:
-                return 0
-            with self.kernel.backend.transaction():
-                return self.kernel.memories.delete_rows([m.rowid for m in found])
+        return self._memories.delete(ids, namespace=namespace, missing_ok=missing_ok)
 
     def delete_where(
         self,
@@ -536,17 +404,9 @@ class MemoryStore:
         where: Mapping[str, Any] | Filter | None = None,
     ) -> int:
         """Delete every memory matching the filters (e.g. all chunks of one source document)."""
-        with self.kernel.backend.lock:
-            scope = scope_for(
-                namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=None, where=where, tags=None,
-                category=None, source=None, since=None, until=None, live_at=None, current_only=False,
-            )
-            sql, params = scope.sql("c", self.kernel.backend.dialect)
-            rowids = [int(r[0]) for r in self.kernel.backend.query(f"SELECT c.chunk_rowid FROM memory_chunks c WHERE {sql}", params)]
-            if not rowids:
-                return 0
-            with self.kernel.backend.transaction():
-                return self.kernel.memories.delete_rows(rowids)
+        return self._memories.delete_where(
+            namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, where=where,
+        )
 
     def set_expiry(
         self,
@@ -560,96 +420,45 @@ class MemoryStore:
 
         For TTLs refreshed on read; returns how many memories were changed.
         """
-        from .memories import _expiry
-
-        when = to_iso(_expiry(expires_at, ttl, self.clock.now()))
-        wanted = [ids] if isinstance(ids, str) else list(ids)
-        with self.kernel.backend.lock:
-            found = self.kernel.memories.get_many(wanted, namespace)
-            if not found:
-                return 0
-            with self.kernel.backend.transaction():
-                self.kernel.backend.executemany(
-                    "UPDATE memory_chunks SET expires_at = ? WHERE chunk_rowid = ?", [(when, m.rowid) for m in found]
-                )
-            return len(found)
+        return self._memories.set_expiry(ids, ttl=ttl, expires_at=expires_at, namespace=namespace)
 
     # -- the archive -------------------------------------------------------------------------
 
     def archive(self, ids: str | Sequence[str], *, reason: str = "manual", namespace: str | None = None) -> int:
         """Move memories out of the live index into the keyword-searchable archive (seed 002)."""
-        wanted = [ids] if isinstance(ids, str) else list(ids)
-        with self.kernel.backend.lock:
-            found = self.kernel.memories.get_many(wanted, namespace)
-            missing = sorted(set(wanted) - {m.id for m in found})
-            if missing:
-                raise NotFoundError(f"no live memory with id {missing[0]!r}")
-            with self.kernel.backend.transaction():
-                return self.kernel.archive.move([m.rowid for m in found], reason)
+        return self._memories.archive(ids, reason=reason, namespace=namespace)
 
     def restore(self, ids: str | Sequence[str], *, namespace: str | None = None) -> list[Memory]:
         """Bring archived memories back into the live index (re-embedded), feedback and dates kept."""
-        wanted = [ids] if isinstance(ids, str) else list(ids)
-        with self.kernel.backend.lock:
-            archived = [self.kernel.archive.get(i, namespace) for i in wanted]
-            for memory_id, memory in zip(wanted, archived, strict=False):
-                if memory is None:
-                    raise NotFoundError(f"no archived memory with id {memory_id!r}")
-            with self.kernel.backend.transaction():
-                for memory in archived:
-                    assert memory is not None
-                    self.kernel.archive.restore(memory)
-            return self.kernel.memories.get_many(wanted)
+        return self._memories.restore(ids, namespace=namespace)
 
     def get_archived(self, id: str, *, namespace: str | None = None) -> Memory:  # noqa: A002
         """An archived memory (``archived_at`` and ``archive_reason`` set), or :class:`NotFoundError`."""
-        with self.kernel.backend.lock:
-            memory = self.kernel.archive.get(id, namespace)
-            if memory is None:
-                raise NotFoundError(f"no archived memory with id {id!r}")
-            return memory
-
-    @property
-    def archive_store(self) -> Archive:
-        """The archive's repository (for lifecycle code: ``move(rowids, reason)`` inside a transaction)."""
-        return self.kernel.archive
+        return self._memories.get_archived(id, namespace=namespace)
 
     # -- feedback ----------------------------------------------------------------------------
 
     def reinforce(self, id: str, *, namespace: str | None = None, weight: float | None = None) -> Memory:  # noqa: A002
         """This memory helped: score += 3 (``memory.reinforce_weight``), ``last_hit_at`` = now."""
-        delta = self.config.memory.reinforce_weight if weight is None else check_finite(weight, "weight",
-                                                                                          bound=LIMITS.weight)
-        return self._feedback(id, delta, hit=True, namespace=namespace)
+        return self._memories.reinforce(id, namespace=namespace, weight=weight)
 
     def demote(self, id: str, *, namespace: str | None = None, weight: float | None = None) -> Memory:  # noqa: A002
         """This memory is wrong, stale or irrelevant: score -= 1 (``memory.demote_weight``)."""
-        delta = self.config.memory.demote_weight if weight is None else check_finite(weight, "weight",
-                                                                                     bound=LIMITS.weight)
-        return self._feedback(id, -delta, hit=False, namespace=namespace)
-
-    def _feedback(self, memory_id: str, delta: float, *, hit: bool, namespace: str | None) -> Memory:
-        with self.kernel.backend.lock:
-            memory = self.kernel.memories.require(memory_id, namespace)
-            with self.kernel.backend.transaction():
-                self.kernel.memories.feedback(memory, delta, hit=hit)
-            return self.kernel.memories.require(memory_id)
+        return self._memories.demote(id, namespace=namespace, weight=weight)
 
     # -- reading ---------------------------------------------------------------------------
 
     def get(self, id: str, *, namespace: str | None = None) -> Memory:  # noqa: A002
         """The memory with this id (in ``namespace``, if given), or :class:`NotFoundError`."""
-        with self.kernel.backend.lock:
-            return self.kernel.memories.require(id, namespace)
+        return self._memories.get(id, namespace=namespace)
 
     def history(self, id: str) -> list[Memory]:  # noqa: A002
-        """Every version of a memory, oldest first, linked by ``supersedes`` (see :mod:`shared_core.facts`)."""
-        return self.facts.history(id)
+        """Every version of a memory, oldest first, linked by ``supersedes`` (see :mod:`shared_core.versioning`)."""
+        return self.kernel.service(Facts).history(id)
 
     def get_many(self, ids: Sequence[str], *, namespace: str | None = None) -> list[Memory]:
         """The memories that exist among ``ids``, in the order asked; missing ids are skipped."""
-        with self.kernel.backend.lock:
-            return self.kernel.memories.get_many(list(ids), namespace)
+        return self._memories.get_many(ids, namespace=namespace)
 
     def search(
         self,
@@ -694,29 +503,14 @@ class MemoryStore:
         by relevance alone, without the feedback and recency weights (for adapters whose
         framework promises plain similarity order, such as vector stores).
         """
-        limit = self.config.search.default_limit if limit is None else limit
-        with self.kernel.backend.lock:
-            self.kernel.backend.check_open()
-            now_iso = to_iso(self.clock.now())
-            scope = scope_for(
-                namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=ids, where=where, tags=tags,
-                category=category, source=source, since=since, until=until,
-                live_at=None if include_expired else now_iso, current_only=not include_superseded,
-            )
-            hits, _ = self.kernel.searcher.run(
-                query, scope, vector=vector, limit=limit, offset=offset, fusion=fusion,
-                vector_weight=vector_weight, min_score=min_score, include_archive=include_archive,
-                mmr_lambda=mmr_lambda, fetch_k=fetch_k, rank=rank,
-            )
-            track = self.config.search.track_access if track_access is None else track_access
-            expand = self.config.links.expand_by_default if expand_links is None else expand_links
-            linked = self.links.expand(hits, scope) if expand else []
-            live = [h.memory.rowid for h in [*hits, *linked] if h.memory.archived_at is None]
-            if track and live and not self.kernel.backend.read_only:
-                # never waits for another writer: counts kept for later, this co-recall left out of the links
-                self.kernel.memories.note_access(live, (lambda: self.links.record(h.memory for h in hits))
-                                           if self.config.links.enabled else None)
-            return SearchResults([*hits, *linked], query=query)
+        return self._memories.search(
+            query, vector=vector, namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, tags=tags,
+            category=category, source=source, since=since, until=until, where=where, ids=ids, limit=limit,
+            offset=offset, fusion=fusion, vector_weight=vector_weight, min_score=min_score,
+            include_expired=include_expired, include_superseded=include_superseded,
+            include_archive=include_archive, mmr_lambda=mmr_lambda, fetch_k=fetch_k, track_access=track_access,
+            expand_links=expand_links, rank=rank,
+        )
 
     def search_archive(
         self,
@@ -729,15 +523,9 @@ class MemoryStore:
         limit: int = 10,
     ) -> SearchResults:
         """Keyword search over archived memories only (seed 002's ``queryArchive``)."""
-        with self.kernel.backend.lock:
-            scope = scope_for(
-                namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=None, where=where, tags=None,
-                category=None, source=None, since=None, until=None, live_at=None, current_only=False,
-            )
-            keyword_query = self.kernel.keyword.prepare(query)
-            hits = self.kernel.searcher._archive_hits(keyword_query, scope, limit, {}, self.clock.now(), "archive")
-            hits.sort(key=lambda h: -h.score)
-            return SearchResults(hits[:limit], query=query)
+        return self._memories.search_archive(
+            query, namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, where=where, limit=limit,
+        )
 
     def list(
         self,
@@ -760,14 +548,12 @@ class MemoryStore:
         include_superseded: bool = False,
     ) -> list[Memory]:
         """Memories matching the filters, without ranking (``order_by`` a column)."""
-        with self.kernel.backend.lock:
-            scope = scope_for(
-                namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=ids, where=where, tags=tags,
-                category=category, source=source, since=since, until=until,
-                live_at=None if include_expired else to_iso(self.clock.now()),
-                current_only=not include_superseded,
-            )
-            return self.kernel.memories.select(scope, order_by=order_by, descending=descending, limit=limit, offset=offset)
+        return self._memories.list(
+            namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, tags=tags, category=category,
+            source=source, since=since, until=until, where=where, ids=ids, limit=limit, offset=offset,
+            order_by=order_by, descending=descending, include_expired=include_expired,
+            include_superseded=include_superseded,
+        )
 
     def count(
         self,
@@ -780,14 +566,10 @@ class MemoryStore:
         include_superseded: bool = False,
     ) -> int:
         """How many memories match."""
-        with self.kernel.backend.lock:
-            scope = scope_for(
-                namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=None, where=where, tags=None,
-                category=None, source=None, since=None, until=None,
-                live_at=None if include_expired else to_iso(self.clock.now()),
-                current_only=not include_superseded,
-            )
-            return self.kernel.memories.count(scope)
+        return self._memories.count(
+            namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, where=where,
+            include_expired=include_expired, include_superseded=include_superseded,
+        )
 
     def namespaces(
         self,
@@ -802,28 +584,19 @@ class MemoryStore:
         ``include_expired=False`` leaves out memories whose TTL has passed but that no sweep
         has deleted yet, as search and ``list`` do.
         """
-        with self.kernel.backend.lock:
-            scope = scope_for(
-                namespace=None, namespace_prefix=prefix or "", kind=kind, ids=None, where=None, tags=None,
-                category=None, source=None, since=None, until=None,
-                live_at=None if include_expired else to_iso(self.clock.now()), current_only=False,
-            )
-            sql, params = scope.sql("c", self.kernel.backend.dialect)
-            rows = self.kernel.backend.query(
-                f"SELECT c.namespace, count(*) FROM memory_chunks c WHERE {sql} GROUP BY c.namespace ORDER BY c.namespace",
-                params,
-            )
-            return {ns: int(n) for ns, n in rows}
+        return self._memories.namespaces(prefix, kind=kind, include_expired=include_expired)
 
     def stats(self) -> StoreStats:
-        with self.kernel.backend.lock:
-            by_kind = {k: int(n) for k, n in self.kernel.backend.query("SELECT kind, count(*) FROM memory_chunks GROUP BY kind")}
+        """What is in the store: size, schema, driver, embedder, memories by kind and namespace."""
+        db = self.kernel.backend
+        with self.kernel.session():
+            by_kind = self.kernel.memories.count_by_kind()
             by_ns = self.namespaces()
-            size = 0 if self.path == ":memory:" and self.kernel.backend.dialect == "sqlite" else self.kernel.backend.storage_bytes()
-            vector_index = "pgvector-hnsw" if self.kernel.backend.dialect == "postgresql" else self.config.search.vector_index
+            size = 0 if self.path == ":memory:" and db.dialect == "sqlite" else db.storage_bytes()
+            vector_index = "pgvector-hnsw" if db.dialect == "postgresql" else self.config.search.vector_index
             return StoreStats(
-                path=self.path, file_bytes=size, schema_version=self.kernel.backend.schema_version(),
-                driver=self.kernel.backend.driver.name, sqlite_version=self.kernel.backend.driver.sqlite_version,
+                path=self.path, file_bytes=size, schema_version=db.schema_version(),
+                driver=db.driver.name, sqlite_version=db.driver.sqlite_version,
                 embedder=self.embedder.name, dims=self.embedder.dims, vector_index=vector_index,
                 memories=sum(by_kind.values()), by_kind=by_kind, by_namespace=by_ns,
             )
@@ -832,14 +605,7 @@ class MemoryStore:
 
     def sweep_expired(self) -> int:
         """Delete memories whose ``expires_at`` has passed (TTL); return how many."""
-        with self.kernel.backend.lock:
-            now = to_iso(self.clock.now())
-            rowids = [int(r[0]) for r in self.kernel.backend.query(
-                "SELECT chunk_rowid FROM memory_chunks WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,))]
-            if not rowids:
-                return 0
-            with self.kernel.backend.transaction():
-                return self.kernel.memories.delete_rows(rowids)
+        return self._memories.sweep_expired()
 
     def erase_namespace(self, namespace: str) -> EraseReport:
         """Remove every trace of a namespace (a user, an agent): rows, index entries, vectors,
@@ -895,73 +661,7 @@ class MemoryStore:
         get their turns; only the writing of each batch (or, for a new embedder, of all the new
         vectors at the end) holds the memory.
         """
-        self._load_domains()  # domains register how their kinds are embedded
-        if embedder is not None and (embedder.name != self.embedder.name or embedder.dims != self.embedder.dims):
-            _check_embedder(embedder)
-            return self._switch_embedder(embedder, batch_size=batch_size, progress=progress)
-        with self.kernel.backend.lock:
-            rows = self.kernel.backend.query("SELECT chunk_rowid, content_hash, embedding_model FROM memory_chunks")
-            candidates = self.kernel.memories.by_rowids([int(r[0]) for r in rows])
-            stale = [m for rowid, stored_hash, model in rows if (m := candidates.get(int(rowid))) is not None
-                     and (model != self.embedder.name or stored_hash != content_hash(self.kernel.hooks.embedding_text(m)))]
-        done = 0
-        for start in range(0, len(stale), batch_size):
-            part = stale[start : start + batch_size]
-            texts = [self.kernel.hooks.embedding_text(m) for m in part]
-            vectors = self.kernel.memories.embed(texts)  # no lock held: the slow part
-            with self.kernel.backend.lock, self.kernel.backend.transaction():
-                current = self.kernel.memories.by_rowids([m.rowid for m in part])
-                for memory, text, vector in zip(part, texts, vectors, strict=True):
-                    now = current.get(memory.rowid)
-                    if now is not None and self.kernel.hooks.embedding_text(now) == text:  # else changed or gone meanwhile
-                        self.kernel.memories.update(now, vector=vector, embedding_text=text, refresh_hit=False)
-            done += len(part)
-            if progress:
-                progress(done, len(stale))
-        return done
-
-    def _switch_embedder(self, embedder: Embedder, *, batch_size: int = 256, progress: Progress | None = None) -> int:
-        """Every vector anew with ``embedder``: embedded batch by batch without the lock (kept in a
-        temporary file, not in RAM), then written in one transaction with the few rows that were
-        added or changed meanwhile, so the memory switches embedders at one moment."""
-        db = self.kernel.backend
-        with db.lock:
-            snapshot = {m.rowid: self.kernel.hooks.embedding_text(m) for m in self.kernel.memories.by_rowids(
-                [int(r[0]) for r in db.query("SELECT chunk_rowid FROM memory_chunks")]).values()}
-        order = list(snapshot)
-        with tempfile.TemporaryDirectory(prefix="openkoi-reembed-") as scratch:
-            staged = np.lib.format.open_memmap(Path(scratch) / "vectors.npy", mode="w+", dtype=np.float32,
-                                               shape=(max(1, len(order)), embedder.dims))
-            for start in range(0, len(order), batch_size):
-                texts = [snapshot[r] for r in order[start : start + batch_size]]
-                staged[start : start + len(texts)] = as_matrix(embedder.embed(texts), embedder.dims,
-                                                               count=len(texts), what="embedding")
-                if progress:
-                    progress(min(start + batch_size, len(order)), len(order))
-            slot = {rowid: i for i, rowid in enumerate(order)}
-            with db.lock, db.transaction():
-                memories = self.kernel.memories.by_rowids([int(r[0]) for r in db.query("SELECT chunk_rowid FROM memory_chunks")])
-                texts = {rowid: self.kernel.hooks.embedding_text(m) for rowid, m in memories.items()}
-                late = [rowid for rowid, text in texts.items() if snapshot.get(rowid) != text]
-                fresh = dict(zip(late, as_matrix(embedder.embed([texts[r] for r in late]), embedder.dims,
-                                                 count=len(late), what="embedding"), strict=True)) if late else {}
-                self.kernel.use_embedder(embedder)
-                self.kernel.vectors.rebuild(embedder.dims)
-                now = to_iso(self.clock.now())
-                rowids = list(memories)
-                for start in range(0, len(rowids), batch_size):
-                    part = rowids[start : start + batch_size]
-                    self.kernel.vectors.write_all([(r, fresh[r] if r in fresh else staged[slot[r]]) for r in part])
-                    db.executemany(
-                        "UPDATE memory_chunks SET content_hash = ?, embedding_model = ?, embedded_at = ? "
-                        "WHERE chunk_rowid = ?", [(content_hash(texts[r]), embedder.name, now, r) for r in part],
-                    )
-                db.set_meta("embedder_name", embedder.name)
-                db.set_meta("embedder_dims", str(embedder.dims))
-            del staged
-        self.kernel.vectors.reset()
-        self.kernel.vectors.ensure_ready()
-        return len(memories)
+        return reembed(self.kernel, embedder, batch_size=batch_size, progress=progress)
 
     # -- for domain modules and adapters --------------------------------------------------------
 
@@ -979,9 +679,27 @@ class MemoryStore:
         """The keyword side of search for this backend (FTS5 or PostgreSQL full-text search)."""
         return self.kernel.keyword
 
+    @property
+    def archive_store(self) -> Archive:
+        """The archive's repository (for lifecycle code: ``move(rowids, reason)`` inside a transaction)."""
+        return self.kernel.archive
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts with the store's embedder (unit-length float32 rows)."""
         return self.kernel.embed(texts)
+
+    @property
+    def _memories(self) -> MemoryService:
+        return self.kernel.service(MemoryService)
+
+    def __getattr__(self, name: str) -> Any:
+        """``store.<domain>``: the service of a domain of the registry (:mod:`shared_core.registry`)."""
+        if name.startswith("_") or "kernel" not in self.__dict__:
+            raise AttributeError(name)
+        try:
+            return self.kernel.domain(name)
+        except LookupError:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}") from None
 
     # -- domains (created on first use) ----------------------------------------------------------
 
@@ -1007,15 +725,6 @@ class MemoryStore:
         from .lifecycle.pruning import Pruner
 
         return Pruner(self)
-
-    @_domain
-    def links(self) -> LinkGraph:
-        """Hebbian co-recall links between memories (seed 002 v2)."""
-        from .lifecycle.links import LinkGraph
-
-        graph = LinkGraph(self)
-        self.register_eraser(graph.erase)
-        return graph
 
     @_domain
     def insights(self) -> Insights:
@@ -1086,13 +795,6 @@ class MemoryStore:
         return episodes.Episodes(self)
 
     @_domain
-    def facts(self) -> Facts:
-        """Semantic facts (seed 001): versioning, history, BRE search."""
-        from .facts import Facts
-
-        return Facts(self)
-
-    @_domain
     def usage(self) -> Usage:
         """Usage events and pattern mining (seed 000)."""
         from . import usage
@@ -1131,18 +833,6 @@ class MemoryStore:
         return ForgettingEngine(self)
 
 
-def _check_embedder(embedder: Any) -> None:
-    for attr in ("name", "dims", "embed"):
-        if not hasattr(embedder, attr):
-            raise TypeError(
-                f"embedder {embedder!r} has no {attr!r}; an embedder needs name, dims and embed(texts)"
-            )
-    if not isinstance(embedder.dims, int) or embedder.dims < 1:
-        raise ValueError(f"embedder dims must be a positive integer, got {embedder.dims!r}")
-    if not isinstance(embedder.name, str) or not embedder.name:
-        raise ValueError(f"embedder name must be a non-empty string, got {embedder.name!r}")
-
-
 def _is_new_file(target: str) -> bool:
     """True for ``:memory:`` and a file that does not exist yet; False for PostgreSQL (and an existing but
     empty file, which ``_attach`` checks once it has found no schema in it)."""
@@ -1155,53 +845,3 @@ def default_target(cfg: Config) -> str:
     """What ``MemoryStore.open()`` opens with no path: ``$OPENKOI_DATABASE_URL``, ``[database] url``, or the data dir's file."""
     return (os.environ.get("OPENKOI_DATABASE_URL", "").strip() or cfg.database.url.strip()
             or str(Path(cfg.data_dir) / "openkoi.db"))
-
-
-def _prepared_ahead(prepare: Callable[[list[NewMemory]], list[_Prepared]],
-                    batches: list[list[NewMemory]]) -> Iterator[list[_Prepared]]:
-    """``map(prepare, batches)``, each batch prepared on a worker thread while the caller writes
-    the one before. An error in a batch surfaces when the caller reaches it, after every batch
-    before it was written, as without the thread."""
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="openkoi-prepare") as pool:
-        pending = pool.submit(prepare, batches[0])
-        for following in [*batches[1:], None]:
-            prepared = pending.result()
-            if following is not None:
-                pending = pool.submit(prepare, following)
-            yield prepared
-
-
-@contextlib.contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off during a bulk load (as ``timeit`` turns it off while
-    it times), then as it was: a load makes no reference cycles, but its allocations set off full
-    collections that walk every live object, the caller's too (0.5-2 s of a 100k load here)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _as_new_memory(raw: NewMemory | Mapping[str, Any] | str, namespace: str | None) -> NewMemory:
-    if isinstance(raw, NewMemory):
-        item = raw
-        if namespace is not None and item.namespace == DEFAULT_NAMESPACE:
-            item = NewMemory(**{**item.__dict__, "namespace": namespace})
-        return item
-    if isinstance(raw, str):
-        return NewMemory(text=raw, namespace=namespace or DEFAULT_NAMESPACE)
-    if isinstance(raw, Mapping):
-        data = dict(raw)
-        if namespace is not None:
-            data.setdefault("namespace", namespace)
-        unknown = set(data) - set(NewMemory.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown memory fields {sorted(unknown)}; known: {sorted(NewMemory.__dataclass_fields__)}")
-        try:
-            return NewMemory(**data)
-        except TypeError as exc:
-            raise ValueError(f"invalid memory {raw!r}: {exc}") from None
-    raise TypeError(f"add_many takes NewMemory objects, dicts or strings, got {type(raw).__name__}")

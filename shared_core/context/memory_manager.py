@@ -102,7 +102,6 @@ class MemoryManager:
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
         self.state = ContextState(store.db)
-        self._categorizer: tuple[Any, Categorizer] | None = None
         self._workspaces: dict[tuple[str, str], Workspace] = {}
 
     def __repr__(self) -> str:
@@ -113,12 +112,7 @@ class MemoryManager:
     @property
     def categorizer(self) -> Categorizer:
         """The categoriser the ``memory`` settings describe (rules, or ``store.text_model`` first)."""
-        cfg = self.store.config.memory
-        key = (cfg.categorizer, self.store.text_model if cfg.categorizer == "model" else None,
-               tuple((k, tuple(v)) for k, v in cfg.category_keywords.items()), cfg.default_category)
-        if self._categorizer is None or self._categorizer[0] != key:
-            self._categorizer = (key, Categorizer.from_store(self.store))
-        return self._categorizer[1]
+        return self.store.kernel.categorizer
 
     def categorize(self, text: str) -> str | None:
         """The category a fact with this text gets on add."""

@@ -9,6 +9,7 @@ from .base import (
     as_matrix,
     as_vector,
     check_dims,
+    check_embedder,
     profile_of,
 )
 from .hashes import EMBEDDING_TEXT_VERSION, content_hash, fnv1a_64
@@ -29,6 +30,7 @@ __all__ = [
     "as_matrix",
     "as_vector",
     "check_dims",
+    "check_embedder",
     "profile_of",
     "embedder_from_name",
 ]

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Embedder", "EmbedderProfile", "profile_of", "as_matrix", "as_vector", "check_dims", "EmbeddingError"]
+__all__ = ["Embedder", "EmbedderProfile", "profile_of", "as_matrix", "as_vector", "check_dims", "check_embedder",
+           "EmbeddingError"]
 
 _PROBE = "openkoi dimension probe"
 
@@ -81,6 +82,19 @@ def as_matrix(vectors: object, dims: int, *, count: int | None = None, what: str
 
 def as_vector(vector: object, dims: int, *, what: str = "query vector") -> np.ndarray:
     return as_matrix(vector, dims, count=1, what=what)[0]
+
+
+def check_embedder(embedder: Any) -> None:
+    """Refuse an object that is not an embedder: it needs a ``name``, positive integer ``dims`` and ``embed``."""
+    for attr in ("name", "dims", "embed"):
+        if not hasattr(embedder, attr):
+            raise TypeError(
+                f"embedder {embedder!r} has no {attr!r}; an embedder needs name, dims and embed(texts)"
+            )
+    if not isinstance(embedder.dims, int) or embedder.dims < 1:
+        raise ValueError(f"embedder dims must be a positive integer, got {embedder.dims!r}")
+    if not isinstance(embedder.name, str) or not embedder.name:
+        raise ValueError(f"embedder name must be a non-empty string, got {embedder.name!r}")
 
 
 def check_dims(embedder: Embedder) -> None:

@@ -29,7 +29,7 @@ from ..ranking import feedback_weight, link_weight, recency_weight
 from ..search import Hit, ScoreParts
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from ..kernel import Kernel
 
 __all__ = ["LinkGraph", "Link"]
 
@@ -55,9 +55,8 @@ class Link:
 class LinkGraph:
     """``store.links``: co-recall links between memories, and search expansion along them."""
 
-    def __init__(self, store: MemoryStore) -> None:
-        self._store = store
-        self._db = store.db
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
 
     # -- writing -------------------------------------------------------------------------
 
@@ -67,7 +66,7 @@ class LinkGraph:
         Only the first ``links.max_linked_hits`` live memories count, and only pairs in the
         same namespace. Returns how many pairs were linked or strengthened.
         """
-        cfg = self._store.config.links
+        cfg = self.kernel.config.links
         by_namespace: dict[str, list[str]] = {}
         seen: set[str] = set()
         taken = 0
@@ -79,33 +78,31 @@ class LinkGraph:
             seen.add(memory.id)
             taken += 1
             by_namespace.setdefault(memory.namespace, []).append(memory.id)
-        now = to_iso(self._store.clock.now())
+        now = to_iso(self.kernel.clock.now())
         rows = [
             (a, b, namespace, cfg.initial_strength, now, now, cfg.increment)
             for namespace, ids in by_namespace.items()
             for a, b in (tuple(sorted(pair)) for pair in combinations(ids, 2))
         ]
         if rows:
-            self._db.executemany(_UPSERT, rows)
+            self.kernel.backend.executemany(_UPSERT, rows)
         return len(rows)
 
     def link(self, ids: Sequence[str], *, namespace: str | None = None) -> int:
         """Record a co-recall of these memories by hand (e.g. an agent says they belong together)."""
-        with self._db.lock:
-            memories = self._store.memories.get_many(list(ids), namespace)
-            with self._db.transaction():
-                return self.record(memories)
+        with self.kernel.session(write=True):
+            return self.record(self.kernel.memories.get_many(list(ids), namespace))
 
     def unlink(self, a: str, b: str) -> bool:
         """Remove the link between two memories; return whether there was one."""
         first, second = sorted((a, b))
-        with self._db.lock, self._db.transaction():
-            cursor = self._db.execute("DELETE FROM memory_links WHERE memory_id = ? AND related_id = ?", (first, second))
+        with self.kernel.session(write=True) as db:
+            cursor = db.execute("DELETE FROM memory_links WHERE memory_id = ? AND related_id = ?", (first, second))
             return bool(cursor.rowcount)
 
     def erase(self, namespace: str) -> int:
         """Remove every link of a namespace (registered as an eraser for ``erase_namespace``)."""
-        cursor = self._db.execute("DELETE FROM memory_links WHERE namespace = ?", (namespace,))
+        cursor = self.kernel.backend.execute("DELETE FROM memory_links WHERE namespace = ?", (namespace,))
         return int(cursor.rowcount or 0)
 
     # -- reading -------------------------------------------------------------------------
@@ -113,15 +110,15 @@ class LinkGraph:
     def strength(self, a: str, b: str) -> float | None:
         """The strength of the link between two memories, or None."""
         first, second = sorted((a, b))
-        with self._db.lock:
-            value = self._db.scalar(
+        with self.kernel.session() as db:
+            value = db.scalar(
                 "SELECT strength FROM memory_links WHERE memory_id = ? AND related_id = ?", (first, second))
             return None if value is None else float(value)
 
     def neighbours(self, memory_id: str, *, min_strength: float = 0.0, limit: int | None = None) -> list[Link]:
         """The memories linked to ``memory_id``, strongest first (archived ones included)."""
-        with self._db.lock:
-            rows = self._db.query(
+        with self.kernel.session() as db:
+            rows = db.query(
                 "SELECT memory_id, related_id, namespace, strength, created_at, updated_at FROM memory_links "
                 "WHERE memory_id = ? AND strength >= ? UNION ALL "
                 "SELECT related_id, memory_id, namespace, strength, created_at, updated_at FROM memory_links "
@@ -132,18 +129,18 @@ class LinkGraph:
         return links if limit is None else links[:limit]
 
     def count(self, namespace: str | None = None) -> int:
-        with self._db.lock:
+        with self.kernel.session() as db:
             if namespace is None:
-                return int(self._db.scalar("SELECT count(*) FROM memory_links") or 0)
+                return int(db.scalar("SELECT count(*) FROM memory_links") or 0)
             check_namespace(namespace)
-            return int(self._db.scalar("SELECT count(*) FROM memory_links WHERE namespace = ?", (namespace,)) or 0)
+            return int(db.scalar("SELECT count(*) FROM memory_links WHERE namespace = ?", (namespace,)) or 0)
 
     # -- search expansion ------------------------------------------------------------------
 
     def expand(self, hits: Sequence[Hit], scope: Scope, *, limit: int | None = None,
                min_strength: float | None = None) -> list[Hit]:
         """Strongly linked neighbours of ``hits`` that are in ``scope`` and not hits already, best first."""
-        cfg = self._store.config.links
+        cfg = self.kernel.config.links
         limit = cfg.expand_limit if limit is None else limit
         threshold = cfg.expand_min_strength if min_strength is None else min_strength
         parents = {h.id: h for h in hits if h.memory.archived_at is None}
@@ -155,7 +152,7 @@ class LinkGraph:
         for start in range(0, len(ids), 400):
             part = ids[start : start + 400]
             marks = ", ".join("?" for _ in part)
-            rows = self._db.query(
+            rows = self.kernel.backend.query(
                 f"SELECT memory_id, related_id, strength FROM memory_links WHERE memory_id IN ({marks}) AND strength >= ? "
                 f"UNION ALL SELECT related_id, memory_id, strength FROM memory_links "
                 f"WHERE related_id IN ({marks}) AND strength >= ?",
@@ -170,8 +167,8 @@ class LinkGraph:
         if not best:
             return []
         found = self._in_scope(list(best), scope)
-        now = self._store.clock.now()
-        ranking = self._store.config.ranking
+        now = self.kernel.clock.now()
+        ranking = self.kernel.config.ranking
         out: list[Hit] = []
         for memory in found:
             relevance, parent_id, strength = best[memory.id]
@@ -186,11 +183,12 @@ class LinkGraph:
         return out[:limit]
 
     def _in_scope(self, ids: list[str], scope: Scope) -> list[Memory]:
-        sql, params = scope.sql("c", self._db.dialect)
+        db = self.kernel.backend
+        sql, params = scope.sql("c", db.dialect)
         out: list[Memory] = []
         for start in range(0, len(ids), 400):
             part = ids[start : start + 400]
-            rows = self._db.query(
+            rows = db.query(
                 f"SELECT {', '.join('c.' + c for c in COLUMNS)} FROM memory_chunks c "
                 f"WHERE c.id IN ({', '.join('?' for _ in part)}) AND {sql}",
                 (*part, *params),

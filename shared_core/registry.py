@@ -1,0 +1,24 @@
+"""The domains of a memory, one line each: the static registry the kernel builds services from.
+
+Each :class:`~shared_core.kernel.Domain` names the domain (``store.<name>``), the service built
+with the kernel on first use, the memory kinds it owns and its hooks (eraser, embedding texts,
+closer, what runs when the memory opens). Adding a domain is one package, one line here and one
+migration file per backend (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .facts import Facts
+from .kernel import Domain
+from .lifecycle.links import LinkGraph
+from .memory_service import MemoryService
+
+__all__ = ["DOMAINS"]
+
+DOMAINS: tuple[Domain[Any], ...] = (
+    Domain("memories", MemoryService, kinds=("note",)),
+    Domain("facts", Facts, kinds=("fact",)),
+    Domain("links", LinkGraph, eraser=LinkGraph.erase),
+)
