@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 from .clock import from_iso, to_iso
 from .errors import NotFoundError
 from .memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
+from .memory_service import MemoryService
 from .ranking import episode_score
 from .validation import time_or_none
 
 if TYPE_CHECKING:
-    from .store import MemoryStore
+    from .kernel import Kernel
 
 __all__ = ["Episodes", "Episode", "EpisodeMatch"]
 
@@ -53,8 +54,8 @@ class EpisodeMatch:
 class Episodes:
     """``store.episodes``."""
 
-    def __init__(self, store: MemoryStore) -> None:
-        self.store = store
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
 
     def add(
         self,
@@ -72,22 +73,21 @@ class Episodes:
             raise ValueError(f"importance must be a number between 0 and 1, got {importance!r}")
         if channel is not None and (not isinstance(channel, str) or not channel.strip()):
             raise ValueError(f"channel must be a non-empty string or None, got {channel!r}")
-        store, db = self.store, self.store.db
-        now = store.clock.now()
+        now = self.kernel.clock.now()
         episode_id = new_id()
-        (item,) = store.memories.prepare([NewMemory(
+        (item,) = self.kernel.memories.prepare([NewMemory(
             text=summary, id=episode_id, kind="episode", namespace=namespace, tags=[channel] if channel else [],
             source=channel or "episode", importance=float(importance), session_id=session_id, owner_id=episode_id,
             created_at=at if at is not None else now, metadata={**dict(metadata or {}), "channel": channel},
         )])
         occurred = from_iso(to_iso(item.created_at))
-        with db.lock, db.transaction():
+        with self.kernel.session(write=True) as db:
             db.execute(
                 f"INSERT INTO episodic_memory ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (episode_id, item.namespace, item.text, to_iso(occurred), channel, float(importance), session_id,
                  json.dumps(dict(metadata or {}), ensure_ascii=False, default=str), to_iso(now)),
             )
-            store.memories.write(item, dedup=False)
+            self.kernel.memories.write(item, dedup=False)
         return self.get(episode_id)
 
     def get(self, episode_id: str) -> Episode:
@@ -141,12 +141,13 @@ class Episodes:
     ) -> list[EpisodeMatch]:
         """Episodes matching ``query`` (hybrid search), ranked with their importance."""
         where = {"channel": channel} if channel is not None else None
-        hits = self.store.search(query, kind="episode", namespace=namespace, since=since, until=until, where=where,
-                                 limit=max(limit * 3, 10), track_access=False)
+        hits = self.kernel.service(MemoryService).search(
+            query, kind="episode", namespace=namespace, since=since, until=until, where=where,
+            limit=max(limit * 3, 10), track_access=False)
         if not hits:
             return []
         rows = {e.id: e for e in self._select(f"id IN ({', '.join('?' for _ in hits)})", hits.ids)}
-        weight = self.store.config.ranking.episode_importance_weight
+        weight = self.kernel.config.ranking.episode_importance_weight
         matches = [EpisodeMatch(rows[h.id], episode_score(h.score, rows[h.id].importance, weight), h.score)
                    for h in hits if h.id in rows]
         matches.sort(key=lambda m: (-m.score, -m.episode.occurred_at.timestamp()))
@@ -154,17 +155,16 @@ class Episodes:
 
     def delete(self, episode_id: str) -> None:
         episode = self.get(episode_id)
-        db = self.store.db
-        with db.lock, db.transaction():
+        with self.kernel.session(write=True) as db:
             db.execute("DELETE FROM episodic_memory WHERE id = ?", (episode.id,))
-            self.store.delete(episode.id, missing_ok=True)
+            self.kernel.service(MemoryService).delete(episode.id, missing_ok=True)
 
     def _select(self, where: str, params: Sequence[Any], *, order: str = "occurred_at",
                 limit: int | None = None) -> list[Episode]:
         tail = f" LIMIT {int(limit)}" if limit is not None else ""
-        with self.store.db.lock:
-            rows = self.store.db.query(f"SELECT {_COLUMNS} FROM episodic_memory WHERE {where} ORDER BY {order}{tail}",
-                                       list(params))
+        with self.kernel.session() as db:
+            rows = db.query(f"SELECT {_COLUMNS} FROM episodic_memory WHERE {where} ORDER BY {order}{tail}",
+                            list(params))
         return [
             Episode(id=r[0], namespace=r[1], summary=r[2], occurred_at=from_iso(r[3]), channel=r[4],  # type: ignore[arg-type]
                     importance=float(r[5]), session_id=r[6], metadata=json.loads(r[7] or "{}"),
@@ -172,6 +172,6 @@ class Episodes:
             for r in rows
         ]
 
-
-def erase_namespace(store: Any, namespace: str) -> None:
-    store.db.execute("DELETE FROM episodic_memory WHERE namespace = ?", (namespace,))
+    def erase(self, namespace: str) -> None:
+        """Remove the namespace's rows (``erase_namespace``; its index memories go with the core's)."""
+        self.kernel.backend.execute("DELETE FROM episodic_memory WHERE namespace = ?", (namespace,))

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .clock import Clock, to_iso
-from .db import Database
+from .clock import to_iso
 from .memories import DEFAULT_NAMESPACE, check_namespace
+
+if TYPE_CHECKING:
+    from .kernel import Kernel
 
 __all__ = ["KeyValueStore", "DEFAULT_COLLECTION"]
 
@@ -31,9 +33,8 @@ _BATCH = 500
 class KeyValueStore:
     """Put, get, list and delete JSON values by (namespace, collection, key). Thread-safe."""
 
-    def __init__(self, db: Database, clock: Clock) -> None:
-        self._db = db
-        self._clock = clock
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -48,7 +49,7 @@ class KeyValueStore:
         pairs = list(items.items()) if isinstance(items, Mapping) else list(items)
         _check_place(collection, namespace)
         rows = []
-        now = to_iso(self._clock.now())
+        now = to_iso(self.kernel.clock.now())
         for pair in pairs:
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise TypeError(f"put_many takes (key, value) pairs or a dict, got {pair!r}")
@@ -56,8 +57,8 @@ class KeyValueStore:
             rows.append((namespace, collection, _check_key(key), _dump(key, value), now))
         if not rows:
             return 0
-        with self._db.lock, self._db.transaction():
-            self._db.executemany(
+        with self.kernel.session(write=True) as db:
+            db.executemany(
                 "INSERT INTO kv_entries (namespace, collection, key, value, updated_at) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT (namespace, collection, key) DO UPDATE SET value = excluded.value, "
                 "updated_at = excluded.updated_at",
@@ -75,10 +76,10 @@ class KeyValueStore:
         _check_place(collection, namespace)
         wanted = list(dict.fromkeys(_check_key(k) for k in keys))
         deleted = 0
-        with self._db.lock, self._db.transaction():
+        with self.kernel.session(write=True) as db:
             for start in range(0, len(wanted), _BATCH):
                 part = wanted[start : start + _BATCH]
-                cursor = self._db.execute(
+                cursor = db.execute(
                     f"DELETE FROM kv_entries WHERE namespace = ? AND collection = ? "
                     f"AND key IN ({', '.join('?' for _ in part)})",
                     (namespace, collection, *part),
@@ -89,8 +90,8 @@ class KeyValueStore:
     def delete_collection(self, collection: str, *, namespace: str = DEFAULT_NAMESPACE) -> int:
         """Remove every key of a collection; return how many."""
         _check_place(collection, namespace)
-        with self._db.lock, self._db.transaction():
-            cursor = self._db.execute(
+        with self.kernel.session(write=True) as db:
+            cursor = db.execute(
                 "DELETE FROM kv_entries WHERE namespace = ? AND collection = ?", (namespace, collection)
             )
             return max(cursor.rowcount, 0)
@@ -98,8 +99,8 @@ class KeyValueStore:
     def erase(self, namespace: str) -> int:
         """Remove every entry of a namespace (``MemoryStore.erase_namespace`` calls this)."""
         check_namespace(namespace)
-        with self._db.lock, self._db.transaction():
-            cursor = self._db.execute("DELETE FROM kv_entries WHERE namespace = ?", (namespace,))
+        with self.kernel.session(write=True) as db:
+            cursor = db.execute("DELETE FROM kv_entries WHERE namespace = ?", (namespace,))
             return max(cursor.rowcount, 0)
 
     # -- reading ---------------------------------------------------------------------------
@@ -116,11 +117,10 @@ class KeyValueStore:
         _check_place(collection, namespace)
         wanted = list(dict.fromkeys(_check_key(k) for k in keys))
         out: dict[str, Any] = {}
-        with self._db.lock:
-            self._db.check_open()
+        with self.kernel.session() as db:
             for start in range(0, len(wanted), _BATCH):
                 part = wanted[start : start + _BATCH]
-                for key, value in self._db.query(
+                for key, value in db.query(
                     f"SELECT key, value FROM kv_entries WHERE namespace = ? AND collection = ? "
                     f"AND key IN ({', '.join('?' for _ in part)})",
                     (namespace, collection, *part),
@@ -131,9 +131,8 @@ class KeyValueStore:
     def items(self, *, collection: str = DEFAULT_COLLECTION, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
         """Every key of a collection and its value, in key order."""
         _check_place(collection, namespace)
-        with self._db.lock:
-            self._db.check_open()
-            rows = self._db.query(
+        with self.kernel.session() as db:
+            rows = db.query(
                 "SELECT key, value FROM kv_entries WHERE namespace = ? AND collection = ? ORDER BY key",
                 (namespace, collection),
             )
@@ -141,9 +140,8 @@ class KeyValueStore:
 
     def keys(self, *, collection: str = DEFAULT_COLLECTION, namespace: str = DEFAULT_NAMESPACE) -> list[str]:
         _check_place(collection, namespace)
-        with self._db.lock:
-            self._db.check_open()
-            rows = self._db.query(
+        with self.kernel.session() as db:
+            rows = db.query(
                 "SELECT key FROM kv_entries WHERE namespace = ? AND collection = ? ORDER BY key",
                 (namespace, collection),
             )
@@ -152,9 +150,8 @@ class KeyValueStore:
     def collections(self, *, namespace: str = DEFAULT_NAMESPACE) -> dict[str, int]:
         """Every collection of a namespace and how many keys it holds."""
         check_namespace(namespace)
-        with self._db.lock:
-            self._db.check_open()
-            rows = self._db.query(
+        with self.kernel.session() as db:
+            rows = db.query(
                 "SELECT collection, count(*) FROM kv_entries WHERE namespace = ? GROUP BY collection ORDER BY collection",
                 (namespace,),
             )

@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING, Any
 from .clock import from_iso, to_iso
 from .errors import NotFoundError
 from .memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
+from .memory_service import MemoryService
 from .ranking import procedure_score
 
 if TYPE_CHECKING:
-    from .store import MemoryStore
+    from .kernel import Kernel
 
 __all__ = ["Procedures", "Procedure", "ProcedureMatch"]
 
@@ -70,8 +71,8 @@ class ProcedureMatch:
 class Procedures:
     """``store.procedures``."""
 
-    def __init__(self, store: MemoryStore) -> None:
-        self.store = store
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
 
     def add(
         self,
@@ -90,11 +91,10 @@ class Procedures:
         trigger_list = _texts([triggers] if isinstance(triggers, str) else triggers, "triggers")
         description = None if description is None else _text(description, "description")
         check_namespace(namespace)
-        store, db = self.store, self.store.db
-        with db.lock:
+        with self.kernel.session() as db:
             existing = db.query(f"SELECT {_COLUMNS} FROM procedural_memory WHERE namespace = ? AND name = ?",
                                 (namespace, name))
-            now = store.clock.now()
+            now = self.kernel.clock.now()
             old = _procedure(existing[0]) if existing else None
             procedure = Procedure(
                 id=old.id if old else new_id(), name=name, steps=tuple(steps_list), triggers=tuple(trigger_list),
@@ -102,7 +102,7 @@ class Procedures:
                 last_used=old.last_used if old else None, namespace=namespace,
                 created_at=old.created_at if old else now, updated_at=now,
             )
-            (item,) = store.memories.prepare([NewMemory(
+            (item,) = self.kernel.memories.prepare([NewMemory(
                 text=procedure.render(), id=procedure.id, kind="procedure", namespace=namespace, tags=trigger_list,
                 source="procedure", owner_id=procedure.id, created_at=procedure.created_at,
                 metadata={"name": name, "usage_count": procedure.usage_count},
@@ -117,12 +117,12 @@ class Procedures:
                      json.dumps(trigger_list, ensure_ascii=False), procedure.usage_count,
                      to_iso(procedure.last_used), to_iso(procedure.created_at), to_iso(now)),
                 )
-                store.memories.write(item, dedup=False)
+                self.kernel.memories.write(item, dedup=False)
             return procedure
 
     def get(self, name_or_id: str, *, namespace: str = DEFAULT_NAMESPACE) -> Procedure:
-        with self.store.db.lock:
-            rows = self.store.db.query(
+        with self.kernel.session() as db:
+            rows = db.query(
                 f"SELECT {_COLUMNS} FROM procedural_memory WHERE namespace = ? AND (id = ? OR name = ?) "
                 "ORDER BY id = ? DESC LIMIT 1", (namespace, name_or_id, name_or_id, name_or_id),
             )
@@ -133,8 +133,8 @@ class Procedures:
     def list(self, *, namespace: str = DEFAULT_NAMESPACE, limit: int | None = None) -> list[Procedure]:
         """Procedures, most used first (then most recently used, then name)."""
         tail = f" LIMIT {int(limit)}" if limit is not None else ""
-        with self.store.db.lock:
-            rows = self.store.db.query(
+        with self.kernel.session() as db:
+            rows = db.query(
                 f"SELECT {_COLUMNS} FROM procedural_memory WHERE namespace = ? "
                 f"ORDER BY usage_count DESC, last_used DESC, name{tail}", (check_namespace(namespace),),
             )
@@ -144,14 +144,14 @@ class Procedures:
         """Procedures whose triggers (and text) fit ``task``, best first."""
         if not isinstance(task, str) or not task.strip():
             raise ValueError("match needs a task description")
-        hits = self.store.search(task, kind="procedure", namespace=namespace, limit=max(limit * 3, 10),
-                                 track_access=False)
+        hits = self.kernel.service(MemoryService).search(task, kind="procedure", namespace=namespace,
+                                                         limit=max(limit * 3, 10), track_access=False)
         if not hits:
             return []
-        weight = self.store.config.ranking.procedure_usage_weight
-        with self.store.db.lock:
+        weight = self.kernel.config.ranking.procedure_usage_weight
+        with self.kernel.session() as db:
             ids = hits.ids
-            rows = self.store.db.query(
+            rows = db.query(
                 f"SELECT {_COLUMNS} FROM procedural_memory WHERE id IN ({', '.join('?' for _ in ids)})", ids)
         by_id = {r[0]: _procedure(r) for r in rows}
         matches = [ProcedureMatch(by_id[h.id], procedure_score(h.score, by_id[h.id].usage_count, weight), h.score)
@@ -162,9 +162,8 @@ class Procedures:
     def record_use(self, name_or_id: str, *, namespace: str = DEFAULT_NAMESPACE) -> Procedure:
         """The procedure was followed: ``usage_count`` + 1, ``last_used`` = now."""
         procedure = self.get(name_or_id, namespace=namespace)
-        db = self.store.db
-        now = to_iso(self.store.clock.now())
-        with db.lock, db.transaction():
+        now = to_iso(self.kernel.clock.now())
+        with self.kernel.session(write=True) as db:
             db.execute("UPDATE procedural_memory SET usage_count = usage_count + 1, last_used = ? WHERE id = ?",
                        (now, procedure.id))
             db.execute("UPDATE memory_chunks SET metadata = json_set(metadata, '$.usage_count', ?) WHERE id = ?",
@@ -173,10 +172,13 @@ class Procedures:
 
     def delete(self, name_or_id: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
         procedure = self.get(name_or_id, namespace=namespace)
-        db = self.store.db
-        with db.lock, db.transaction():
+        with self.kernel.session(write=True) as db:
             db.execute("DELETE FROM procedural_memory WHERE id = ?", (procedure.id,))
-            self.store.delete(procedure.id, missing_ok=True)
+            self.kernel.service(MemoryService).delete(procedure.id, missing_ok=True)
+
+    def erase(self, namespace: str) -> None:
+        """Remove the namespace's rows (``erase_namespace``; its index memories go with the core's)."""
+        self.kernel.backend.execute("DELETE FROM procedural_memory WHERE namespace = ?", (namespace,))
 
 
 def _procedure(row: Sequence[Any]) -> Procedure:
@@ -199,7 +201,3 @@ def _texts(values: Any, what: str) -> list[str]:
     if isinstance(values, str) or not isinstance(values, Sequence):
         raise TypeError(f"{what} must be a list of strings, got {type(values).__name__}")
     return [_text(v, f"each of {what}").strip() for v in values]
-
-
-def erase_namespace(store: Any, namespace: str) -> None:
-    store.db.execute("DELETE FROM procedural_memory WHERE namespace = ?", (namespace,))

@@ -10,10 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from .episodes import Episodes
 from .facts import Facts
 from .kernel import Domain
+from .kv import KeyValueStore
 from .lifecycle.links import LinkGraph
 from .memory_service import MemoryService
+from .procedures import Procedures
+from .skills import Skills
+from .usage import Usage
 
 __all__ = ["DOMAINS"]
 
@@ -21,4 +26,9 @@ DOMAINS: tuple[Domain[Any], ...] = (
     Domain("memories", MemoryService, kinds=("note",)),
     Domain("facts", Facts, kinds=("fact",)),
     Domain("links", LinkGraph, eraser=LinkGraph.erase),
+    Domain("episodes", Episodes, kinds=("episode",), eraser=Episodes.erase),
+    Domain("procedures", Procedures, kinds=("procedure",), eraser=Procedures.erase),
+    Domain("skills", Skills, kinds=("skill",), eraser=Skills.erase),
+    Domain("usage", Usage, eraser=Usage.erase),
+    Domain("kv", KeyValueStore, eraser=KeyValueStore.erase),
 )

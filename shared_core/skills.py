@@ -24,9 +24,10 @@ from .clock import from_iso, to_iso
 from .embed import content_hash
 from .errors import NotFoundError
 from .memories import DEFAULT_NAMESPACE, check_namespace
+from .memory_service import MemoryService
 
 if TYPE_CHECKING:
-    from .store import MemoryStore
+    from .kernel import Kernel
 
 __all__ = ["Skills", "SkillScore", "SkillFile", "SkillRecommendation", "SyncReport", "SKILL_ORIGINS",
            "parse_skill_file"]
@@ -107,14 +108,14 @@ class SyncReport:
 class Skills:
     """``store.skills``: effectiveness per (skill, category), and the SKILL.md files."""
 
-    def __init__(self, store: MemoryStore) -> None:
-        self.store = store
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
         self._signatures: dict[str, tuple[Any, ...]] = {}  # namespace -> files' (path, mtime, size) at last sync
 
     @property
     def root(self) -> Path:
         """``<data dir>/skills``."""
-        return Path(self.store.data_dir) / "skills"
+        return Path(self.kernel.data_dir) / "skills"
 
     # -- effectiveness ------------------------------------------------------------------------
 
@@ -123,10 +124,9 @@ class Skills:
         skill_name, category = _name(skill_name, "skill_name"), _name(category, "category")
         if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0:
             raise ValueError(f"score must be a number between 0 and 1, got {score!r}")
-        db = self.store.db
-        with db.lock, db.transaction():
+        with self.kernel.session(write=True) as db:
             db.execute(_UPSERT, (check_namespace(namespace), skill_name, category, float(score),
-                                 to_iso(self.store.clock.now())))
+                                 to_iso(self.kernel.clock.now())))
         return self.get(skill_name, category, namespace=namespace)
 
     def get(self, skill_name: str, category: str, *, namespace: str = DEFAULT_NAMESPACE) -> SkillScore:
@@ -144,8 +144,8 @@ class Skills:
         return rows[:limit] if limit is not None else rows
 
     def _scores(self, where: str, params: list[Any]) -> list[SkillScore]:
-        with self.store.db.lock:
-            rows = self.store.db.query(
+        with self.kernel.session() as db:
+            rows = db.query(
                 "SELECT skill_name, task_category, avg_score, sample_count, last_used, namespace FROM "
                 f"skill_effectiveness WHERE {where} ORDER BY avg_score DESC, sample_count DESC, skill_name", params
             )
@@ -157,7 +157,7 @@ class Skills:
         """Index new and changed SKILL.md files, drop entries of deleted ones."""
         check_namespace(namespace)
         report = SyncReport()
-        store = self.store
+        memories = self.kernel.service(MemoryService)
         found: dict[str, tuple[str, str, str, str]] = {}  # id -> (text, name, origin, relative path)
         for origin in SKILL_ORIGINS:
             folder = self.root / origin
@@ -176,16 +176,16 @@ class Skills:
                     continue
                 name, _ = parse_skill_file(text, default_name=path.parent.name if path.parent != folder else origin)
                 found[_skill_id(namespace, relative)] = (text, name, origin, relative)
-        with store.db.lock:
-            existing = {m.id: m for m in store.list(namespace=namespace, kind="skill", include_expired=True,
-                                                    where={"skill_path": {"$exists": True}})}
+        with self.kernel.session():
+            existing = {m.id: m for m in memories.list(namespace=namespace, kind="skill", include_expired=True,
+                                                       where={"skill_path": {"$exists": True}})}
             for skill_id, (text, name, origin, relative) in found.items():
                 old = existing.get(skill_id)
                 if old is not None and old.content_hash == content_hash(text) and old.metadata.get("name") == name:
                     report.unchanged += 1
                     continue
                 _, description = parse_skill_file(text, default_name=name)
-                store.add(
+                memories.add(
                     text, id=skill_id, kind="skill", namespace=namespace, source=f"skills/{origin}",
                     tags=[origin, name], dedup=False,
                     metadata={"name": name, "origin": origin, "skill_path": relative, "description": description},
@@ -193,7 +193,7 @@ class Skills:
                 (report.updated if old is not None else report.added).append(name)
             gone = [m for skill_id, m in existing.items() if skill_id not in found]
             if gone:
-                store.delete([m.id for m in gone], missing_ok=True)
+                memories.delete([m.id for m in gone], missing_ok=True)
                 report.removed.extend(m.metadata.get("name", m.id) for m in gone)
         return report
 
@@ -226,7 +226,8 @@ class Skills:
             if origin not in SKILL_ORIGINS:
                 raise ValueError(f"origin must be one of {', '.join(SKILL_ORIGINS)}, got {origin!r}")
             where["origin"] = origin
-        memories = self.store.list(namespace=namespace, kind="skill", where=where, order_by="id")
+        memories = self.kernel.service(MemoryService).list(namespace=namespace, kind="skill", where=where,
+                                                           order_by="id")
         return [_skill_file(m) for m in memories]
 
     def recommend(
@@ -255,8 +256,9 @@ class Skills:
                 if len(out) >= limit:
                     return list(out.values())
         if task_description and task_description.strip() and files:
-            hits = self.store.search(task_description, kind="skill", namespace=namespace, limit=limit * 3,
-                                     track_access=False, where={"skill_path": {"$exists": True}})
+            hits = self.kernel.service(MemoryService).search(
+                task_description, kind="skill", namespace=namespace, limit=limit * 3, track_access=False,
+                where={"skill_path": {"$exists": True}})
             for hit in hits:
                 skill_file = _skill_file(hit.memory)
                 if skill_file.name in out or skill_file.name not in files:
@@ -265,6 +267,10 @@ class Skills:
                 if len(out) >= limit:
                     break
         return list(out.values())[:limit]
+
+    def erase(self, namespace: str) -> None:
+        """Remove the namespace's rows (``erase_namespace``)."""
+        self.kernel.backend.execute("DELETE FROM skill_effectiveness WHERE namespace = ?", (namespace,))
 
 
 def parse_skill_file(text: str, *, default_name: str) -> tuple[str, str]:
@@ -317,7 +323,3 @@ def _name(value: Any, what: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"{what} must be a non-empty string, got {value!r}")
     return value.strip()
-
-
-def erase_namespace(store: Any, namespace: str) -> None:
-    store.db.execute("DELETE FROM skill_effectiveness WHERE namespace = ?", (namespace,))

@@ -43,18 +43,13 @@ if TYPE_CHECKING:
     from .context import MemoryManager
     from .conversations import Conversations
     from .documents import KnowledgeBase
-    from .episodes import Episodes
     from .insights import Insights
-    from .kv import KeyValueStore
     from .learnings import Learnings
     from .lifecycle.forgetting import ForgettingEngine
     from .lifecycle.maintenance import Maintenance, MaintenanceReport
     from .lifecycle.pruning import Pruner
-    from .procedures import Procedures
     from .recall import Historian
-    from .skills import Skills
     from .tasks import TaskMemory
-    from .usage import Usage
 
 __all__ = ["MemoryStore", "StoreStats"]
 
@@ -735,14 +730,6 @@ class MemoryStore:
         self.register_eraser(insights.erase)
         return insights
 
-    @_domain
-    def kv(self) -> KeyValueStore:
-        """A namespaced key-value table of JSON values (framework state kept in this file)."""
-        from .kv import KeyValueStore
-
-        kv = KeyValueStore(self.kernel.backend, self.kernel.clock)
-        self.register_eraser(kv.erase)
-        return kv
     # -- learning and recall (issue 3) ------------------------------------------------------------
 
     @_domain
@@ -764,43 +751,12 @@ class MemoryStore:
         return learnings.Learnings(self)
 
     @_domain
-    def skills(self) -> Skills:
-        """Skill effectiveness and SKILL.md files (seed 000)."""
-        from . import skills
-
-        self.register_eraser(functools.partial(skills.erase_namespace, self))
-        return skills.Skills(self)
-
-    @_domain
     def recall(self) -> Historian:
         """Token-budgeted recall (seed 000): ``store.recall("task")``, ``store.recall.mark_useful(result)``."""
         from .recall import Historian
 
         return Historian(self)
 
-    @_domain
-    def procedures(self) -> Procedures:
-        """Procedural memory (seed 001)."""
-        from . import procedures
-
-        self.register_eraser(functools.partial(procedures.erase_namespace, self))
-        return procedures.Procedures(self)
-
-    @_domain
-    def episodes(self) -> Episodes:
-        """Episodic memory (seed 001)."""
-        from . import episodes
-
-        self.register_eraser(functools.partial(episodes.erase_namespace, self))
-        return episodes.Episodes(self)
-
-    @_domain
-    def usage(self) -> Usage:
-        """Usage events and pattern mining (seed 000)."""
-        from . import usage
-
-        self.register_eraser(functools.partial(usage.erase_namespace, self))
-        return usage.Usage(self)
     @_domain
     def memory_manager(self) -> MemoryManager:
         """Context manager presets, prompt addendum, workspace files, fact extraction and categories (docs/context.md)."""

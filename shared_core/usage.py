@@ -40,7 +40,7 @@ from .memories import COLUMNS, DEFAULT_NAMESPACE, Memory, check_namespace, new_i
 from .ranking import combination_confidence, recurrence_confidence
 
 if TYPE_CHECKING:
-    from .store import MemoryStore
+    from .kernel import Kernel
 
 __all__ = ["Usage", "UsageEvent", "UsagePattern", "UsageSummary", "MiningReport", "PATTERN_STATUSES"]
 
@@ -126,12 +126,12 @@ class UsageSummary:
 class Usage:
     """``store.usage``."""
 
-    def __init__(self, store: MemoryStore) -> None:
-        self.store = store
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
 
     @property
     def _zone(self) -> ZoneInfo:
-        return ZoneInfo(self.store.config.usage.timezone)
+        return ZoneInfo(self.kernel.config.usage.timezone)
 
     def log(
         self,
@@ -152,11 +152,10 @@ class Usage:
             raise ValueError(f"skills must be a list of skill names, got {skills!r}")
         if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
             raise ValueError(f"score must be a number, got {score!r}")
-        when = from_iso(at if isinstance(at, str) else to_iso(at)) if at is not None else self.store.clock.now()
+        when = from_iso(at if isinstance(at, str) else to_iso(at)) if at is not None else self.kernel.clock.now()
         local = when.astimezone(self._zone)  # type: ignore[union-attr]
         event_id = new_id()
-        db = self.store.db
-        with db.lock, db.transaction():
+        with self.kernel.session(write=True) as db:
             db.execute(
                 f"INSERT INTO usage_events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (event_id, event_type.strip(), channel, description, category,
@@ -183,8 +182,8 @@ class Usage:
             clauses.append("event_type = ?")
             params.append(event_type)
         tail = f" LIMIT {int(limit)}" if limit is not None else ""
-        with self.store.db.lock:
-            rows = self.store.db.query(
+        with self.kernel.session() as db:
+            rows = db.query(
                 f"SELECT {_EVENT_COLUMNS} FROM usage_events WHERE {' AND '.join(clauses)} "
                 f"ORDER BY timestamp, rowid{tail}", params)
         return [UsageEvent(id=r[0], event_type=r[1], channel=r[2], description=r[3], category=r[4],
@@ -199,16 +198,15 @@ class Usage:
                 raise ValueError(f"status must be one of {', '.join(PATTERN_STATUSES)}, got {status!r}")
             clauses.append("status = ?")
             params.append(status)
-        with self.store.db.lock:
-            rows = self.store.db.query(
+        with self.kernel.session() as db:
+            rows = db.query(
                 f"SELECT {_PATTERN_COLUMNS} FROM usage_patterns WHERE {' AND '.join(clauses)} "
                 "ORDER BY confidence DESC, sample_count DESC, id", params)
         return [_pattern(r) for r in rows]
 
     def dismiss(self, pattern_id: str) -> UsagePattern:
         """Never propose a skill for this pattern (mining keeps it dismissed)."""
-        db = self.store.db
-        with db.lock, db.transaction():
+        with self.kernel.session(write=True) as db:
             if db.execute("UPDATE usage_patterns SET status = 'dismissed' WHERE id = ?", (pattern_id,)).rowcount == 0:
                 raise NotFoundError(f"no usage pattern with id {pattern_id!r}")
             row = db.query(f"SELECT {_PATTERN_COLUMNS} FROM usage_patterns WHERE id = ?", (pattern_id,))
@@ -219,8 +217,7 @@ class Usage:
         check_namespace(namespace)
         if isinstance(top, bool) or not isinstance(top, int) or top < 0:
             raise ValueError(f"top must be a whole number >= 0, got {top!r}")
-        db = self.store.db
-        with db.lock:
+        with self.kernel.session() as db:
             by_kind = {k: int(n) for k, n in db.query(
                 "SELECT kind, count(*) FROM memory_chunks WHERE namespace = ? GROUP BY kind ORDER BY kind", (namespace,))}
             accesses, accessed, reinforced, demoted = db.query(
@@ -245,9 +242,8 @@ class Usage:
     def mine(self, *, namespace: str | None = None, propose: bool = True) -> MiningReport:
         """Detect recurring patterns in recent events (every namespace unless one is given),
         store them, and propose SKILL.md files for the confident ones."""
-        db = self.store.db
         report = MiningReport()
-        with db.lock:
+        with self.kernel.session() as db:
             namespaces = [check_namespace(namespace)] if namespace is not None else [
                 r[0] for r in db.query("SELECT DISTINCT namespace FROM usage_events UNION "
                                        "SELECT DISTINCT namespace FROM usage_patterns")]
@@ -256,13 +252,13 @@ class Usage:
         return report
 
     def _mine_namespace(self, namespace: str, report: MiningReport, propose: bool) -> None:
-        cfg = self.store.config.usage
-        now = self.store.clock.now()
+        cfg = self.kernel.config.usage
+        now = self.kernel.clock.now()
         events = self.events(namespace=namespace, since=now - timedelta(days=cfg.window_days))
         events = [e for e in events if e.timestamp <= now]  # a clock that went back: ignore the future
         report.events += len(events)
         found = _detect(events, now.astimezone(self._zone).date(), cfg)
-        db = self.store.db
+        db = self.kernel.backend
         existing = {p.id: p for p in self.patterns(namespace=namespace)}
         to_propose: list[UsagePattern] = []
         with db.transaction():
@@ -310,7 +306,7 @@ class Usage:
         """Write skills/proposed/<slug>/SKILL.md for a pattern (an existing file is left as it is)."""
         slug = f"{_slug(pattern.description)}-{pattern.id[-6:]}"
         relative = f"proposed/{slug}/SKILL.md"
-        path = Path(self.store.data_dir) / "skills" / relative
+        path = Path(self.kernel.data_dir) / "skills" / relative
         if path.exists():
             return relative
         examples = [e.description for e in reversed(events) if e.description and _matches(pattern, e)][:3]
@@ -341,6 +337,27 @@ class Usage:
         tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
         tmp.replace(path)
         return relative
+
+    def erase(self, namespace: str) -> None:
+        """Delete the namespace's events and patterns, and the SKILL.md files its patterns proposed."""
+        db = self.kernel.backend
+        root = Path(self.kernel.data_dir) / "skills"
+        for pattern_id, relative in db.query(
+            "SELECT id, proposed_skill FROM usage_patterns WHERE namespace = ? AND proposed_skill IS NOT NULL",
+            (namespace,),
+        ):
+            path = (root / relative).resolve()
+            if not path.is_relative_to((root / "proposed").resolve()) or not path.is_file():
+                continue
+            try:
+                if f"pattern: {pattern_id}" in path.read_text(encoding="utf-8"):
+                    path.unlink()
+                    if not any(path.parent.iterdir()):
+                        path.parent.rmdir()
+            except OSError:
+                continue
+        db.execute("DELETE FROM usage_events WHERE namespace = ?", (namespace,))
+        db.execute("DELETE FROM usage_patterns WHERE namespace = ?", (namespace,))
 
 
 def _detect(events: list[UsageEvent], today: Any, cfg: Any) -> list[dict[str, Any]]:
@@ -426,25 +443,3 @@ def _pattern_id(namespace: str, kind: str, key: str) -> str:
 def _slug(text: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", text.casefold()).strip("-")
     return slug[:48].rstrip("-") or "pattern"
-
-
-def erase_namespace(store: Any, namespace: str) -> None:
-    """Delete the namespace's events and patterns, and the SKILL.md files its patterns proposed."""
-    db = store.db
-    root = Path(store.data_dir) / "skills"
-    for pattern_id, relative in db.query(
-        "SELECT id, proposed_skill FROM usage_patterns WHERE namespace = ? AND proposed_skill IS NOT NULL",
-        (namespace,),
-    ):
-        path = (root / relative).resolve()
-        if not path.is_relative_to((root / "proposed").resolve()) or not path.is_file():
-            continue
-        try:
-            if f"pattern: {pattern_id}" in path.read_text(encoding="utf-8"):
-                path.unlink()
-                if not any(path.parent.iterdir()):
-                    path.parent.rmdir()
-        except OSError:
-            continue
-    db.execute("DELETE FROM usage_events WHERE namespace = ?", (namespace,))
-    db.execute("DELETE FROM usage_patterns WHERE namespace = ?", (namespace,))
