@@ -138,7 +138,7 @@ class Erasure:
                     db.defer_foreign_keys()  # erasers may run in any order
                     rowids = [int(r[0]) for r in db.query(
                         "SELECT chunk_rowid FROM memory_chunks WHERE namespace = ?", (namespace,))]
-                    store.memories.delete_rows(rowids)
+                    store.kernel.memories.delete_rows(rowids)
                     store.archive_store.erase(namespace)
                     for eraser in list(store.kernel.hooks.erasers):
                         eraser(namespace)
@@ -296,7 +296,7 @@ class Erasure:
         sessions' transcripts (also those whose session is gone: they record the namespace in each line)."""
         store = self.store
         found: set[Path] = set()
-        for folder in (upload_folder(root, namespace) for root in upload_roots(store)):
+        for folder in (upload_folder(root, namespace) for root in upload_roots(store.data_dir, store.db)):
             found |= _walk(folder)
         workspace = _workspace_folder(store, namespace)
         if workspace is not None:

@@ -118,12 +118,12 @@ def upload_folder(root: Path, namespace: str) -> Path:
     return root / hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:16]
 
 
-def upload_roots(store: Any) -> list[Path]:
-    """Every folder uploads of this memory may be in: ``<data dir>/uploads``, and each folder a
+def upload_roots(data_dir: Path, db: Any) -> list[Path]:
+    """Every folder uploads of the memory in ``db`` may be in: ``<data dir>/uploads``, and each folder a
     server was started with (``create_app(upload_dir=...)`` records it in the database before its
     first upload, so an erase from any process finds those files too)."""
-    roots = [(Path(store.data_dir) / UPLOADS).resolve()]
-    recorded = store.db.get_meta(_UPLOAD_ROOTS_KEY)
+    roots = [(Path(data_dir) / UPLOADS).resolve()]
+    recorded = db.get_meta(_UPLOAD_ROOTS_KEY)
     for text in json.loads(recorded) if recorded else []:
         path = Path(text)
         if path not in roots:
@@ -131,13 +131,13 @@ def upload_roots(store: Any) -> list[Path]:
     return roots
 
 
-def record_upload_root(store: Any, root: Path) -> None:
-    """Remember ``root`` as an upload folder of this memory (see :func:`upload_roots`)."""
+def record_upload_root(data_dir: Path, db: Any, root: Path) -> None:
+    """Remember ``root`` as an upload folder of the memory in ``db`` (see :func:`upload_roots`)."""
     root = root.expanduser().resolve()
-    if store.db.read_only or root in upload_roots(store):
+    if db.read_only or root in upload_roots(data_dir, db):
         return
-    with store.db.lock, store.db.transaction():
-        recorded = store.db.get_meta(_UPLOAD_ROOTS_KEY)
+    with db.transaction():
+        recorded = db.get_meta(_UPLOAD_ROOTS_KEY)
         known = json.loads(recorded) if recorded else []
         if str(root) not in known:
-            store.db.set_meta(_UPLOAD_ROOTS_KEY, json.dumps([*known, str(root)]))
+            db.set_meta(_UPLOAD_ROOTS_KEY, json.dumps([*known, str(root)]))

@@ -41,6 +41,7 @@ from .clock import from_iso, to_iso
 from .errors import NotFoundError
 from .llm import ModelOutputError, TextModel, parse_json_output
 from .memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
+from .memory_service import MemoryService
 from .ranking import (
     decayed_confidence,
     is_diminishing,
@@ -56,8 +57,8 @@ from .validation import unit_or_none
 
 if TYPE_CHECKING:
     from .config import Config
-    from .store import MemoryStore
-    from .tasks import TaskRecord
+    from .kernel import Kernel
+    from .task_records import TaskRecord
 
 __all__ = [
     "LearningType",
@@ -175,14 +176,14 @@ _COLUMNS = ("l.id, l.type, l.content, l.category, l.confidence, l.base_confidenc
 class Learnings:
     """``store.learnings``: add, reinforce, extract, decay and query learnings."""
 
-    def __init__(self, store: MemoryStore) -> None:
-        self.store = store
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
 
     # -- reading ------------------------------------------------------------------------------
 
     def get(self, learning_id: str, *, namespace: str | None = None) -> Learning:
         """A live learning (its index entry exists), or :class:`NotFoundError`."""
-        with self.store.db.lock:
+        with self.kernel.session():
             rows = self._rows("l.id = ?", [learning_id])
         if not rows or (namespace is not None and rows[0].namespace != namespace):
             where = f" in namespace {namespace!r}" if namespace is not None else ""
@@ -208,9 +209,9 @@ class Learnings:
         if category is not None:
             clauses.append("l.category = ?")
             params.append(category)
-        with self.store.db.lock:
+        with self.kernel.session():
             found = self._rows(" AND ".join(clauses), params)
-        now = self.store.clock.now()
+        now = self.kernel.clock.now()
         if not include_expired:
             found = [x for x in found if x.expires_at is None or x.expires_at > now]
         if min_confidence is not None:
@@ -219,10 +220,10 @@ class Learnings:
         return found[:limit] if limit is not None else found
 
     def _rows(self, where: str, params: list[Any]) -> list[Learning]:
-        rows = self.store.db.query(
+        rows = self.kernel.backend.query(
             f"SELECT {_COLUMNS} FROM learnings l JOIN memory_chunks c ON c.id = l.id WHERE {where}", params
         )
-        now = self.store.clock.now()
+        now = self.kernel.clock.now()
         return [self._from_row(r, now) for r in rows]
 
     def _from_row(self, row: Sequence[Any], now: datetime) -> Learning:
@@ -239,7 +240,7 @@ class Learnings:
         if pinned or since is None:
             return base
         days = (now - since).total_seconds() / 86400.0
-        return decayed_confidence(base, weeks_since_reinforced(days), self.store.config.memory.learning_decay_rate)
+        return decayed_confidence(base, weeks_since_reinforced(days), self.kernel.config.memory.learning_decay_rate)
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -268,10 +269,9 @@ class Learnings:
     def reinforce(self, learning_id: str, *, namespace: str | None = None) -> Learning:
         """The learning proved useful: confidence + bump (capped at 1.0) from its current value,
         ``reinforced`` + 1, ``last_used`` = now (which restarts its decay clock)."""
-        db = self.store.db
-        with db.lock:
+        with self.kernel.session() as db:
             learning = self.get(learning_id, namespace=namespace)
-            now = self.store.clock.now()
+            now = self.kernel.clock.now()
             if learning.expires_at is not None and learning.expires_at <= now:
                 raise ValueError(f"learning {learning_id!r} expired at {to_iso(learning.expires_at)}; add it again")
             with db.transaction():
@@ -279,28 +279,28 @@ class Learnings:
             return self.get(learning_id)
 
     def _reinforce_rows(self, learnings: Iterable[Learning], now: datetime) -> None:
-        bump = self.store.config.memory.learning_reinforce_bump
+        bump = self.kernel.config.memory.learning_reinforce_bump
         for learning in learnings:
             value = reinforced_confidence(learning.confidence, bump)
-            self.store.db.execute(
+            self.kernel.backend.execute(
                 "UPDATE learnings SET base_confidence = ?, confidence = ?, reinforced = reinforced + 1, last_used = ? "
                 "WHERE id = ?", (value, value, to_iso(now), learning.id),
             )
-            self.store.db.execute("UPDATE memory_chunks SET confidence = ? WHERE id = ?", (value, learning.id))
+            self.kernel.backend.execute("UPDATE memory_chunks SET confidence = ? WHERE id = ?", (value, learning.id))
 
     def restore(self, learning_id: str, *, confidence: float | None = None) -> Learning:
         """Bring back a learning pruned into the archive, with a fresh decay clock at ``confidence``
         (default ``memory.learning_initial_confidence``). ``store.restore`` alone would keep the old
         confidence, and the next maintenance would prune it again."""
-        value = self.store.config.memory.learning_initial_confidence if confidence is None else unit_or_none(confidence, "confidence")
-        db = self.store.db
-        with db.lock, db.transaction():
+        value = self.kernel.config.memory.learning_initial_confidence if confidence is None else \
+            unit_or_none(confidence, "confidence")
+        with self.kernel.session(write=True) as db:
             if not db.scalar("SELECT 1 FROM learnings WHERE id = ?", (learning_id,)):
                 raise NotFoundError(f"no learning with id {learning_id!r}")
-            self.store.restore(learning_id)
+            self.kernel.service(MemoryService).restore(learning_id)
             db.execute(
                 "UPDATE learnings SET base_confidence = ?, confidence = ?, last_used = ? WHERE id = ?",
-                (value, value, to_iso(self.store.clock.now()), learning_id),
+                (value, value, to_iso(self.kernel.clock.now()), learning_id),
             )
             db.execute("UPDATE memory_chunks SET confidence = ? WHERE id = ?", (value, learning_id))
         return self.get(learning_id)
@@ -320,13 +320,12 @@ class Learnings:
         """Dedup against live learnings and each other, then write in one transaction."""
         if not candidates:
             return [], []
-        store = self.store
-        cfg = store.config.memory
+        cfg = self.kernel.config.memory
         initial = cfg.learning_initial_confidence if confidence is None else unit_or_none(confidence, "confidence")
-        vectors = store.embed([c.content for c in candidates])
+        vectors = self.kernel.embed([c.content for c in candidates])
         plan: list[tuple[LearningCandidate, np.ndarray, str | None]] = []  # (candidate, vector, existing id)
         fresh: list[tuple[LearningCandidate, np.ndarray, int]] = []  # new ones so far, with their plan index
-        with store.db.lock:
+        with self.kernel.session() as db:
             for candidate, vector in zip(candidates, vectors, strict=False):
                 target: str | None = None
                 if dedup:
@@ -352,20 +351,20 @@ class Learnings:
                 )
                 for c, v, i in fresh
             ]
-            prepared = store.memories.prepare(items)
-            now = store.clock.now()
+            prepared = self.kernel.memories.prepare(items)
+            now = self.kernel.clock.now()
             reinforce_ids: list[str] = []
-            with store.db.transaction():
+            with db.transaction():
                 for item, (candidate, _, index) in zip(prepared, fresh, strict=False):
-                    store.db.execute(
+                    db.execute(
                         "INSERT INTO learnings (id, type, content, category, confidence, source_task, reinforced, "
                         "created_at, last_used, expires_at, namespace, base_confidence, origin) "
                         "VALUES (?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, ?, ?, ?)",
                         (new_ids[index], candidate.type.value, candidate.content, candidate.category, initial,
-                         _task_ref(store.db, source_task), to_iso(now), to_iso(item.expires_at), namespace, initial,
+                         _task_ref(db, source_task), to_iso(now), to_iso(item.expires_at), namespace, initial,
                          candidate.origin),
                     )
-                    store.memories.write(item, dedup=False)
+                    self.kernel.memories.write(item, dedup=False)
                 for _, _, target in plan:
                     if target is None:
                         continue
@@ -383,11 +382,11 @@ class Learnings:
         """The live learning of the same type and category that ``candidate`` restates: above 0.8
         similar and the same words (:func:`~shared_core.restatement.is_restatement`). A similar
         learning that says something else (a reversed preference, another number) is not one."""
-        hits = self.store.search(
+        hits = self.kernel.service(MemoryService).search(
             vector=vector, kind="learning", namespace=namespace, fusion="vector", limit=3, track_access=False,
             where={"learning_type": candidate.type.value, "learning_category": candidate.category or ""},
         )
-        threshold = self.store.config.memory.learning_dedup_threshold
+        threshold = self.kernel.config.memory.learning_dedup_threshold
         for hit in hits:
             if (hit.parts.similarity or 0.0) > threshold and is_restatement(candidate.content, hit.text):
                 return hit.id
@@ -398,15 +397,15 @@ class Learnings:
     def extract(self, task: TaskRecord, *, model: TextModel | None = None, use_model: bool = True) -> ExtractionReport:
         """Seed 000's extraction flow for a finished task: rules, then (if warranted) the text model,
         then dedup/reinforce, then persist. ``model`` defaults to ``store.text_model``."""
-        cfg = self.store.config.learning
+        cfg = self.kernel.config.learning
         report = ExtractionReport(task_id=task.id)
-        candidates = rule_learnings(task, self.store.config)
+        candidates = rule_learnings(task, self.kernel.config)
         report.rule_candidates = len(candidates)
-        model = model if model is not None else self.store.text_model
-        if use_model and model is not None and wants_model(task, self.store.config):
+        model = model if model is not None else self.kernel.text_model
+        if use_model and model is not None and wants_model(task, self.kernel.config):
             report.model_used = True
             try:
-                found = model_learnings(task, model, self.store.config)
+                found = model_learnings(task, model, self.kernel.config)
             except Exception as exc:  # a failing or misbehaving model never costs the task or the rules
                 report.model_error = f"{type(exc).__name__}: {exc}"
                 logger.warning("learning extraction by the text model failed for task %s (%s); using the rules only",
@@ -414,8 +413,8 @@ class Learnings:
             else:
                 report.model_candidates = len(found)
                 candidates += found[: cfg.model_max_learnings]
-        with self.store.db.lock:
-            source = task.id if self.store.db.scalar("SELECT 1 FROM tasks WHERE id = ?", (task.id,)) else None
+        with self.kernel.session() as db:
+            source = task.id if db.scalar("SELECT 1 FROM tasks WHERE id = ?", (task.id,)) else None
         report.created, report.reinforced = self._persist(candidates, namespace=task.namespace, source_task=source)
         return report
 
@@ -429,11 +428,9 @@ class Learnings:
         archive (reason ``"decayed"``) unless ``memory.archive_pruned`` is false. Pinned learnings
         are left alone. Running it twice in a row changes nothing the second time.
         """
-        store = self.store
-        cfg = store.config.memory
-        db = store.db
-        with db.lock:
-            now = store.clock.now()
+        cfg = self.kernel.config.memory
+        with self.kernel.session() as db:
+            now = self.kernel.clock.now()
             rows = db.query(f"SELECT {_COLUMNS} FROM learnings l JOIN memory_chunks c ON c.id = l.id")
             updates: list[tuple[float, str]] = []
             pruned: list[tuple[str, int]] = []
@@ -453,9 +450,9 @@ class Learnings:
                     db.executemany("UPDATE memory_chunks SET confidence = ? WHERE id = ?", updates)
                     rowids = [rowid for _, rowid in pruned]
                     if rowids and cfg.archive_pruned:
-                        archived = store.archive_store.move(rowids, "decayed")
+                        archived = self.kernel.archive.move(rowids, "decayed")
                     elif rowids:
-                        deleted = store.memories.delete_rows(rowids)
+                        deleted = self.kernel.memories.delete_rows(rowids)
                         db.executemany("DELETE FROM learnings WHERE id = ?", [(lid,) for lid, _ in pruned])
                     if orphans:
                         db.execute(f"DELETE {orphans_sql}")
@@ -483,28 +480,27 @@ class Learnings:
         """
         if limit <= 0:
             return []
-        store = self.store
         wanted = [LearningType.parse(t).value for t in types]
         relevance: dict[str, float] = {}
         if task_description and task_description.strip():
-            for hit in store.search(
+            for hit in self.kernel.service(MemoryService).search(
                 task_description, kind="learning", namespace=namespace, limit=candidates, track_access=False,
                 where={"learning_type": {"$in": wanted}},
             ):
                 relevance[hit.id] = hit.score
-        with store.db.lock:
+        with self.kernel.session() as db:
             marks = ", ".join("?" for _ in wanted)
             ids = list(relevance)
             if category is not None:
-                ids += [r[0] for r in store.db.query(
+                ids += [r[0] for r in db.query(
                     f"SELECT l.id FROM learnings l JOIN memory_chunks c ON c.id = l.id WHERE l.namespace = ? "
                     f"AND l.category = ? AND l.type IN ({marks}) ORDER BY l.base_confidence DESC, l.created_at DESC "
                     "LIMIT ?", (namespace, category, *wanted, candidates))]
             ids = list(dict.fromkeys(ids))
             found = self._rows(f"l.id IN ({', '.join('?' for _ in ids)})", ids) if ids else []
-        now = store.clock.now()
-        threshold = store.config.memory.learning_prune_threshold
-        boost = store.config.recall.category_boost
+        now = self.kernel.clock.now()
+        threshold = self.kernel.config.memory.learning_prune_threshold
+        boost = self.kernel.config.recall.category_boost
         scored: list[tuple[Learning, float]] = []
         for learning in found:
             if learning.expires_at is not None and learning.expires_at <= now:
@@ -520,6 +516,10 @@ class Learnings:
 
 
 # -- extraction rules ---------------------------------------------------------------------------
+
+    def erase(self, namespace: str) -> None:
+        """Remove the namespace's rows (``erase_namespace``)."""
+        self.kernel.backend.execute("DELETE FROM learnings WHERE namespace = ?", (namespace,))
 
 
 def rule_learnings(task: TaskRecord, config: Config) -> list[LearningCandidate]:
@@ -660,7 +660,3 @@ def _task_ref(db: Any, task_id: str | None) -> str | None:
     if task_id is None:
         return None
     return task_id if db.scalar("SELECT 1 FROM tasks WHERE id = ?", (task_id,)) else None
-
-
-def erase_namespace(store: Any, namespace: str) -> None:
-    store.db.execute("DELETE FROM learnings WHERE namespace = ?", (namespace,))

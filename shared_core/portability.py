@@ -212,9 +212,9 @@ def import_jsonl(store: MemoryStore, lines: Iterable[str]) -> ImportReport:
                 report.unchanged += 1
                 continue
             vector = store.embed([memory.text])[0]
-            store.memories.insert_full(memory, vector)
+            store.kernel.memories.insert_full(memory, vector)
             if memory.archived_at is not None:
-                row = store.memories.get_row(memory.id)
+                row = store.kernel.memories.get_row(memory.id)
                 assert row is not None
                 store.archive_store.move([row.rowid], memory.archive_reason or "imported")
             report.created += 1

@@ -25,13 +25,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .errors import NotFoundError
+from .learnings import Learnings
 from .memories import DEFAULT_NAMESPACE, check_namespace
+from .memory_service import MemoryService
+from .skills import Skills
 from .tokens import count_tokens
 
 if TYPE_CHECKING:
+    from .kernel import Kernel
     from .learnings import Learning
     from .skills import SkillRecommendation
-    from .store import MemoryStore
 
 __all__ = ["Historian", "Recall", "RecalledItem"]
 
@@ -134,8 +137,8 @@ class _Budget:
 class Historian:
     """``store.recall``: call it with a task description; report useful items with :meth:`mark_useful`."""
 
-    def __init__(self, store: MemoryStore) -> None:
-        self.store = store
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
 
     def __call__(
         self,
@@ -155,7 +158,7 @@ class Historian:
         if not isinstance(task_description, str) or not task_description.strip():
             raise ValueError("recall needs the task's description (a non-empty string)")
         check_namespace(namespace)
-        cfg = self.store.config.recall
+        cfg = self.kernel.config.recall
         if token_budget is None:
             total = cfg.task_token_budget if task_token_budget is None else task_token_budget
             if isinstance(total, bool) or not isinstance(total, int) or total < 0:
@@ -165,8 +168,8 @@ class Historian:
             raise ValueError(f"token_budget must be a non-negative whole number, got {token_budget!r}")
         result = Recall(task=task_description, token_budget=token_budget)
         budget = _Budget(token_budget)
-        store = self.store
-        learnings = store.learnings
+        learnings = self.kernel.service(Learnings)
+        skills = self.kernel.service(Skills)
 
         # priority 1: anti-patterns
         for learning, score in learnings.relevant(task_description, types=["AntiPattern"], limit=cfg.anti_patterns,
@@ -179,10 +182,10 @@ class Historian:
 
         # priority 2: skill recommendations
         if cfg.skills > 0:
-            if not store.db.read_only:
-                store.skills.sync_if_changed(namespace=namespace)
-            for rank, skill in enumerate(store.skills.recommend(task_description, category=category,
-                                                                namespace=namespace, limit=cfg.skills)):
+            if not self.kernel.backend.read_only:
+                skills.sync_if_changed(namespace=namespace)
+            for rank, skill in enumerate(skills.recommend(task_description, category=category,
+                                                          namespace=namespace, limit=cfg.skills)):
                 text = f"- {skill.render()}"
                 cost = budget.take("skills", text)
                 if cost is None:
@@ -202,8 +205,9 @@ class Historian:
         # priority 4: similar past tasks, only while more than half the budget remains
         if cfg.similar_tasks > 0:
             if token_budget - budget.used > token_budget * cfg.similar_tasks_min_remaining:
-                for hit in store.search(task_description, kind="task", namespace=namespace, limit=cfg.similar_tasks,
-                                        track_access=False):
+                for hit in self.kernel.service(MemoryService).search(
+                        task_description, kind="task", namespace=namespace, limit=cfg.similar_tasks,
+                        track_access=False):
                     lines = hit.text.splitlines() or [hit.text]
                     text = "\n".join([f"- {lines[0]}", *(f"  {line}" for line in lines[1:])])
                     cost = budget.take("similar_tasks", text)
@@ -219,13 +223,13 @@ class Historian:
 
     def _track(self, result: Recall) -> None:
         """Seed 003's access tracking for what was recalled (not feedback: that is mark_useful)."""
-        store = self.store
-        if not result.ids or store.db.read_only or not store.config.search.track_access:
+        kernel = self.kernel
+        if not result.ids or kernel.backend.read_only or not kernel.config.search.track_access:
             return
-        with store.db.lock:
-            rowids = [m.rowid for m in store.memories.get_many(result.ids)]
+        with kernel.session():
+            rowids = [m.rowid for m in kernel.memories.get_many(result.ids)]
             if rowids:
-                store.memories.note_access(rowids)
+                kernel.memories.note_access(rowids)
 
     def mark_useful(self, items: Recall | RecalledItem | str | Iterable[RecalledItem | str], *,
                     namespace: str | None = None) -> int:
@@ -241,20 +245,19 @@ class Historian:
             ids = [items.id if isinstance(items, RecalledItem) else items]
         else:
             ids = [i.id if isinstance(i, RecalledItem) else i for i in items]
-        store = self.store
         count = 0
         for memory_id in dict.fromkeys(i for i in ids if i):
-            with store.db.lock:
-                is_learning = store.db.scalar("SELECT 1 FROM learnings WHERE id = ?", (memory_id,)) is not None
+            with self.kernel.session() as db:
+                is_learning = db.scalar("SELECT 1 FROM learnings WHERE id = ?", (memory_id,)) is not None
             try:
                 if is_learning:
-                    store.learnings.reinforce(memory_id, namespace=namespace)
+                    self.kernel.service(Learnings).reinforce(memory_id, namespace=namespace)
                 else:
-                    store.reinforce(memory_id, namespace=namespace)
+                    self.kernel.service(MemoryService).reinforce(memory_id, namespace=namespace)
             except NotFoundError:
                 continue
             count += 1
         return count
 
     def __repr__(self) -> str:
-        return f"Historian({self.store!r})"
+        return f"Historian({self.kernel.backend.path!r})"

@@ -10,14 +10,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from .conversations.api import Conversations
+from .documents.knowledge_base import KnowledgeBase
 from .episodes import Episodes
 from .facts import Facts
+from .insights import Insights
 from .kernel import Domain
 from .kv import KeyValueStore
+from .learnings import Learnings
+from .lifecycle.forgetting import ForgettingEngine
 from .lifecycle.links import LinkGraph
 from .memory_service import MemoryService
 from .procedures import Procedures
+from .recall import Historian
 from .skills import Skills
+from .tasks import TaskMemory
 from .usage import Usage
 
 __all__ = ["DOMAINS"]
@@ -31,4 +38,12 @@ DOMAINS: tuple[Domain[Any], ...] = (
     Domain("skills", Skills, kinds=("skill",), eraser=Skills.erase),
     Domain("usage", Usage, eraser=Usage.erase),
     Domain("kv", KeyValueStore, eraser=KeyValueStore.erase),
+    Domain("learnings", Learnings, kinds=("learning",), eraser=Learnings.erase),
+    Domain("tasks", TaskMemory, kinds=("task",), eraser=TaskMemory.erase, closer=TaskMemory.close_all),
+    Domain("recall", Historian),
+    Domain("insights", Insights, kinds=("insight",), eraser=Insights.erase),
+    Domain("conversations", Conversations, kinds=("message", "summary"), eraser=Conversations.erase,
+           embedding_texts={"message": Conversations.embedding_text}, on_open=Conversations.check_transcripts),
+    Domain("forgetting", ForgettingEngine, eraser=ForgettingEngine.erase),
+    Domain("documents", KnowledgeBase, kinds=("document",), eraser=KnowledgeBase.erase),
 )

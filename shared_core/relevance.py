@@ -100,4 +100,4 @@ def mark_recalled(store: MemoryStore, hits: Iterable[Hit]) -> None:
     rowids = [hit.memory.rowid for hit in hits if hit.memory.archived_at is None]
     if rowids and store.config.search.track_access and not store.db.read_only:
         with store.transaction():
-            store.memories.track_access(rowids)
+            store.kernel.memories.track_access(rowids)

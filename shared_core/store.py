@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import html
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -33,7 +32,7 @@ from .files import data_dir_for, set_aside_leftovers
 from .index.filters import Filter
 from .kernel import Kernel
 from .llm import TextModel
-from .memories import DEFAULT_NAMESPACE, AddResult, Memory, MemoryRepository, NewMemory
+from .memories import DEFAULT_NAMESPACE, AddResult, Memory, NewMemory
 from .memory_service import MemoryService, Progress
 from .reembedding import reembed, switch_embedder
 from .registry import DOMAINS
@@ -41,15 +40,8 @@ from .search import SearchResults
 
 if TYPE_CHECKING:
     from .context import MemoryManager
-    from .conversations import Conversations
-    from .documents import KnowledgeBase
-    from .insights import Insights
-    from .learnings import Learnings
-    from .lifecycle.forgetting import ForgettingEngine
     from .lifecycle.maintenance import Maintenance, MaintenanceReport
     from .lifecycle.pruning import Pruner
-    from .recall import Historian
-    from .tasks import TaskMemory
 
 __all__ = ["MemoryStore", "StoreStats"]
 
@@ -115,9 +107,7 @@ class MemoryStore:
                  text_model: TextModel | None = None) -> None:
         self.kernel = Kernel(db, embedder=embedder, config=config, clock=clock, text_model=text_model,
                              domains=DOMAINS)
-        # domains whose hooks must exist before first use (erase_namespace and reembed need them
-        # even in a process that never touches the domain), and the transcript check on open
-        self.conversations, self.forgetting  # noqa: B018
+        self.kernel.open_domains()
 
     @property
     def embedder(self) -> Embedder:
@@ -666,10 +656,6 @@ class MemoryStore:
         return self.kernel.backend
 
     @property
-    def memories(self) -> MemoryRepository:
-        return self.kernel.memories
-
-    @property
     def keyword_index(self) -> Any:
         """The keyword side of search for this backend (FTS5 or PostgreSQL full-text search)."""
         return self.kernel.keyword
@@ -722,42 +708,6 @@ class MemoryStore:
         return Pruner(self)
 
     @_domain
-    def insights(self) -> Insights:
-        """Structured insights with value scores, weights and trends (seed 003)."""
-        from .insights import Insights
-
-        insights = Insights(self)
-        self.register_eraser(insights.erase)
-        return insights
-
-    # -- learning and recall (issue 3) ------------------------------------------------------------
-
-    @_domain
-    def tasks(self) -> TaskMemory:
-        """Task memory (seed 000, layer 2): record cycles and findings, flushed on completion."""
-        from . import tasks
-
-        memory = tasks.TaskMemory(self)
-        self.register_closer(memory.close_all)
-        self.register_eraser(functools.partial(tasks.erase_namespace, self))
-        return memory
-
-    @_domain
-    def learnings(self) -> Learnings:
-        """Learnings (seed 000): extraction, dedup, reinforcement, decay."""
-        from . import learnings
-
-        self.register_eraser(functools.partial(learnings.erase_namespace, self))
-        return learnings.Learnings(self)
-
-    @_domain
-    def recall(self) -> Historian:
-        """Token-budgeted recall (seed 000): ``store.recall("task")``, ``store.recall.mark_useful(result)``."""
-        from .recall import Historian
-
-        return Historian(self)
-
-    @_domain
     def memory_manager(self) -> MemoryManager:
         """Context manager presets, prompt addendum, workspace files, fact extraction and categories (docs/context.md)."""
         from .context import MemoryManager
@@ -765,28 +715,6 @@ class MemoryStore:
         manager = MemoryManager(self)
         self.register_eraser(manager.erase)
         return manager
-
-    @_domain
-    def documents(self) -> KnowledgeBase:
-        """The knowledge base (seed 003): ``store.documents.ingest(paths)``, ``.search_knowledge_base(query)``."""
-        from .documents import KnowledgeBase
-
-        return KnowledgeBase(self)
-    # -- domains -------------------------------------------------------------------------------
-
-    @functools.cached_property
-    def conversations(self) -> Conversations:
-        """Sessions, messages, transcripts and working memory (docs/conversations.md)."""
-        from .conversations import Conversations
-
-        return Conversations(self)
-
-    @functools.cached_property
-    def forgetting(self) -> ForgettingEngine:
-        """Seed 003's forgetting engine over raw messages (docs/forgetting.md)."""
-        from .lifecycle.forgetting import ForgettingEngine
-
-        return ForgettingEngine(self)
 
 
 def _is_new_file(target: str) -> bool:

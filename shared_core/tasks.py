@@ -40,11 +40,14 @@ from typing import TYPE_CHECKING, Any
 
 from .clock import from_iso, to_iso
 from .errors import NotFoundError
+from .learnings import ExtractionReport, Learnings
 from .memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
+from .skills import Skills
+from .task_records import Cycle, Finding, TaskRecord
+from .usage import Usage
 
 if TYPE_CHECKING:
-    from .learnings import ExtractionReport
-    from .store import MemoryStore
+    from .kernel import Kernel
 
 __all__ = ["TaskMemory", "TaskRecorder", "TaskRecord", "TaskOutcome", "Cycle", "Finding", "TASK_STATUSES"]
 
@@ -62,91 +65,6 @@ _ACTIVE_LOCK = threading.Lock()
 
 def _owner() -> str:
     return f"{_HOST}:{os.getpid()}:{_TOKEN}"
-
-
-@dataclass(frozen=True)
-class Cycle:
-    """One iteration of a task: its evaluation score and the decision taken after it."""
-
-    id: str
-    task_id: str
-    iteration: int
-    score: float | None
-    decision: str
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    duration_ms: int | None = None
-    created_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One evaluation finding; ``resolved_in`` is the id of the cycle that fixed it."""
-
-    id: str
-    cycle_id: str
-    severity: str
-    dimension: str
-    title: str
-    description: str | None = None
-    location: str | None = None
-    fix: str | None = None
-    resolved_in: str | None = None
-
-
-@dataclass
-class TaskRecord:
-    """A task with its cycles and findings (as recorded, or as read back from the database)."""
-
-    id: str
-    description: str
-    namespace: str = DEFAULT_NAMESPACE
-    category: str | None = None
-    session_id: str | None = None
-    status: str | None = None  # None while running
-    final_score: float | None = None
-    iterations: int = 0
-    decision: str | None = None
-    total_tokens: int | None = None
-    total_cost_usd: float | None = None
-    created_at: datetime | None = None
-    completed_at: datetime | None = None
-    skills: list[str] = field(default_factory=list)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    cycles: list[Cycle] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-
-    @property
-    def scores(self) -> list[float]:
-        """The cycles' scores in iteration order (cycles without a score left out)."""
-        return [c.score for c in sorted(self.cycles, key=lambda c: c.iteration) if c.score is not None]
-
-    def findings_of(self, cycle: Cycle | str) -> list[Finding]:
-        cycle_id = cycle.id if isinstance(cycle, Cycle) else cycle
-        return [f for f in self.findings if f.cycle_id == cycle_id]
-
-    def summary(self, max_findings: int = 10) -> str:
-        """The task in a few lines: what it was, how it went, what the evaluations found."""
-        lines = [f"Task: {self.description}"]
-        if self.category:
-            lines.append(f"Category: {self.category}")
-        outcome = self.decision or self.status or "running"
-        score = f" with score {self.final_score:.2f}" if self.final_score is not None else ""
-        plural = "iteration" if self.iterations == 1 else "iterations"
-        lines.append(f"Outcome: {outcome}{score} after {self.iterations} {plural} ({self.status or 'running'})")
-        if self.scores:
-            lines.append("Scores: " + " -> ".join(f"{s:.2f}" for s in self.scores))
-        if self.skills:
-            lines.append("Skills: " + ", ".join(self.skills))
-        iteration_of = {c.id: c.iteration for c in self.cycles}
-        shown = self.findings[:max_findings]
-        for f in shown:
-            fixed = f" (fixed in iteration {iteration_of.get(f.resolved_in, '?')})" if f.resolved_in else ""
-            where = f" at {f.location}" if f.location else ""
-            lines.append(f"- [{f.severity}] {f.dimension}: {f.title}{where}{fixed}")
-        if len(self.findings) > len(shown):
-            lines.append(f"- ... and {len(self.findings) - len(shown)} more findings")
-        return "\n".join(lines)
 
 
 @dataclass
@@ -198,7 +116,7 @@ class TaskRecorder:
                 id=new_id(), task_id=record.id, iteration=len(record.cycles) + 1,
                 score=_score(score, "score"), decision=_required_text(decision, "decision"),
                 input_tokens=_count(input_tokens, "input_tokens"), output_tokens=_count(output_tokens, "output_tokens"),
-                duration_ms=_count(duration_ms, "duration_ms"), created_at=self._memory.store.clock.now(),
+                duration_ms=_count(duration_ms, "duration_ms"), created_at=self._memory.kernel.clock.now(),
             )
             self._memory._journal(record, {"op": "cycle", **_cycle_json(cycle)})
             record.cycles.append(cycle)
@@ -290,7 +208,7 @@ class TaskRecorder:
             from .learnings import ExtractionReport
 
             try:
-                report = self._memory.store.learnings.extract(record)
+                report = self._memory.kernel.service(Learnings).extract(record)
             except Exception as exc:  # the task is flushed already; extraction can be retried later
                 logger.exception("learning extraction failed for task %s; retry with store.learnings.extract("
                                  "store.tasks.get(%r))", record.id, record.id)
@@ -319,7 +237,7 @@ class TaskRecorder:
     def _check_running(self) -> None:
         if self._finished:
             raise ValueError(f"task {self.record.id!r} is already {self.record.status}; start a new task")
-        self._memory.store.db.check_open()
+        self._memory.kernel.backend.check_open()
 
     def _done(self) -> None:
         self._finished = True
@@ -344,10 +262,10 @@ class TaskRecorder:
 class TaskMemory:
     """``store.tasks``: start tasks, read them back, recover unfinished ones."""
 
-    def __init__(self, store: MemoryStore) -> None:
-        self.store = store
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
         self._recorders: weakref.WeakSet[TaskRecorder] = weakref.WeakSet()
-        if not store.db.read_only:
+        if not self.kernel.backend.read_only:
             try:
                 self.recover()
             except Exception:  # never let recovery stop the caller from using tasks
@@ -372,8 +290,7 @@ class TaskMemory:
             raise TypeError(f"metadata must be a dict, got {type(metadata).__name__}")
         task_id = id if id is not None else new_id()
         _required_text(task_id, "id")
-        db = self.store.db
-        with db.lock:
+        with self.kernel.session() as db:
             if db.scalar("SELECT 1 FROM tasks WHERE id = ?", (task_id,)) or (
                 db.scalar("SELECT 1 FROM task_journal WHERE task_id = ?", (task_id,))
             ):
@@ -383,7 +300,7 @@ class TaskMemory:
                 raise ValueError(f"id {task_id!r} is already used by a memory of kind {clash!r}; choose another id")
         record = TaskRecord(
             id=task_id, description=description, namespace=namespace, category=category, session_id=session_id,
-            created_at=self.store.clock.now(), metadata=dict(metadata or {}),
+            created_at=self.kernel.clock.now(), metadata=dict(metadata or {}),
         )
         recorder = TaskRecorder(self, record)
         self._journal(record, {"op": "start", "description": description, "category": category,
@@ -442,9 +359,8 @@ class TaskMemory:
         return self._load(" AND ".join(clauses), params, limit=limit)
 
     def _load(self, where: str, params: list[Any], limit: int | None = None) -> list[TaskRecord]:
-        db = self.store.db
         tail = f" LIMIT {int(limit)}" if limit is not None else ""
-        with db.lock:
+        with self.kernel.session() as db:
             rows = db.query(
                 "SELECT t.id, t.description, t.namespace, t.category, t.session_id, t.status, t.final_score, "
                 "t.iterations, t.decision, t.total_tokens, t.total_cost_usd, t.created_at, t.completed_at, "
@@ -481,21 +397,19 @@ class TaskMemory:
     # -- the journal and the flush --------------------------------------------------------------
 
     def _journal(self, record: TaskRecord, entry: dict[str, Any]) -> None:
-        if not self.store.config.memory.task_journal:
+        if not self.kernel.config.memory.task_journal:
             return
-        db = self.store.db
-        with db.lock, db.transaction():
+        with self.kernel.session(write=True) as db:
             db.execute(
                 "INSERT INTO task_journal (task_id, namespace, owner, entry, created_at) VALUES (?, ?, ?, ?, ?)",
                 (record.id, record.namespace, _owner(), json.dumps(entry, ensure_ascii=False, default=_json_default),
-                 to_iso(self.store.clock.now())),
+                 to_iso(self.kernel.clock.now())),
             )
 
     def _flush(self, record: TaskRecord, status: str) -> list[str]:
         """Write the task, its cycles and findings, its index entry, skill effectiveness and a usage
         event in one transaction, and drop its journal. Returns the skills whose effectiveness moved."""
-        store = self.store
-        now = store.clock.now()
+        now = self.kernel.clock.now()
         record.status = status
         record.iterations = len(record.cycles)
         if status == "completed":
@@ -503,21 +417,21 @@ class TaskMemory:
         tokens = [(c.input_tokens or 0) + (c.output_tokens or 0) for c in record.cycles
                   if c.input_tokens is not None or c.output_tokens is not None]
         record.total_tokens = sum(tokens) if tokens else None
-        (chunk,) = store.memories.prepare([NewMemory(
+        (chunk,) = self.kernel.memories.prepare([NewMemory(
             text=record.summary(), id=record.id, kind="task", namespace=record.namespace, category=record.category,
             source="task", task_id=record.id, owner_id=record.id, session_id=record.session_id,
             created_at=record.created_at,
             metadata={"status": status, "final_score": record.final_score, "iterations": record.iterations,
                       "decision": record.decision, "skills": record.skills},
         )])
-        db = store.db
         updated: list[str] = []
-        with db.lock, db.transaction():
+        with self.kernel.session(write=True) as db:
             db.execute(
                 "INSERT INTO tasks (id, description, category, session_id, final_score, iterations, decision, "
                 "total_tokens, total_cost_usd, created_at, completed_at, namespace, status, skills_used, metadata) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (record.id, record.description, record.category, _session(db, record.session_id, to_iso(now)), record.final_score,
+                (record.id, record.description, record.category, _session(db, record.session_id, to_iso(now)),
+                 record.final_score,
                  record.iterations, record.decision, record.total_tokens, record.total_cost_usd,
                  to_iso(record.created_at), to_iso(record.completed_at), record.namespace, status,
                  json.dumps(record.skills, ensure_ascii=False),
@@ -535,14 +449,14 @@ class TaskMemory:
                 [(f.id, f.cycle_id, f.severity, f.dimension, f.title, f.description, f.location, f.fix, f.resolved_in)
                  for f in record.findings],
             )
-            store.memories.write(chunk, dedup=False)
+            self.kernel.memories.write(chunk, dedup=False)
             if status == "completed" and record.final_score is not None:
-                category = record.category or store.config.learning.default_category
+                category = record.category or self.kernel.config.learning.default_category
                 for skill in record.skills:
-                    store.skills.record(skill, category, record.final_score, namespace=record.namespace)
+                    self.kernel.service(Skills).record(skill, category, record.final_score, namespace=record.namespace)
                     updated.append(skill)
-            if store.config.usage.log_tasks:
-                store.usage.log(
+            if self.kernel.config.usage.log_tasks:
+                self.kernel.service(Usage).log(
                     "task", description=record.description, category=record.category, skills=record.skills,
                     score=record.final_score, namespace=record.namespace,
                     channel=record.metadata.get("channel") if isinstance(record.metadata.get("channel"), str) else None,
@@ -561,15 +475,14 @@ class TaskMemory:
         it has not been written for ``memory.task_stale_hours``. ``force=True`` recovers every
         journaled task not held by a recorder of this process.
         """
-        db = self.store.db
-        with db.lock:
+        with self.kernel.session() as db:
             rows = db.query(
                 "SELECT j.task_id, (SELECT o.owner FROM task_journal o WHERE o.task_id = j.task_id "
                 "ORDER BY o.seq DESC LIMIT 1), max(j.created_at) FROM task_journal j GROUP BY j.task_id ORDER BY min(j.seq)"
             )
         recovered: list[str] = []
-        now = self.store.clock.now()
-        stale_seconds = self.store.config.memory.task_stale_hours * 3600
+        now = self.kernel.clock.now()
+        stale_seconds = self.kernel.config.memory.task_stale_hours * 3600
         for task_id, owner, last in rows:
             with _ACTIVE_LOCK:
                 held = task_id in _ACTIVE
@@ -582,7 +495,7 @@ class TaskMemory:
             record = self._replay(task_id)
             if record is None:
                 continue
-            with db.lock:
+            with self.kernel.session() as db:
                 if db.scalar("SELECT 1 FROM tasks WHERE id = ?", (task_id,)):  # flushed, journal left behind
                     with db.transaction():
                         db.execute("DELETE FROM task_journal WHERE task_id = ?", (task_id,))
@@ -593,8 +506,8 @@ class TaskMemory:
         return recovered
 
     def _replay(self, task_id: str) -> TaskRecord | None:
-        with self.store.db.lock:
-            rows = self.store.db.query(
+        with self.kernel.session() as db:
+            rows = db.query(
                 "SELECT namespace, entry, created_at FROM task_journal WHERE task_id = ? ORDER BY seq", (task_id,)
             )
         record: TaskRecord | None = None
@@ -626,28 +539,25 @@ class TaskMemory:
                 record.skills.append(entry["name"])
         return record
 
+    def erase(self, namespace: str) -> None:
+        """Remove a namespace's tasks, cycles, findings and journal (learnings go first: they point here).
 
-def erase_namespace(store: Any, namespace: str) -> None:
-    """Remove a namespace's tasks, cycles, findings and journal (learnings go first: they point here).
-
-    Tasks of the namespace still recording in this store are dropped too, so they cannot write
-    the erased data back when they finish."""
-    memory = store.__dict__.get("tasks")  # only if store.tasks was ever used
-    if memory is not None:
-        for recorder in memory.active:
+        Tasks of the namespace still recording in this store are dropped too, so they cannot write
+        the erased data back when they finish."""
+        for recorder in self.active:
             if recorder.record.namespace == namespace:
                 recorder.record.status = "erased"
                 recorder._done()
-    db = store.db
-    task_ids = "SELECT id FROM tasks WHERE namespace = ?"
-    db.execute(f"UPDATE learnings SET source_task = NULL WHERE source_task IN ({task_ids})", (namespace,))
-    db.execute(
-        f"DELETE FROM findings WHERE cycle_id IN (SELECT id FROM iteration_cycles WHERE task_id IN ({task_ids}))",
-        (namespace,),
-    )
-    db.execute(f"DELETE FROM iteration_cycles WHERE task_id IN ({task_ids})", (namespace,))
-    db.execute("DELETE FROM tasks WHERE namespace = ?", (namespace,))
-    db.execute("DELETE FROM task_journal WHERE namespace = ?", (namespace,))
+        db = self.kernel.backend
+        task_ids = "SELECT id FROM tasks WHERE namespace = ?"
+        db.execute(f"UPDATE learnings SET source_task = NULL WHERE source_task IN ({task_ids})", (namespace,))
+        db.execute(
+            f"DELETE FROM findings WHERE cycle_id IN (SELECT id FROM iteration_cycles WHERE task_id IN ({task_ids}))",
+            (namespace,),
+        )
+        db.execute(f"DELETE FROM iteration_cycles WHERE task_id IN ({task_ids})", (namespace,))
+        db.execute("DELETE FROM tasks WHERE namespace = ?", (namespace,))
+        db.execute("DELETE FROM task_journal WHERE namespace = ?", (namespace,))
 
 
 # -- helpers ------------------------------------------------------------------------------------

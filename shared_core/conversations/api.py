@@ -31,6 +31,7 @@ from ..embed import fnv1a_64, profile_of
 from ..errors import ConfigError, NotFoundError, StorageError
 from ..index.sanitize import query_terms
 from ..memories import DEFAULT_NAMESPACE, Memory, NewMemory, check_namespace
+from ..memory_service import MemoryService
 from ..tokens import count_tokens
 from ..validation import time_or_none, unit_or_none
 from .embedding_doc import build_embedding_document
@@ -54,7 +55,7 @@ from .transcripts import TranscriptDir, transcript_line, transcript_name
 from .working import WorkingMemory, summarize_messages
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from ..kernel import Kernel
 
 __all__ = ["Conversations", "MessageHit", "MessageResults", "ReconcileReport", "CHUNK_PREFIX"]
 
@@ -137,14 +138,14 @@ class Conversations:
     and message ids are unique across the store, and a session belongs to one namespace.
     """
 
-    def __init__(self, store: MemoryStore) -> None:
-        self._store = store
-        self._db = store.db
-        self._repo = MessageRepository(store.db)
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self._repo = MessageRepository(kernel.backend)
         self._tdir: TranscriptDir | None = None
         self._transcript_root = self._resolve_transcript_dir()
-        store.register_eraser(self._erase)
-        store.register_embedding_text("message", self._embedding_text)
+
+    def check_transcripts(self) -> None:
+        """When the memory opens: :meth:`reconcile` the transcripts (a failure is logged, never raised)."""
         if self._transcript_root is not None:
             try:
                 self.reconcile()
@@ -154,11 +155,11 @@ class Conversations:
     # -- configuration -----------------------------------------------------------------------
 
     def _resolve_transcript_dir(self) -> Path | None:
-        cfg = self._store.config.conversations
-        in_memory = self._store.path == ":memory:"
+        cfg, db = self.kernel.config.conversations, self.kernel.backend
+        in_memory = db.path == ":memory:"
         # a PostgreSQL memory is shared by several machines: a local transcript would hold only a part
-        shared = self._db.dialect == "postgresql" and getattr(self._db, "alias", None) is None
-        if cfg.transcripts == "off" or self._db.read_only or (cfg.transcripts == "auto" and (in_memory or shared)):
+        shared = db.dialect == "postgresql" and getattr(db, "alias", None) is None
+        if cfg.transcripts == "off" or db.read_only or (cfg.transcripts == "auto" and (in_memory or shared)):
             return None
         if cfg.transcript_dir:
             return Path(cfg.transcript_dir).expanduser()
@@ -167,7 +168,7 @@ class Conversations:
                 "conversations.transcripts = 'on' for a ':memory:' store needs a directory: set "
                 "conversations.transcript_dir (a ':memory:' store has no data directory of its own)"
             )
-        return self._store.data_dir / "sessions"
+        return self.kernel.data_dir / "sessions"
 
     @property
     def transcript_dir(self) -> Path | None:
@@ -178,15 +179,16 @@ class Conversations:
         if self._transcript_root is None:
             return None
         if self._tdir is None:
-            store_id = self._db.get_meta("store_id")
+            db = self.kernel.backend
+            store_id = db.get_meta("store_id")
             if store_id is None:
-                with self._db.transaction():
-                    store_id = self._db.get_meta("store_id")
+                with db.transaction():
+                    store_id = db.get_meta("store_id")
                     if store_id is None:  # the id that marks the transcript directory as this store's
                         store_id = secrets.token_hex(8)
-                        self._db.set_meta("store_id", store_id)
+                        db.set_meta("store_id", store_id)
             self._tdir = TranscriptDir(self._transcript_root, store_id=store_id,
-                                       fsync=self._store.config.conversations.transcript_fsync)
+                                       fsync=self.kernel.config.conversations.transcript_fsync)
         return self._tdir
 
     def transcript_path(self, session_id: str) -> Path | None:
@@ -199,7 +201,7 @@ class Conversations:
         assert self._transcript_root is not None
         path = self._transcript_root / name
         try:
-            return str(path.relative_to(self._store.data_dir))
+            return str(path.relative_to(self.kernel.data_dir))
         except ValueError:
             return str(path)
 
@@ -218,14 +220,14 @@ class Conversations:
         """Start a session (a fresh id when none is given); an existing id is an error."""
         session_id = _session_id(session_id) if session_id is not None else "ses_" + new_message_id()[4:]
         check_namespace(namespace)
-        now = self._store.clock.now()
+        now = self.kernel.clock.now()
         session = Session(
             id=session_id, namespace=namespace, channel=optional_text(channel, "channel"),
             model_provider=optional_text(model_provider, "model_provider"),
             model_id=optional_text(model_id, "model_id"), created_at=now, updated_at=now,
             metadata=json_object(metadata, "metadata"),
         )
-        with self._db.lock, self._db.transaction():
+        with self.kernel.session(write=True):
             if self._repo.session(session_id) is not None:
                 raise ValueError(f"session {session_id!r} already exists; append to it, or delete it first")
             self._insert_session(session)
@@ -244,7 +246,7 @@ class Conversations:
 
     def session(self, session_id: str, *, namespace: str | None = None) -> Session:
         """The session, or :class:`NotFoundError`."""
-        with self._db.lock:
+        with self.kernel.session():
             session = self._repo.session(_session_id(session_id))
             if session is None or (namespace is not None and session.namespace != namespace):
                 where = f" in namespace {namespace!r}" if namespace is not None else ""
@@ -267,9 +269,9 @@ class Conversations:
                 values[key] = optional_text(value, key)
         if metadata is not None:
             values["metadata"] = json_object(metadata, "metadata")
-        with self._db.lock, self._db.transaction():
+        with self.kernel.session(write=True):
             self.session(session_id)
-            self._repo.update_session(session_id, updated_at=self._store.clock.now(), **values)
+            self._repo.update_session(session_id, updated_at=self.kernel.clock.now(), **values)
         return self.session(session_id)
 
     def add_usage(self, session_id: str, *, tokens: int = 0, cost_usd: float = 0.0) -> Session:
@@ -278,16 +280,16 @@ class Conversations:
             raise ValueError(f"tokens must be a non-negative whole number, got {tokens!r}")
         if isinstance(cost_usd, bool) or not isinstance(cost_usd, (int, float)) or not cost_usd >= 0:
             raise ValueError(f"cost_usd must be a non-negative number, got {cost_usd!r}")
-        with self._db.lock, self._db.transaction():
+        with self.kernel.session(write=True):
             self.session(session_id)
-            self._repo.add_usage(session_id, tokens, float(cost_usd), self._store.clock.now())
+            self._repo.add_usage(session_id, tokens, float(cost_usd), self.kernel.clock.now())
         return self.session(session_id)
 
     def end_session(self, session_id: str) -> Session:
         """Mark the session ended (``ended_at`` = now); appending later is still allowed."""
-        with self._db.lock, self._db.transaction():
+        with self.kernel.session(write=True):
             self.session(session_id)
-            now = self._store.clock.now()
+            now = self.kernel.clock.now()
             self._repo.update_session(session_id, ended_at=now, updated_at=now)
         return self.session(session_id)
 
@@ -296,7 +298,7 @@ class Conversations:
         """Sessions of a namespace (``None``: all), most recently updated first."""
         if namespace is not None:
             check_namespace(namespace)
-        with self._db.lock:
+        with self.kernel.session():
             return self._repo.list_sessions(namespace, limit, offset)
 
     def session_ids(self, *, namespace: str | None = None, with_messages: bool = False) -> list[str]:
@@ -306,13 +308,13 @@ class Conversations:
         """
         if namespace is not None:
             check_namespace(namespace)
-        with self._db.lock:
+        with self.kernel.session():
             return self._repo.session_ids(namespace, with_messages=with_messages)
 
     def delete_session(self, session_id: str, *, missing_ok: bool = False) -> int:
         """Delete a session, its messages, index chunks, working summaries and transcript; return how many messages."""
-        with self._db.lock:
-            with self._db.transaction():
+        with self.kernel.session() as db:
+            with db.transaction():
                 session = self._repo.session(_session_id(session_id))
                 if session is None:
                     if missing_ok:
@@ -324,7 +326,7 @@ class Conversations:
                 tdir = self._dir()
                 if tdir is not None:
                     name = transcript_name(session.id)
-                    self._db.after_commit(lambda: tdir.remove(name))
+                    db.after_commit(lambda: tdir.remove(name))
             return len(messages)
 
     # -- appending ---------------------------------------------------------------------------
@@ -380,9 +382,8 @@ class Conversations:
         if not items:
             return []
         pending = self._prepare(items)
-        with self._db.lock:
-            self._db.check_open()
-            with self._db.transaction():
+        with self.kernel.session() as db:
+            with db.transaction():
                 stored = self._write(session_id, namespace, pending)
             return self._reload(stored)
 
@@ -394,8 +395,8 @@ class Conversations:
         item = _as_new_message({"role": role, "content": content, **fields})
         session_id = _session_id(session_id)
         (pending,) = self._prepare([item])
-        with self._db.lock:
-            with self._db.transaction():
+        with self.kernel.session() as db:
+            with db.transaction():
                 session = self._repo.session(session_id)
                 count = self._repo.count(session_id) if session else 0
                 position = index if index >= 0 else count + index
@@ -410,7 +411,7 @@ class Conversations:
                 pending.message.seq = target.seq
                 self._insert_rows(session, [pending])
                 self._repo.drop_working_from(session_id, target.seq)
-                now = self._store.clock.now()
+                now = self.kernel.clock.now()
                 last = max(session.last_seq + 1, self._max_seq(session_id))
                 self._repo.update_session(session_id, last_seq=last, updated_at=now)
                 self._rewrite_transcript(session_id)
@@ -422,8 +423,8 @@ class Conversations:
         session_id = _session_id(session_id)
         items = [_as_new_message(m) for m in messages]
         pending = self._prepare(items)
-        with self._db.lock:
-            with self._db.transaction():
+        with self.kernel.session() as db:
+            with db.transaction():
                 session = self._repo.session(session_id)
                 if session is not None:
                     self._check_namespace(session, namespace)
@@ -433,11 +434,11 @@ class Conversations:
 
     def _prepare(self, items: Sequence[NewMessage]) -> list[_Pending]:
         """Validate, build the embedding documents and embed, all before the write transaction."""
-        cfg = self._store.config.conversations
-        now = self._store.clock.now()
+        cfg = self.kernel.config.conversations
+        now = self.kernel.clock.now()
         # a store whose vectors all come from outside (PrecomputedVectors) cannot embed a message:
         # its messages are kept (rows and transcript) but not indexed
-        indexable = getattr(self._store.embedder, "embeds_text", True)
+        indexable = getattr(self.kernel.embedder, "embeds_text", True)
         pending: list[_Pending] = []
         for item in items:
             role = check_text(item.role, "role", allow_empty=False, max_len=64)
@@ -476,7 +477,7 @@ class Conversations:
             pending.append(_Pending(message, chunk))
         chunks = [p.chunk for p in pending if p.chunk is not None]
         if chunks:  # embed in one batch, outside any transaction
-            prepared = iter(self._store.memories.prepare(chunks))
+            prepared = iter(self.kernel.memories.prepare(chunks))
             for p in pending:
                 if p.chunk is not None:
                     p.chunk = next(prepared)
@@ -489,7 +490,7 @@ class Conversations:
 
     def _write(self, session_id: str, namespace: str | None, pending: list[_Pending]) -> list[Message]:
         """Inside a transaction: ensure the session, repair its transcript, insert, append the lines."""
-        now = self._store.clock.now()
+        now = self.kernel.clock.now()
         session = self._repo.session(session_id)
         if session is None:
             ns = check_namespace(namespace) if namespace is not None else DEFAULT_NAMESPACE
@@ -515,7 +516,7 @@ class Conversations:
             name = transcript_name(session_id)
             _, before = self._repo.transcript_state(session_id)
             assert before is not None
-            self._db.on_rollback(lambda: tdir.truncate(name, before))
+            self.kernel.backend.on_rollback(lambda: tdir.truncate(name, before))
             try:
                 size = tdir.append(name, b"".join(transcript_line(p.message) for p in fresh))
                 self._repo.update_session(session_id, last_seq=seq, updated_at=now, transcript_bytes=size)
@@ -549,7 +550,7 @@ class Conversations:
             raise ValueError(f"message id {next(iter(found))!r} is already stored; message ids are unique")
 
     def _insert_rows(self, session: Session, pending: list[_Pending]) -> None:
-        memories = self._store.memories
+        memories = self.kernel.memories
         for p in pending:
             p.message.session_id = session.id
             p.message.namespace = session.namespace
@@ -568,7 +569,7 @@ class Conversations:
             )
 
     def _max_seq(self, session_id: str) -> int:
-        return int(self._db.scalar("SELECT coalesce(max(seq), 0) FROM raw_messages WHERE session_id = ?",
+        return int(self.kernel.backend.scalar("SELECT coalesce(max(seq), 0) FROM raw_messages WHERE session_id = ?",
                                    (session_id,)) or 0)
 
     def _reload(self, messages: Sequence[Message]) -> list[Message]:
@@ -599,7 +600,7 @@ class Conversations:
                 raise ValueError(f"{name} must be a non-negative whole number, got {value!r}")
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ValueError(f"offset must be a non-negative whole number, got {offset!r}")
-        with self._db.lock:
+        with self.kernel.session():
             session = self._repo.session(_session_id(session_id))
             if session is None or (namespace is not None and session.namespace != namespace):
                 return []
@@ -610,12 +611,12 @@ class Conversations:
         """Which of these message ids are stored (in any session): what an adapter that appends a
         growing list (a LangGraph thread) checks before embedding, so it appends only what is new."""
         wanted = [_message_id(m) for m in ([message_ids] if isinstance(message_ids, str) else message_ids)]
-        with self._db.lock:
+        with self.kernel.session():
             return set(self._repo.messages_by_ids(wanted)) if wanted else set()
 
     def count(self, session_id: str, *, namespace: str | None = None, active: bool | None = None) -> int:
         """How many messages a session holds (0 for an unknown session); ``active`` as in :meth:`messages`."""
-        with self._db.lock:
+        with self.kernel.session():
             session = self._repo.session(_session_id(session_id))
             if session is None or (namespace is not None and session.namespace != namespace):
                 return 0
@@ -623,13 +624,13 @@ class Conversations:
 
     def get(self, message_id: str, *, namespace: str | None = None, track_access: bool = True) -> Message:
         """One message by id, or :class:`NotFoundError`. A lookup counts as an access (seed 003)."""
-        with self._db.lock:
+        with self.kernel.session() as db:
             message = self._repo.message(_message_id(message_id))
             if message is None or (namespace is not None and message.namespace != namespace):
                 where = f" in namespace {namespace!r}" if namespace is not None else ""
                 raise NotFoundError(f"no message {message_id!r}{where}")
-            if track_access and not self._db.read_only:
-                with self._db.transaction():
+            if track_access and not db.read_only:
+                with db.transaction():
                     self._track([message])
                 message = self._repo.message(message.message_id) or message
             return message
@@ -638,19 +639,19 @@ class Conversations:
         """accessCount += 1, lastAccessAt = now: through the live chunk (a trigger mirrors it), else directly."""
         if not messages:
             return
-        memories = self._store.memories
+        memories = self.kernel.memories
         chunks = memories.get_many([CHUNK_PREFIX + m.message_id for m in messages])
         live = {c.owner_id for c in chunks}
         memories.track_access([c.rowid for c in chunks])
         rest = [m.message_id for m in messages if m.message_id not in live]
-        self._repo.track_access(rest, self._store.clock.now())
+        self._repo.track_access(rest, self.kernel.clock.now())
 
     # -- deleting ----------------------------------------------------------------------------
 
     def delete(self, message_id: str, *, namespace: str | None = None) -> Message:
         """Delete one message (row, index chunk, transcript line); return what was deleted."""
-        with self._db.lock:
-            with self._db.transaction():
+        with self.kernel.session() as db:
+            with db.transaction():
                 message = self._repo.message(_message_id(message_id))
                 if message is None or (namespace is not None and message.namespace != namespace):
                     raise NotFoundError(f"no message {message_id!r}")
@@ -665,8 +666,8 @@ class Conversations:
         """
         if isinstance(index, bool) or not isinstance(index, int):
             raise TypeError(f"index must be a whole number, got {index!r}")
-        with self._db.lock:
-            with self._db.transaction():
+        with self.kernel.session() as db:
+            with db.transaction():
                 session = self._repo.session(_session_id(session_id))
                 if session is None or (namespace is not None and session.namespace != namespace):
                     return None
@@ -684,15 +685,15 @@ class Conversations:
         (LlamaIndex's ``archive_oldest_messages``). It is not the forgetting engine's compression.
         """
         n = _count_arg(n)
-        with self._db.lock:
-            with self._db.transaction():
+        with self.kernel.session() as db:
+            with db.transaction():
                 session = self._repo.session(_session_id(session_id))
                 if session is None or (namespace is not None and session.namespace != namespace) or n == 0:
                     return []
                 oldest = self._repo.session_messages(session.id, active=True, limit=n)
                 self._repo.set_active([m.id for m in oldest], False)
                 if oldest:
-                    self._repo.update_session(session.id, updated_at=self._store.clock.now())
+                    self._repo.update_session(session.id, updated_at=self.kernel.clock.now())
             for message in oldest:
                 message.active = False
             return oldest
@@ -705,8 +706,8 @@ class Conversations:
         other sessions, unknown ids and messages already inactive are passed over.
         """
         wanted = [_message_id(m) for m in ([message_ids] if isinstance(message_ids, str) else message_ids)]
-        with self._db.lock:
-            with self._db.transaction():
+        with self.kernel.session() as db:
+            with db.transaction():
                 session = self._repo.session(_session_id(session_id))
                 if session is None or (namespace is not None and session.namespace != namespace) or not wanted:
                     return []
@@ -715,7 +716,7 @@ class Conversations:
                                 key=lambda m: m.seq)
                 self._repo.set_active([m.id for m in chosen], False)
                 if chosen:
-                    self._repo.update_session(session.id, updated_at=self._store.clock.now())
+                    self._repo.update_session(session.id, updated_at=self.kernel.clock.now())
             for message in chosen:
                 message.active = False
             return chosen
@@ -724,8 +725,8 @@ class Conversations:
                       active: bool | None = None) -> list[Message]:
         """Delete the ``n`` oldest messages (of those with the given ``active`` state) in one transaction; return them."""
         n = _count_arg(n)
-        with self._db.lock:
-            with self._db.transaction():
+        with self.kernel.session() as db:
+            with db.transaction():
                 session = self._repo.session(_session_id(session_id))
                 if session is None or (namespace is not None and session.namespace != namespace) or n == 0:
                     return []
@@ -742,8 +743,8 @@ class Conversations:
 
         ``active``: only the messages in (True) or out of (False) the active window.
         """
-        with self._db.lock:
-            with self._db.transaction():
+        with self.kernel.session() as db:
+            with db.transaction():
                 session = self._repo.session(_session_id(session_id))
                 if session is None or (namespace is not None and session.namespace != namespace):
                     return []
@@ -757,7 +758,7 @@ class Conversations:
         self._repair(session_id)
         messages = self._repo.session_messages(session_id)
         self._remove(messages)
-        self._repo.update_session(session_id, updated_at=self._store.clock.now())
+        self._repo.update_session(session_id, updated_at=self.kernel.clock.now())
         self._rewrite_transcript(session_id)
         return messages
 
@@ -767,14 +768,14 @@ class Conversations:
             return
         self._repair(session_id)
         self._remove(messages)
-        self._repo.update_session(session_id, updated_at=self._store.clock.now())
+        self._repo.update_session(session_id, updated_at=self.kernel.clock.now())
         self._rewrite_transcript(session_id)
 
     def _delete_one(self, message: Message) -> None:
         self._repair(message.session_id)
         is_last = self._max_seq(message.session_id) == message.seq
         self._remove([message])
-        self._repo.update_session(message.session_id, updated_at=self._store.clock.now())
+        self._repo.update_session(message.session_id, updated_at=self.kernel.clock.now())
         tdir = self._dir()
         if tdir is None:
             self._repo.update_session(message.session_id, transcript_bytes=None)
@@ -793,13 +794,13 @@ class Conversations:
         """Delete rows, live or archived index chunks, summary links and working summaries."""
         if not messages:
             return
-        memories = self._store.memories
+        memories = self.kernel.memories
         chunk_ids = [CHUNK_PREFIX + m.message_id for m in messages]
         live = memories.get_many(chunk_ids)
         if live:
             memories.delete_rows([c.rowid for c in live])
         self._delete_archived_chunks(chunk_ids)
-        now = self._store.clock.now()
+        now = self.kernel.clock.now()
         for m in messages:
             if m.summary_ref_id is not None:
                 if self._repo.drop_summary_source(m.summary_ref_id, m.id, now):
@@ -812,10 +813,10 @@ class Conversations:
     def _delete_archived_chunks(self, ids: Sequence[str]) -> None:
         for start in range(0, len(ids), 500):
             part = list(ids[start : start + 500])
-            self._db.execute(f"DELETE FROM memory_archive WHERE id IN ({', '.join('?' for _ in part)})", part)
+            self.kernel.backend.execute(f"DELETE FROM memory_archive WHERE id IN ({', '.join('?' for _ in part)})", part)
 
     def _delete_summary_chunk(self, summary_id: str) -> None:
-        memories = self._store.memories
+        memories = self.kernel.memories
         chunk = memories.get_row(summary_id)
         if chunk is not None:
             memories.delete_rows([chunk.rowid])
@@ -832,15 +833,15 @@ class Conversations:
         return self._set(message_id, importance=unit_or_none(importance, "importance"))
 
     def _set(self, message_id: str, **values: Any) -> Message:
-        with self._db.lock:
-            with self._db.transaction():
+        with self.kernel.session() as db:
+            with db.transaction():
                 message = self._repo.message(_message_id(message_id))
                 if message is None:
                     raise NotFoundError(f"no message {message_id!r}")
                 self._repo.set_flags(message.message_id, **values)
-                chunk = self._store.memories.get_row(CHUNK_PREFIX + message.message_id)
+                chunk = self.kernel.memories.get_row(CHUNK_PREFIX + message.message_id)
                 if chunk is not None:
-                    self._store.memories.update(chunk, refresh_hit=False, **values)
+                    self.kernel.memories.update(chunk, refresh_hit=False, **values)
             return self._repo.message(message.message_id)  # type: ignore[return-value]
 
     # -- search (seed 003's query flow) --------------------------------------------------------
@@ -870,20 +871,20 @@ class Conversations:
            range, are merged in and everything is sorted newest first (seed 003).
         Returned messages count as accessed (seed 003), unless ``track_access=False``.
         """
-        cfg = self._store.config.forgetting
-        limit = self._store.config.search.default_limit if limit is None else limit
+        cfg = self.kernel.config.forgetting
+        limit = self.kernel.config.search.default_limit if limit is None else limit
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ValueError(f"limit must be a positive whole number, got {limit!r}")
         if threshold is None:
             threshold = self.search_threshold
         minimum = cfg.min_raw_results_without_fallback if min_raw_results is None else min_raw_results
         where = {"@session_id": _session_id(session_id)} if session_id is not None else None
-        hits = self._store.search(
+        hits = self.kernel.service(MemoryService).search(
             query, namespace=namespace, kind="message", where=where, since=since, until=until,
             limit=limit * cfg.scan_limit_factor, track_access=False,
         )
         kept = hits.matching(threshold)[:limit]
-        with self._db.lock:
+        with self.kernel.session() as db:
             found = self._repo.messages_by_ids([h.memory.owner_id for h in kept if h.memory.owner_id])
             results = [
                 MessageHit("message", h.score, found[h.memory.owner_id].sent_at, message=found[h.memory.owner_id],
@@ -901,10 +902,10 @@ class Conversations:
                     fallback = True
                     results += [MessageHit("summary", s.quality_score, s.end_timestamp, summary=s) for s in summaries]
                     results.sort(key=lambda h: h.timestamp, reverse=True)
-            if track_access and not self._db.read_only:
+            if track_access and not db.read_only:
                 tracked = [h.message for h in results if h.message is not None]
                 if tracked:
-                    with self._db.transaction():
+                    with db.transaction():
                         self._track(tracked)
             return MessageResults(results, query=query, fallback_used=fallback)
 
@@ -913,8 +914,8 @@ class Conversations:
         """The vector similarity a message needs in :meth:`search`: ``forgetting.vector_threshold``, or
         when that is below 0 the embedder's own (``EmbedderProfile.kb_threshold``: 0.7 for sentence
         models, seed 003's value; 0.35 for the hashing embedder, whose similarities run lower)."""
-        configured = self._store.config.forgetting.vector_threshold
-        return configured if configured >= 0 else profile_of(self._store.embedder).kb_threshold
+        configured = self.kernel.config.forgetting.vector_threshold
+        return configured if configured >= 0 else profile_of(self.kernel.embedder).kb_threshold
 
     # -- working memory (seed 001) ---------------------------------------------------------------
 
@@ -927,7 +928,7 @@ class Conversations:
         session_id = _session_id(session_id)
         if summarize:
             self.summarize_working(session_id)
-        with self._db.lock:
+        with self.kernel.session():
             summary = self._repo.latest_working(session_id)
             after = summary.last_seq if summary else 0
             messages = self._repo.session_messages(session_id, after_seq=after)
@@ -941,9 +942,9 @@ class Conversations:
     def summarize_working(self, session_id: str, *, force: bool = False) -> WorkingSummary | None:
         """Fold older messages into a new working summary when due (or, with ``force``, whenever
         more than ``working_keep`` messages are outside it); return the new summary, or None."""
-        cfg = self._store.config.context
+        cfg = self.kernel.config.context
         session_id = _session_id(session_id)
-        with self._db.lock:
+        with self.kernel.session():
             session = self._repo.session(session_id)
             if session is None:
                 return None
@@ -955,14 +956,14 @@ class Conversations:
             return None
         fold = outside[: len(outside) - cfg.working_keep]
         text, method = summarize_messages(latest.summary if latest else None, fold,
-                                          budget=cfg.summary_tokens, model=self._store.text_model)
+                                          budget=cfg.summary_tokens, model=self.kernel.text_model)
         summary = WorkingSummary(
             id=f"wm_{fnv1a_64(session_id):016x}_{fold[-1].seq}", session_id=session_id, namespace=session.namespace,
             summary=text, first_seq=latest.first_seq if latest else fold[0].seq, last_seq=fold[-1].seq,
             message_count=(latest.message_count if latest else 0) + len(fold), token_count=count_tokens(text),
-            method=method, created_at=self._store.clock.now(),
+            method=method, created_at=self.kernel.clock.now(),
         )
-        with self._db.lock, self._db.transaction():
+        with self.kernel.session(write=True):
             now_latest = self._repo.latest_working(session_id)
             if (now_latest.last_seq if now_latest else 0) != base:
                 return None  # another process summarised meanwhile, or a message was deleted
@@ -974,7 +975,7 @@ class Conversations:
 
     def working_summaries(self, session_id: str) -> list[WorkingSummary]:
         """Every working summary of a session, oldest first."""
-        with self._db.lock:
+        with self.kernel.session():
             return self._repo.working_history(_session_id(session_id))
 
     # -- transcripts -----------------------------------------------------------------------------
@@ -985,7 +986,7 @@ class Conversations:
         if tdir is None:
             return []
         session_id = _session_id(session_id)
-        with self._db.lock:
+        with self.kernel.session():
             _, recorded = self._repo.transcript_state(session_id)
         data = tdir.read(transcript_name(session_id)) or b""
         if recorded is not None:
@@ -1003,7 +1004,7 @@ class Conversations:
         tdir = self._dir()
         if tdir is None:
             return report
-        with self._db.lock:
+        with self.kernel.session() as db:
             rows = self._repo.sessions_with_transcripts()
             suspects = []
             for session_id, path, recorded in rows:
@@ -1017,7 +1018,7 @@ class Conversations:
             stray = tdir.stray_files({transcript_name(r[0]) for r in rows})
             if not suspects and not stray:
                 return report
-            with self._db.transaction():  # waits for writers: their appends are complete or rolled back
+            with db.transaction():  # waits for writers: their appends are complete or rolled back
                 for session_id in suspects:
                     if self._repo.session(session_id) is not None and self._repair(session_id, full=full):
                         report.repaired.append(session_id)
@@ -1060,7 +1061,7 @@ class Conversations:
 
     # -- hooks for the core ----------------------------------------------------------------------
 
-    def _embedding_text(self, memory: Memory) -> str:
+    def embedding_text(self, memory: Memory) -> str:
         """The embedding document of a message chunk (registered for ``store.reembed``)."""
         message = self._repo.message(memory.owner_id) if memory.owner_id else None
         if message is None:
@@ -1069,7 +1070,7 @@ class Conversations:
 
     def embedding_document(self, message: Message, *, text: str | None = None, tier: str | None = None) -> str:
         """Seed 003's embedding document of a stored message (``tier`` overrides its current tier)."""
-        cfg = self._store.config.conversations
+        cfg = self.kernel.config.conversations
         return build_embedding_document(
             text if text is not None else (searchable_text(message) or ""), sent_at=message.sent_at,  # type: ignore[arg-type]
             tier=tier or message.tier, media=media_refs(message.attachments, message.content_blocks),
@@ -1077,7 +1078,7 @@ class Conversations:
             window=cfg.embedding_boundary_window,
         )
 
-    def _erase(self, namespace: str) -> None:
+    def erase(self, namespace: str) -> None:
         """``erase_namespace``: rows of every table of this layer, and the transcript files (after commit)."""
         ids = self._repo.session_ids(namespace)
         self._repo.erase_namespace(namespace)
@@ -1089,7 +1090,7 @@ class Conversations:
                 for name in names:
                     tdir.remove(name)
 
-            self._db.after_commit(remove)
+            self.kernel.backend.after_commit(remove)
 
     @property
     def repository(self) -> MessageRepository:

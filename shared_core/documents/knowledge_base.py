@@ -38,6 +38,7 @@ from ..files import upload_folder, upload_roots
 from ..index.filters import Condition
 from ..index.sanitize import query_terms
 from ..memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
+from ..memory_service import MemoryService
 from ..search import Hit
 from .chunking import Chunk, Chunker
 from .discovery import discover
@@ -49,7 +50,7 @@ from .repository import Document, DocumentChunk, DocumentRepository
 from .safety import Budget, Limits
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from ..kernel import Kernel
 
 __all__ = ["KnowledgeBase", "KnowledgeHit", "Progress", "document_metadata", "chunk_metadata"]
 
@@ -98,20 +99,19 @@ class _Pending:
 class KnowledgeBase:
     """``store.documents``: ingest files, search their chunks, read, list and delete documents."""
 
-    def __init__(self, store: MemoryStore) -> None:
-        self.store = store
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
         #: seconds for the per-file time budget (``knowledge_base.max_seconds_per_file``); tests replace it
         self.timer: Callable[[], float] = time.monotonic
-        self._repo = DocumentRepository(store.db)
+        self._repo = DocumentRepository(kernel.backend)
         self._chunker: Chunker | None = None
         self._chunker_settings: tuple[Any, ...] = ()
-        store.register_eraser(self._erase)
 
     # -- settings ------------------------------------------------------------------------------
 
     @property
     def config(self) -> Any:
-        return self.store.config.knowledge_base
+        return self.kernel.config.knowledge_base
 
     @property
     def chunker(self) -> Chunker:
@@ -132,7 +132,7 @@ class KnowledgeBase:
         """The vector-side threshold: ``knowledge_base.similarity_threshold``, else the embedder's
         ``profile.kb_threshold`` (0.7 for sentence models, seed 003; see docs/knowledge-base.md)."""
         configured = self.config.similarity_threshold
-        return configured if configured >= 0 else profile_of(self.store.embedder).kb_threshold
+        return configured if configured >= 0 else profile_of(self.kernel.embedder).kb_threshold
 
     # -- ingest --------------------------------------------------------------------------------
 
@@ -217,7 +217,7 @@ class KnowledgeBase:
             data = read_source(path, limits)
             digest = hashlib.sha256(data).hexdigest()
             if not force:
-                with self.store.db.lock:
+                with self.kernel.session():
                     existing = self._repo.find(namespace, blob)
                 if existing is not None and existing.content_hash == digest and existing.chunker == chunker.signature:
                     report.unchanged.append(existing)
@@ -234,16 +234,15 @@ class KnowledgeBase:
             return
         texts = [chunk.text for item in batch for chunk in item.chunks]
         step = self.config.batch_size
-        vectors = [row for start in range(0, len(texts), step) for row in self.store.embed(texts[start : start + step])]
-        store = self.store
+        vectors = [row for start in range(0, len(texts), step) for row in self.kernel.embed(texts[start : start + step])]
         added: list[Document] = []
         updated: list[Document] = []
         unchanged: list[Document] = []
         memories: list[NewMemory] = []
         characters = 0
         offset = 0
-        with store.transaction():
-            now = store.clock.now()
+        with self.kernel.session(write=True):
+            now = self.kernel.clock.now()
             for item in batch:
                 item_vectors = vectors[offset : offset + len(item.chunks)]
                 offset += len(item.chunks)
@@ -261,7 +260,7 @@ class KnowledgeBase:
                     chunker=chunker.signature,
                 )
                 if existing is not None:
-                    store.delete(self._repo.chunk_ids(existing.id), missing_ok=True)
+                    self.kernel.service(MemoryService).delete(self._repo.chunk_ids(existing.id), missing_ok=True)
                     self._repo.delete_chunks(existing.id)
                     self._repo.replace(document, loaded.text)
                     updated.append(document)
@@ -279,7 +278,7 @@ class KnowledgeBase:
                 self._repo.insert_chunks(rows)
                 characters += len(loaded.text)
             if memories:
-                store.add_many(memories, batch_size=len(memories))
+                self.kernel.service(MemoryService).add_many(memories, batch_size=len(memories))
         report.added.extend(added)
         report.updated.extend(updated)
         report.unchanged.extend(unchanged)
@@ -320,10 +319,9 @@ class KnowledgeBase:
             where = Condition("@owner_id", "$in", ids)
         if limit == 0:
             return []
-        store = self.store
-        with store.db.lock:
-            hits = store.search(query, namespace=namespace, kind="document", where=where,
-                                limit=max(4 * limit, 20), track_access=False)
+        with self.kernel.session() as db:
+            hits = self.kernel.service(MemoryService).search(query, namespace=namespace, kind="document", where=where,
+                                                             limit=max(4 * limit, 20), track_access=False)
             coverage = self._coverage(query, [h for h in hits if (h.parts.bm25 or 0.0) > 0])
             threshold = self.similarity_threshold
             strength = self.config.keyword_strength
@@ -335,8 +333,8 @@ class KnowledgeBase:
                     kept.append(_knowledge_hit(hit, share))
                     if len(kept) == limit:
                         break
-            if kept and store.config.search.track_access and not store.db.read_only:
-                store.memories.note_access(h.hit.memory.rowid for h in kept if h.hit is not None)
+            if kept and self.kernel.config.search.track_access and not db.read_only:
+                self.kernel.memories.note_access(h.hit.memory.rowid for h in kept if h.hit is not None)
             return kept
 
     search = search_knowledge_base
@@ -354,7 +352,7 @@ class KnowledgeBase:
 
     def get_document(self, document_id: str, *, namespace: str | None = None) -> Document:
         """A document's record (no text); :class:`NotFoundError` if there is none."""
-        with self.store.db.lock:
+        with self.kernel.session():
             document = self._repo.get(document_id)
         if document is None or (namespace is not None and document.namespace != namespace):
             where = f" in namespace {namespace!r}" if namespace is not None else ""
@@ -365,13 +363,13 @@ class KnowledgeBase:
     def get_full_document(self, document_id: str, *, namespace: str | None = None) -> str:
         """Seed 003's ``getFullDocumentContent``: the document's whole extracted text."""
         self.get_document(document_id, namespace=namespace)
-        with self.store.db.lock:
+        with self.kernel.session():
             return self._repo.content(document_id) or ""
 
     def get_chunks(self, document_id: str, *, namespace: str | None = None) -> list[DocumentChunk]:
         """The document's chunks in order, with their text, offsets and metadata."""
         self.get_document(document_id, namespace=namespace)
-        with self.store.db.lock:
+        with self.kernel.session():
             return self._repo.chunks(document_id)
 
     def list_documents(self, limit: int | None = 20, *, namespace: str | None = DEFAULT_NAMESPACE,
@@ -380,11 +378,11 @@ class KnowledgeBase:
         (``namespace=None``: every namespace; ``limit=None``: all)."""
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise ValueError(f"limit must be a whole number >= 0 or None, got {limit!r}")
-        with self.store.db.lock:
+        with self.kernel.session():
             return self._repo.list(namespace, limit, offset)
 
     def count_documents(self, *, namespace: str | None = DEFAULT_NAMESPACE) -> int:
-        with self.store.db.lock:
+        with self.kernel.session():
             return self._repo.count(namespace)
 
     def delete_document(self, document_id: str, *, namespace: str | None = None, missing_ok: bool = False) -> bool:
@@ -395,12 +393,12 @@ class KnowledgeBase:
             if missing_ok:
                 return False
             raise
-        with self.store.transaction():
-            self.store.delete(self._repo.chunk_ids(document.id), missing_ok=True)
+        with self.kernel.session(write=True) as db:
+            self.kernel.service(MemoryService).delete(self._repo.chunk_ids(document.id), missing_ok=True)
             self._repo.delete(document.id)
             uploaded = self._uploaded_copy(document.blob_path)
             if uploaded is not None:  # the server's copy of an uploaded file goes with its document
-                self.store.db.after_commit(lambda: uploaded.unlink(missing_ok=True))
+                db.after_commit(lambda: uploaded.unlink(missing_ok=True))
         return True
 
     def _uploaded_copy(self, blob_path: str) -> Path | None:
@@ -408,18 +406,18 @@ class KnowledgeBase:
         if blob_path.startswith("text:"):
             return None
         path = Path(blob_path).resolve()
-        return path if any(path.is_relative_to(root) for root in upload_roots(self.store)) else None
+        return path if any(path.is_relative_to(root) for root in upload_roots(self.kernel.data_dir, self.kernel.backend)) else None
 
-    def _erase(self, namespace: str) -> None:
+    def erase(self, namespace: str) -> None:
         """``erase_namespace``: the rows, and once the erase commits, the namespace's upload folders."""
-        folders = [upload_folder(root, namespace) for root in upload_roots(self.store)]
+        folders = [upload_folder(root, namespace) for root in upload_roots(self.kernel.data_dir, self.kernel.backend)]
         self._repo.erase_namespace(namespace)
 
         def remove() -> None:
             for folder in folders:
                 shutil.rmtree(folder, ignore_errors=True)  # what could not go, verify_erase() reports
 
-        self.store.db.after_commit(remove)
+        self.kernel.backend.after_commit(remove)
 
 
 def document_metadata(loaded: LoadedDocument) -> dict[str, Any]:

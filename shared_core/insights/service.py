@@ -20,6 +20,7 @@ from ..clock import days_between, to_iso
 from ..errors import NotFoundError
 from ..llm import ModelOutputError
 from ..memories import DEFAULT_NAMESPACE, check_namespace
+from ..memory_service import MemoryService
 from ..ranking import (
     InsightValue,
     insight_decay_factor,
@@ -52,7 +53,7 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from ..kernel import Kernel
 
 __all__ = ["Insights", "InsightsMaintenance"]
 
@@ -83,13 +84,12 @@ class _Counts:
 class Insights:
     """Structured insights with seed 003's value score, weight adjustment, decay and trend."""
 
-    def __init__(self, store: MemoryStore) -> None:
-        self._store = store
-        self._db = store.db
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
 
     @property
     def _cfg(self) -> Any:
-        return self._store.config.insights
+        return self.kernel.config.insights
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -119,14 +119,14 @@ class Insights:
             title=title, description=description, importance=importance, urgency=urgency, details=details,
             timeline=timeline, task_label=task_label, dedupe_key=dedupe_key, platform=platform, channel=channel,
         )
-        with self._db.lock, self._db.transaction():
+        with self.kernel.session(write=True):
             return self._write(data, namespace=namespace, bot_id=bot_id)[0]
 
     def upsert_many(self, items: Iterable[InsightData | Mapping[str, Any]], *, namespace: str = DEFAULT_NAMESPACE,
                     bot_id: str = "default") -> list[Insight]:
         """Upsert several insights in one transaction (all or nothing)."""
         data = [i if isinstance(i, InsightData) else InsightData.from_mapping(i) for i in items]
-        with self._db.lock, self._db.transaction():
+        with self.kernel.session(write=True):
             return [self._write(d, namespace=namespace, bot_id=bot_id)[0] for d in data]
 
     def _write(self, data: InsightData, *, namespace: str, bot_id: str) -> tuple[Insight, str]:
@@ -136,7 +136,7 @@ class Insights:
             raise ValueError(f"bot_id must be a non-empty string, got {bot_id!r}")
         key = fields.pop("dedupe_key")
         new_id = insight_id(namespace, bot_id, key)
-        now = self._store.clock.now()
+        now = self.kernel.clock.now()
         existing = self._get(new_id)
         if existing is None:
             insight = Insight(id=new_id, namespace=namespace, bot_id=bot_id, dedupe_key=key, created_at=now,
@@ -152,9 +152,9 @@ class Insights:
                 return existing, "unchanged"
             insight = replace(merged, updated_at=now)
             event = "updated"
-        if self._store.archive_store.get(new_id) is not None:  # its index entry was size-pruned: bring it back
-            self._store.restore(new_id)
-        self._db.execute(
+        if self.kernel.archive.get(new_id) is not None:  # its index entry was size-pruned: bring it back
+            self.kernel.service(MemoryService).restore(new_id)
+        self.kernel.backend.execute(
             f"INSERT INTO insights ({_SELECT}) VALUES ({', '.join('?' for _ in Insight.COLUMNS)}) "
             "ON CONFLICT(id) DO UPDATE SET title = excluded.title, description = excluded.description, "
             "importance = excluded.importance, urgency = excluded.urgency, details = excluded.details, "
@@ -164,12 +164,12 @@ class Insights:
         )
         if existing is None or existing.text != insight.text or existing.task_label != insight.task_label or \
                 existing.importance != insight.importance or existing.urgency != insight.urgency or \
-                self._store.memories.get_row(new_id) is None:
+                self.kernel.memories.get_row(new_id) is None:
             self._index(insight)
         return insight, event
 
     def _index(self, insight: Insight) -> None:
-        self._store.add(
+        self.kernel.service(MemoryService).add(
             insight.text, id=insight.id, kind="insight", namespace=insight.namespace, owner_id=insight.id,
             category=insight.task_label, tags=[insight.task_label] if insight.task_label else [], source="insight",
             importance=self._cfg.importance_scale.get(insight.importance),
@@ -200,34 +200,35 @@ class Insights:
 
     def delete(self, insight_id: str, *, namespace: str | None = None) -> bool:
         """Delete an insight, its index entry (live or archived) and its access log."""
-        with self._db.lock:
+        with self.kernel.session() as db:
             if self._get(insight_id, namespace) is None:
                 return False
-            with self._db.transaction():
-                self._store.delete(insight_id, missing_ok=True)
-                self._db.execute("DELETE FROM memory_archive WHERE id = ? AND kind = 'insight'", (insight_id,))
-                self._db.execute("DELETE FROM insights WHERE id = ?", (insight_id,))
+            with db.transaction():
+                self.kernel.service(MemoryService).delete(insight_id, missing_ok=True)
+                db.execute("DELETE FROM memory_archive WHERE id = ? AND kind = 'insight'", (insight_id,))
+                db.execute("DELETE FROM insights WHERE id = ?", (insight_id,))
             return True
 
     def erase(self, namespace: str) -> int:
         """Remove every insight and access event of a namespace (an ``erase_namespace`` eraser)."""
-        self._db.execute("DELETE FROM insight_access WHERE namespace = ?", (namespace,))
-        return int(self._db.execute("DELETE FROM insights WHERE namespace = ?", (namespace,)).rowcount or 0)
+        db = self.kernel.backend
+        db.execute("DELETE FROM insight_access WHERE namespace = ?", (namespace,))
+        return int(db.execute("DELETE FROM insights WHERE namespace = ?", (namespace,)).rowcount or 0)
 
     # -- interactions (seed 003's weight adjustment) ------------------------------------------
 
     def view(self, insight_id: str, *, namespace: str | None = None) -> Insight:
         """The user looked at the insight: log the access; after more than
         ``insights.view_min_inactive_days`` (1) without access, boost it x1.1 for 24 h."""
-        with self._db.lock:
+        with self.kernel.session() as db:
             insight = self.get(insight_id, namespace=namespace)
-            now = self._store.clock.now()
+            now = self.kernel.clock.now()
             inactive = days_between(insight.last_access_at or insight.created_at, now)
             boost = inactive > self._cfg.view_min_inactive_days
-            with self._db.transaction():
+            with db.transaction():
                 self._log(insight, "view", now)
                 if boost:
-                    self._db.execute("UPDATE insights SET view_boosted_at = ? WHERE id = ?", (to_iso(now), insight.id))
+                    db.execute("UPDATE insights SET view_boosted_at = ? WHERE id = ?", (to_iso(now), insight.id))
             return self.get(insight.id)
 
     def favorite(self, insight_id: str, on: bool = True, *, namespace: str | None = None) -> Insight:
@@ -235,16 +236,16 @@ class Insights:
 
         Favouriting a favourite again changes nothing (the boost does not restart).
         """
-        with self._db.lock:
+        with self.kernel.session() as db:
             insight = self.get(insight_id, namespace=namespace)
-            now = self._store.clock.now()
-            with self._db.transaction():
+            now = self.kernel.clock.now()
+            with db.transaction():
                 if on and not insight.favorite:
-                    self._db.execute("UPDATE insights SET favorite = 1, favorited_at = ? WHERE id = ?",
+                    db.execute("UPDATE insights SET favorite = 1, favorited_at = ? WHERE id = ?",
                                      (to_iso(now), insight.id))
                     self._log(insight, "favorite", now)
                 elif not on and insight.favorite:
-                    self._db.execute("UPDATE insights SET favorite = 0, favorited_at = NULL WHERE id = ?", (insight.id,))
+                    db.execute("UPDATE insights SET favorite = 0, favorited_at = NULL WHERE id = ?", (insight.id,))
             return self.get(insight.id)
 
     def set_weight(self, insight_id: str, multiplier: float, *, namespace: str | None = None) -> Insight:
@@ -252,23 +253,23 @@ class Insights:
         if isinstance(multiplier, bool) or not isinstance(multiplier, (int, float)) or math.isnan(multiplier) \
                 or not 0 < multiplier <= self._cfg.weight_cap:
             raise ValueError(f"the weight multiplier must be above 0 and at most {self._cfg.weight_cap}, got {multiplier!r}")
-        with self._db.lock:
+        with self.kernel.session() as db:
             insight = self.get(insight_id, namespace=namespace)
-            with self._db.transaction():
-                self._db.execute("UPDATE insights SET custom_weight = ? WHERE id = ?", (float(multiplier), insight.id))
+            with db.transaction():
+                db.execute("UPDATE insights SET custom_weight = ? WHERE id = ?", (float(multiplier), insight.id))
             return self.get(insight.id)
 
     def _log(self, insight: Insight, kind: str, now: datetime) -> None:
-        self._db.execute("INSERT INTO insight_access (insight_id, namespace, kind, at) VALUES (?, ?, ?, ?)",
+        self.kernel.backend.execute("INSERT INTO insight_access (insight_id, namespace, kind, at) VALUES (?, ?, ?, ?)",
                          (insight.id, insight.namespace, kind, to_iso(now)))
         # never move backwards, even if the clock does
-        self._db.execute("UPDATE insights SET last_access_at = max(coalesce(last_access_at, ''), ?) WHERE id = ?",
+        self.kernel.backend.execute("UPDATE insights SET last_access_at = max(coalesce(last_access_at, ''), ?) WHERE id = ?",
                          (to_iso(now), insight.id))
 
     # -- reading ---------------------------------------------------------------------------
 
     def _get(self, insight_id: str, namespace: str | None = None) -> Insight | None:
-        rows = self._db.query(f"SELECT {_SELECT} FROM insights WHERE id = ?", (insight_id,))
+        rows = self.kernel.backend.query(f"SELECT {_SELECT} FROM insights WHERE id = ?", (insight_id,))
         if not rows:
             return None
         insight = Insight.from_row(rows[0])
@@ -278,7 +279,7 @@ class Insights:
         """The insight with this id, or :class:`NotFoundError`."""
         if not isinstance(insight_id, str) or not insight_id:
             raise ValueError(f"an insight id must be a non-empty string, got {insight_id!r}")
-        with self._db.lock:
+        with self.kernel.session():
             insight = self._get(insight_id, namespace)
         if insight is None:
             where = f" in namespace {namespace!r}" if namespace is not None else ""
@@ -287,7 +288,7 @@ class Insights:
 
     def find(self, dedupe_key: str, *, namespace: str = DEFAULT_NAMESPACE, bot_id: str = "default") -> Insight | None:
         """The insight with this dedupe key, if any."""
-        with self._db.lock:
+        with self.kernel.session():
             return self._get(insight_id(namespace, bot_id, dedupe_key))
 
     def list(self, *, namespace: str = DEFAULT_NAMESPACE, task_label: str | None = None,
@@ -303,14 +304,14 @@ class Insights:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(int(limit))
-        with self._db.lock:
-            return [Insight.from_row(r) for r in self._db.query(sql, params)]
+        with self.kernel.session() as db:
+            return [Insight.from_row(r) for r in db.query(sql, params)]
 
     def count(self, *, namespace: str | None = None) -> int:
-        with self._db.lock:
+        with self.kernel.session() as db:
             if namespace is None:
-                return int(self._db.scalar("SELECT count(*) FROM insights") or 0)
-            return int(self._db.scalar("SELECT count(*) FROM insights WHERE namespace = ?", (namespace,)) or 0)
+                return int(db.scalar("SELECT count(*) FROM insights") or 0)
+            return int(db.scalar("SELECT count(*) FROM insights WHERE namespace = ?", (namespace,)) or 0)
 
     # -- scoring ---------------------------------------------------------------------------
 
@@ -321,7 +322,7 @@ class Insights:
         t_previous = to_iso(now - timedelta(days=2 * cfg.trend_window_days))
         t_active = to_iso(now - timedelta(days=cfg.active_window_days))
         oldest = min(t_freq, t_previous, t_active)
-        rows = self._db.query(
+        rows = self.kernel.backend.query(
             "SELECT insight_id, sum(at > ?), sum(at > ?), sum(at > ? AND at <= ?), sum(at > ?) FROM insight_access "
             "WHERE namespace = ? AND at > ? AND at <= ? GROUP BY insight_id",
             (t_freq, t_recent, t_previous, t_recent, t_active, namespace, oldest, to_iso(now)),
@@ -371,9 +372,9 @@ class Insights:
         if state not in (None, "active", "dormant"):
             raise ValueError(f"state must be 'active', 'dormant' or None, got {state!r}")
         check_namespace(namespace)
-        with self._db.lock:
-            now = self._store.clock.now()
-            insights = [Insight.from_row(r) for r in self._db.query(
+        with self.kernel.session() as db:
+            now = self.kernel.clock.now()
+            insights = [Insight.from_row(r) for r in db.query(
                 f"SELECT {_SELECT} FROM insights WHERE namespace = ?", (namespace,))]
             counts = self._counts(namespace, now)
         scored = []
@@ -411,17 +412,17 @@ class Insights:
     def search(self, query: str, *, namespace: str = DEFAULT_NAMESPACE, limit: int = 10,
                track_access: bool = True) -> list[InsightHit]:
         """Hybrid search over insights; each returned insight logs a ``search`` access."""
-        with self._db.lock:
-            hits = self._store.search(query, kind="insight", namespace=namespace, limit=limit,
+        with self.kernel.session() as db:
+            hits = self.kernel.service(MemoryService).search(query, kind="insight", namespace=namespace, limit=limit,
                                       track_access=track_access)
             out: list[InsightHit] = []
             for hit in hits:
                 insight = self._get(hit.memory.owner_id or hit.id)
                 if insight is not None:
                     out.append(InsightHit(insight, hit.score, hit))
-            if track_access and out and not self._db.read_only:
-                now = self._store.clock.now()
-                with self._db.transaction():
+            if track_access and out and not db.read_only:
+                now = self.kernel.clock.now()
+                with db.transaction():
                     for found in out:
                         self._log(found.insight, "search", now)
             return out
@@ -440,7 +441,7 @@ class Insights:
         """
         check_namespace(namespace)
         found = normalise_messages(messages, platform=platform, channel=channel)
-        model = self._store.text_model if use_model is not False else None
+        model = self.kernel.text_model if use_model is not False else None
         if use_model is True and model is None:
             raise ValueError("use_model=True, but the store has no text model; open it with "
                              "MemoryStore.open(..., text_model=...) or set store.text_model")
@@ -475,10 +476,10 @@ class Insights:
                 items.extend(extracted)
         if not items:
             return result
-        with self._db.lock, self._db.transaction():
+        with self.kernel.session(write=True) as db:
             for item in items:
                 try:
-                    with self._db.transaction():  # a savepoint: one bad item does not undo the others
+                    with db.transaction():  # a savepoint: one bad item does not undo the others
                         insight, event = self._write(item, namespace=namespace, bot_id=bot_id)
                 except (ValueError, TypeError) as exc:
                     self._warn(result, f"insight {item.title!r} skipped: {exc}")
@@ -496,11 +497,11 @@ class Insights:
 
     def maintain(self) -> InsightsMaintenance:
         """Drop access events older than ``insights.access_log_days``; idempotent."""
-        with self._db.lock:
-            now = self._store.clock.now()
+        with self.kernel.session() as db:
+            now = self.kernel.clock.now()
             cutoff = to_iso(now - timedelta(days=self._cfg.access_log_days))
-            with self._db.transaction():
-                removed = int(self._db.execute("DELETE FROM insight_access WHERE at <= ?", (cutoff,)).rowcount or 0)
+            with db.transaction():
+                removed = int(db.execute("DELETE FROM insight_access WHERE at <= ?", (cutoff,)).rowcount or 0)
             return InsightsMaintenance(now, removed)
 
 

@@ -34,7 +34,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..clock import to_iso
-from ..conversations.api import CHUNK_PREFIX, searchable_text
+from ..conversations.api import CHUNK_PREFIX, Conversations, searchable_text
 from ..conversations.embedding_doc import collapse_whitespace, truncate_at_boundary, unix_ms
 from ..conversations.records import MemorySummary, Message, media_refs
 from ..embed import fnv1a_64
@@ -45,7 +45,7 @@ from ..summarize import Scored, extractive_pick, score_sentence, split_sentences
 from .locks import RunLock, RunLocks
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from ..kernel import Kernel
 
 __all__ = [
     "ForgettingEngine",
@@ -216,16 +216,18 @@ class _LockLost(Exception):
 class ForgettingEngine:
     """Runs seed 003's forgetting over a namespace's raw messages; reached as ``store.forgetting``."""
 
-    def __init__(self, store: MemoryStore) -> None:
-        self._store = store
-        self._db = store.db
-        self.locks = RunLocks(store.db, store.clock)
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.locks = RunLocks(kernel.backend, kernel.clock)
         self.summarizer = RuleBasedMemorySummarizer()
-        store.register_eraser(lambda namespace: self.locks.erase(LOCK_PREFIX + namespace))
+
+    def erase(self, namespace: str) -> None:
+        """Drop the namespace's forgetting lock (``erase_namespace``)."""
+        self.locks.erase(LOCK_PREFIX + namespace)
 
     @property
     def _repo(self) -> Any:
-        return self._store.conversations.repository
+        return self.kernel.service(Conversations).repository
 
     # -- scoring -------------------------------------------------------------------------------
 
@@ -236,8 +238,8 @@ class ForgettingEngine:
             if found is None:
                 raise NotFoundError(f"no message {message!r}")
             message = found
-        cfg = self._store.config.forgetting
-        now = now or self._store.clock.now()
+        cfg = self.kernel.config.forgetting
+        now = now or self.kernel.clock.now()
         return memory_value_score(
             age_ms=unix_ms(now) - unix_ms(message.sent_at),  # type: ignore[arg-type]
             access_count=message.access_count, importance=message.importance,
@@ -259,15 +261,15 @@ class ForgettingEngine:
         at ``max_candidates``.
         """
         check_namespace(namespace)
-        cfg = self._store.config.forgetting
-        started = self._store.clock.now()
+        cfg = self.kernel.config.forgetting
+        started = self.kernel.clock.now()
         report = ForgettingReport(namespace, "dry_run" if dry_run else "ok", started)
         lock: RunLock | None = None
         if not dry_run:
             lock = self.locks.acquire(LOCK_PREFIX + namespace, cfg.lock_ttl_ms)
             if lock is None:
                 report.status = "skipped_locked"
-                report.finished_at = self._store.clock.now()
+                report.finished_at = self.kernel.clock.now()
                 return report
             report.lock_token = lock.token
         try:
@@ -284,14 +286,14 @@ class ForgettingEngine:
             logger.warning("forgetting run for %r lost its lock (it outlived the %d ms TTL); stopped",
                            namespace, cfg.lock_ttl_ms)
         finally:
-            if lock is not None and not self._db.closed:
+            if lock is not None and not self.kernel.backend.closed:
                 self.locks.release(lock)
-        report.finished_at = self._store.clock.now()
+        report.finished_at = self.kernel.clock.now()
         return report
 
     def run_all(self, *, dry_run: bool = False) -> list[ForgettingReport]:
         """:meth:`run` for every namespace that has messages."""
-        with self._db.lock:
+        with self.kernel.session():
             namespaces = self._repo.namespaces_with_messages()
         return [self.run(ns, dry_run=dry_run) for ns in namespaces]
 
@@ -309,7 +311,7 @@ class ForgettingEngine:
             report.summaries = [g.summary.summary_id for g in groups if g.summary is not None]
             return
         self._embed(groups, report.next_tier)
-        with self._db.lock, self._db.transaction():
+        with self.kernel.session(write=True):
             if not self.locks.holds(lock):
                 raise _LockLost
             for group in groups:
@@ -321,8 +323,8 @@ class ForgettingEngine:
     def _select(self, namespace: str, report: TierReport, cutoff: datetime, window_ms: int) -> list[_Group]:
         """Whole groups, oldest bucket first, up to ``max_candidates`` records (a first group larger
         than that is cut to its oldest records)."""
-        cfg = self._store.config.forgetting
-        with self._db.lock:
+        cfg = self.kernel.config.forgetting
+        with self.kernel.session():
             rows = self._repo.forgetting_groups(namespace, report.tier, cutoff, window_ms, 1)
             big = [r for r in rows if r[2] >= cfg.min_group_size]
             report.groups_skipped = len(rows) - len(big)
@@ -337,14 +339,14 @@ class ForgettingEngine:
                 if len(members) < cfg.min_group_size:
                     continue
                 ids = [CHUNK_PREFIX + m.message_id for m in members]
-                chunks = {c.owner_id: c for c in self._store.memories.get_many(ids)}
+                chunks = {c.owner_id: c for c in self.kernel.memories.get_many(ids)}
                 groups.append(_Group(bucket, dims, members, chunks))
                 budget -= len(members)
                 report.candidates += len(members)
             return groups
 
     def _plan(self, group: _Group, report: TierReport, namespace: str, window_ms: int, now: datetime) -> None:
-        cfg = self._store.config.forgetting
+        cfg = self.kernel.config.forgetting
         for message in group.members:
             score = self.value(message, now=now)
             if score.total >= report.threshold or (cfg.protect_pinned and message.pinned):
@@ -365,7 +367,7 @@ class ForgettingEngine:
 
     def _embed(self, groups: Sequence[_Group], next_tier: str) -> None:
         """Embed outside the write transaction: promoted records' new documents and the summaries."""
-        conversations = self._store.conversations
+        conversations = self.kernel.service(Conversations)
         docs: list[tuple[_Group, str, str]] = []
         for group in groups:
             for message, _ in group.keep:
@@ -374,12 +376,12 @@ class ForgettingEngine:
                     docs.append((group, message.message_id, conversations.embedding_document(
                         message, text=chunk.text, tier=next_tier)))
         if docs:
-            vectors = self._store.embed([d for _, _, d in docs])
+            vectors = self.kernel.embed([d for _, _, d in docs])
             for (group, message_id, doc), vector in zip(docs, vectors, strict=False):
                 group.promoted_docs[message_id] = (doc, vector)
         summaries = [g for g in groups if g.summary is not None]
-        if summaries and getattr(self._store.embedder, "embeds_text", True):  # else: summaries stay unindexed
-            prepared = self._store.memories.prepare([_summary_chunk(g.summary) for g in summaries])  # type: ignore[arg-type]
+        if summaries and getattr(self.kernel.embedder, "embeds_text", True):  # else: summaries stay unindexed
+            prepared = self.kernel.memories.prepare([_summary_chunk(g.summary) for g in summaries])  # type: ignore[arg-type]
             for group, chunk in zip(summaries, prepared, strict=False):
                 group.summary_chunk = chunk
 
@@ -391,7 +393,7 @@ class ForgettingEngine:
             if fresh is None or fresh.tier != report.tier or fresh.archived_at is not None \
                     or fresh.pinned != message.pinned or fresh.summary_ref_id != message.summary_ref_id:
                 return False
-        memories = self._store.memories
+        memories = self.kernel.memories
         if group.keep:
             self._repo.promote([m.id for m, _ in group.keep], report.next_tier)
             for message, _ in group.keep:
@@ -408,7 +410,7 @@ class ForgettingEngine:
             self._repo.compress([m.id for m in squashed], group.summary.summary_id, now)
             chunks = memories.get_many([CHUNK_PREFIX + m.message_id for m in squashed])
             if chunks:
-                self._store.archive_store.move([c.rowid for c in chunks], "compressed")
+                self.kernel.archive.move([c.rowid for c in chunks], "compressed")
             report.compressed += len(squashed)
             report.summaries.append(group.summary.summary_id)
         return True
@@ -428,11 +430,11 @@ class ForgettingEngine:
         check_namespace(namespace)
         if tier is not None and tier not in ("L1", "L2", "L3"):
             raise ValueError(f"summary tier must be L1, L2 or L3, got {tier!r}")
-        with self._db.lock:
+        with self.kernel.session():
             return self._repo.summaries(namespace, tier=tier, since=since, until=until, limit=limit)
 
     def summary(self, summary_id: str) -> MemorySummary:
-        with self._db.lock:
+        with self.kernel.session():
             found = self._repo.summary(summary_id)
             if found is None:
                 raise NotFoundError(f"no memory summary {summary_id!r}")
@@ -441,13 +443,13 @@ class ForgettingEngine:
     def sources(self, summary_id: str) -> list[Message]:
         """The raw messages a summary was made from (verbatim, ``archived_at`` set)."""
         summary = self.summary(summary_id)
-        with self._db.lock:
+        with self.kernel.session():
             return self._repo.messages_by_rowids(summary.source_record_ids)
 
     def lock(self, namespace: str = DEFAULT_NAMESPACE) -> Any:
         """``with store.forgetting.lock(ns) as held:`` hold the run lock (``held`` is None if taken)."""
         check_namespace(namespace)
-        return self.locks.hold(LOCK_PREFIX + namespace, self._store.config.forgetting.lock_ttl_ms)
+        return self.locks.hold(LOCK_PREFIX + namespace, self.kernel.config.forgetting.lock_ttl_ms)
 
 
 def _summary_chunk(summary: MemorySummary) -> NewMemory:

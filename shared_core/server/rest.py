@@ -373,7 +373,7 @@ def _knowledge_routes(app: FastAPI, store: MemoryStore, uploads: Path, roots: li
         if len(data) > limit:
             raise HTTPException(413, f"the file is larger than knowledge_base.max_file_bytes ({limit:,} bytes)")
         # a folder of its own is recorded before the first file lands there, so an erase from any process finds it
-        await run_in_threadpool(record_upload_root, store, uploads)
+        await run_in_threadpool(record_upload_root, store.data_dir, store.db, uploads)
         folder = upload_folder(uploads, ns)
         return await run_in_threadpool(_store_upload, store, folder, file_name, data, ns, upload_locks)
 

@@ -32,7 +32,7 @@ def _access(store, memory_id, times):
     rowid = store.get(memory_id).rowid
     with store.transaction():
         for _ in range(times):
-            store.memories.track_access([rowid])
+            store.kernel.memories.track_access([rowid])
 
 
 def test_salient_facts_surface_without_a_query_and_fade(store, clock):

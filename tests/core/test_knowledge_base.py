@@ -152,7 +152,7 @@ def test_a_failing_write_leaves_the_old_version_whole(store, tmp_path, monkeypat
     def broken(*args, **kwargs):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(store, "add_many", broken)
+    monkeypatch.setattr(store.memories, "add_many", broken)
     with pytest.raises(RuntimeError, match="disk on fire"):
         store.documents.ingest(path)
     assert store.documents.get_document(document.id).content_hash == document.content_hash

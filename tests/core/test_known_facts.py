@@ -39,7 +39,7 @@ def test_pinned_then_importance_accesses_feedback_and_recency(store, clock):
     pinned = store.add("Never book red-eye flights for the user.", namespace="u", pinned=True)
     for _ in range(2):  # retrieved twice
         with store.transaction():
-            store.memories.track_access([store.get(used).rowid])
+            store.kernel.memories.track_access([store.get(used).rowid])
     store.reinforce(liked)
     ranked = [s.memory.id for s in store.memory_manager.known_facts("u")]
     assert ranked == [pinned, used, liked, important, plain, old]  # 2.10, 1.82, 1.5, 1.0, 0.63 after the pin

@@ -46,13 +46,13 @@ def test_scan_limit_is_limit_times_ten(store, monkeypatch):
     for i in range(30):
         convs.append("s", "user", f"apple note {i}")
     seen = {}
-    original = store.search
+    original = store.memories.search
 
     def spy(*args, **kwargs):
         seen["limit"] = kwargs["limit"]
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(store, "search", spy)
+    monkeypatch.setattr(store.memories, "search", spy)
     assert len(convs.search("apple", limit=2)) == 2 and seen["limit"] == 20
 
 

@@ -125,7 +125,7 @@ def _at_similarity(rng: np.random.Generator, base: np.ndarray, cos: float) -> np
 def _check_against_a_scan(store, rows: np.ndarray, rng: np.random.Generator) -> int:
     """best_above over namespace "a" (rows i % 5 != 0) for queries at several similarities to
     every 37th row, compared with an exact scan; returns how many found a row above 0.9."""
-    vectors = store.memories.vectors
+    vectors = store.kernel.memories.vectors
     scope = Scope(namespaces=("a",), kinds=("fact",))
     rowid_of = {m.text: m.rowid for m in store.list(namespace="a", limit=None)}
     checked = 0
@@ -175,7 +175,7 @@ def test_best_above_agrees_with_an_exact_scan_when_every_vector_shares_a_directi
         store.search(vector=rows[0], limit=1)  # the mirror loads now, centred on 600 rows ...
         for start in range(600, 4000, 850):  # ... and recentres at 1,200 and 2,400 rows as more arrive
             store.add_many(_rows(rows[: start + 850], start))
-        mirror = store.memories.vectors.sync()
+        mirror = store.kernel.memories.vectors.sync()
         assert mirror.size == 4000 and np.linalg.norm(mirror.centre) > 0.4
         assert np.allclose(mirror.centre, rows[:2400].mean(axis=0), atol=1e-6)
         assert _check_against_a_scan(store, rows, rng) > 50
@@ -202,7 +202,7 @@ def test_best_above_with_low_thresholds_and_small_mirrors():
     rows = _unit(rng, 3000)
     with MemoryStore.open(":memory:") as store:
         store.add_many([{"text": f"row {i}", "vector": v} for i, v in enumerate(rows)])
-        vectors = store.memories.vectors
+        vectors = store.kernel.memories.vectors
         scope = Scope(namespaces=("default",), kinds=("fact",))
         query = _at_similarity(rng, rows[42], 0.3)
         sims = rows @ query

@@ -74,7 +74,7 @@ def test_migration_2_carries_data_written_under_migration_1(tmp_path):
         # migration 43: vec0 chunks of 256 vectors, the vectors copied over (and so after a rebuild)
         assert "chunk_size=256" in store.db.scalar("SELECT sql FROM sqlite_master WHERE name = 'memory_vec'")
         assert store.db.scalar("SELECT count(*) FROM memory_vec_chunks") == 1
-        store.memories.vectors.purge_deleted()
+        store.kernel.memories.vectors.purge_deleted()
         assert "chunk_size=256" in store.db.scalar("SELECT sql FROM sqlite_master WHERE name = 'memory_vec'")
         assert store.search(vector=vector, fusion="vector").ids == ["old-1"]
 
@@ -218,7 +218,7 @@ def test_a_mirror_far_behind_reloads_in_full_and_one_close_behind_catches_up(tmp
     with MemoryStore.open(path) as reader, MemoryStore.open(path) as writer:
         first = writer.add("a memory about the garden shed")
         assert reader.search("garden shed", fusion="vector").ids == [first]
-        index = reader.memories.vectors
+        index = reader.kernel.memories.vectors
         reloads = []
         full_load = index._full_load
         monkeypatch.setattr(index, "_full_load", lambda: reloads.append(1) or full_load())

@@ -67,7 +67,7 @@ def test_flush_is_one_transaction(store, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(store.memories, "write", broken)
+    monkeypatch.setattr(store.kernel.memories, "write", broken)
     with pytest.raises(RuntimeError):
         task.complete()
     assert _count(store, "tasks") == 0 and _count(store, "iteration_cycles") == 0 and _count(store, "findings") == 0

@@ -100,7 +100,7 @@ def test_messages_written_by_other_frameworks_read_as_langchain_messages(store):
 def test_add_messages_is_one_transaction(file_store, monkeypatch):
     history = OpenKoiChatMessageHistory("chat-1", file_store)
     history.add_messages([HumanMessage("first")])
-    memories = file_store.memories
+    memories = file_store.kernel.memories
     real_write = memories.write
     calls = []
 

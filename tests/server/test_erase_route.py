@@ -54,7 +54,7 @@ def test_another_store_object_finds_the_uploads_of_a_server_with_its_own_folder(
     folder = upload_folder(tmp_path / "uploads", "user:carol")
     assert (folder / "notes.txt").is_file()
     with MemoryStore.open(server_store.path) as other:  # as the CLI in another process would
-        assert (tmp_path / "uploads").resolve() in upload_roots(other)
+        assert (tmp_path / "uploads").resolve() in upload_roots(other.data_dir, other.db)
         report = other.erase_namespace("user:carol")
         assert report.complete and str(folder / "notes.txt") in report.files
     assert not folder.exists()
