@@ -22,7 +22,7 @@ How LangGraph's model maps onto the core:
   one vector (texts from several paths are joined by newlines; LangGraph's stores keep one
   vector per path). Without ``fields``, a value's ``content`` text is indexed when it has one
   (LangMem's shape), else the whole value. Searching with ``query`` ranks every item in scope
-  as LangGraph's stores do (:func:`shared_core.items.search_items`: the core's hybrid
+  as LangGraph's stores do (:func:`shared_core.item_search.search_items`: the core's hybrid
   matches by relevance, then the rest by vector similarity; scores in [0, 1]). Items put with ``index=False`` (or whose
   fields are all missing) are stored as kind ``langgraph_item_unindexed`` with a constant
   placeholder vector instead of an embedding (no embedding call is made): every query search
@@ -68,6 +68,7 @@ from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, toke
 from shared_core import FilterError, Memory, NewMemory
 from shared_core.clock import Clock
 from shared_core.config import Config
+from shared_core.item_search import item_scope, search_items
 from shared_core.items import (
     ITEM_KIND,
     ITEM_KINDS,
@@ -76,10 +77,8 @@ from shared_core.items import (
     STORE_ITEM_KINDS,
     UNINDEXED_KIND,
     item_key,
-    item_scope,
     item_text,
     item_value,
-    search_items,
 )
 from shared_core.namespaces import check_labels, decode_namespace, is_template
 from shared_core.namespaces import encode_namespace as _encode

@@ -19,7 +19,7 @@ Ranking is the store's own (``MemoryStore.search``); this module only decides th
 >>> with MemoryStore.open(":memory:") as store:
 ...     _ = store.add("My cat is called Whiskerino", category="pets")
 ...     _ = store.add("The cat flap in the kitchen is broken", category="home")
-...     found = search_by_category(store, "what is my cat called?")
+...     found = search_by_category(store.memories, "what is my cat called?")
 ...     found.categories, [(h.text, found.tier_of(h.id)) for h in found.hits]
 (('pets',), [('My cat is called Whiskerino', 'scoped'), ('The cat flap in the kitchen is broken', 'flat')])
 """
@@ -36,7 +36,7 @@ from .search import Hit, SearchResults
 
 if TYPE_CHECKING:
     from .categories import Categorizer
-    from .store import MemoryStore
+    from .memory_service import MemoryService
 
 __all__ = ["CategorySearch", "search_by_category", "known_categories"]
 
@@ -59,21 +59,17 @@ class CategorySearch:
         return any(hit.id not in self.scoped_ids for hit in self.hits)
 
 
-def known_categories(store: MemoryStore, *, namespace: str | Sequence[str] = DEFAULT_NAMESPACE,
+def known_categories(memories: MemoryService, *, namespace: str | Sequence[str] = DEFAULT_NAMESPACE,
                      kind: str | Sequence[str] | None = "fact") -> list[str]:
     """The categories that live memories of ``kind`` in ``namespace`` have, most used first."""
     scope = scope_for(namespace=namespace, namespace_prefix=None, kind=kind, ids=None, where=None, tags=None,
                       category=None, source=None, since=None, until=None, live_at=None, current_only=True)
-    sql, params = scope.sql("c", store.db.dialect)
-    with store.db.lock:
-        rows = store.db.query(
-            f"SELECT c.category, count(*) AS n FROM memory_chunks c WHERE {sql} AND c.category IS NOT NULL "
-            "AND c.category != '' GROUP BY c.category ORDER BY n DESC, c.category", params)
-    return [r[0] for r in rows]
+    with memories.kernel.session():
+        return memories.kernel.memories.categories(scope)
 
 
 def search_by_category(
-    store: MemoryStore,
+    memories: MemoryService,
     query: str,
     *,
     categories: str | Sequence[str] | None = None,
@@ -90,9 +86,9 @@ def search_by_category(
     """Search facts within the query's categories first, then everywhere if too few come back.
 
     ``categories``: the categories to search (say, chosen by the model); without them the
-    query's own (``categorizer``, default ``store.memory_manager.categorizer``), else those of
+    query's own (``categorizer``, default the memory's, ``store.memory_manager.categorizer``), else those of
     the best ``probe`` flat hits. ``min_results`` (default ``limit``): fewer scoped hits than
-    this triggers the flat fallback. Other keyword arguments go to :meth:`MemoryStore.search`
+    this triggers the flat fallback. Other keyword arguments go to ``memories.search``
     (``fusion``, ``tags``, ``since``, ``track_access``...).
     """
     if not isinstance(query, str) or not query.strip():
@@ -108,9 +104,9 @@ def search_by_category(
     common = dict(namespace=namespace, kind=kind, **search)
     chosen_by = "given"
     if categories is None:
-        chosen, chosen_by = _query_categories(store, query, namespace, kind, max_categories, categorizer)
+        chosen, chosen_by = _query_categories(memories, query, namespace, kind, max_categories, categorizer)
         if not chosen:
-            seen = store.search(query, where=where, limit=probe, **{**common, "track_access": False})
+            seen = memories.search(query, where=where, limit=probe, **{**common, "track_access": False})
             if seen and seen[0].memory.category:  # the best match is uncategorised: scoping would hide it
                 chosen = tuple(dict.fromkeys(h.memory.category for h in seen if h.memory.category))[:max_categories]
             chosen_by = "probe" if chosen else "none"
@@ -118,21 +114,21 @@ def search_by_category(
         chosen = (categories,) if isinstance(categories, str) else tuple(categories)
         if not all(isinstance(c, str) and c.strip() for c in chosen):
             raise ValueError(f"categories must be non-empty strings, got {categories!r}")
-    hits: list[Hit] = list(store.search(query, category=chosen, where=where, limit=limit, **common)) if chosen else []
+    hits: list[Hit] = list(memories.search(query, category=chosen, where=where, limit=limit, **common)) if chosen else []
     scoped = frozenset(h.id for h in hits)
     if len(hits) < min(wanted, limit):
         fallback = parse_filter(where)
         if scoped:
             exclude = Not(Condition("@id", "$in", sorted(scoped)))
             fallback = exclude if fallback is None else And((exclude, fallback))
-        hits.extend(store.search(query, where=fallback, limit=limit - len(hits), **common))
+        hits.extend(memories.search(query, where=fallback, limit=limit - len(hits), **common))
     return CategorySearch(SearchResults(hits, query=query), chosen, scoped, chosen_by)
 
 
-def _query_categories(store: MemoryStore, query: str, namespace: Any, kind: Any, limit: int,
+def _query_categories(memories: MemoryService, query: str, namespace: Any, kind: Any, limit: int,
                       categorizer: Categorizer | None) -> tuple[tuple[str, ...], str]:
-    categorizer = categorizer if categorizer is not None else store.memory_manager.categorizer
-    known = known_categories(store, namespace=namespace, kind=kind)
+    categorizer = categorizer if categorizer is not None else memories.kernel.categorizer
+    known = known_categories(memories, namespace=namespace, kind=kind)
     if not known:
         return (), "none"
     picked = categorizer.for_query(query, known=known, limit=limit)

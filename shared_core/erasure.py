@@ -38,13 +38,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .clock import to_iso
+from .conversations.api import Conversations
 from .conversations.transcripts import transcript_name
-from .errors import BusyError, ConfigError, OpenKoiError, StorageError, StoreClosedError
+from .errors import BusyError, OpenKoiError, StorageError, StoreClosedError
 from .files import upload_folder, upload_roots
+from .lifecycle.forgetting import LOCK_PREFIX
 from .memories import check_namespace
+from .workspace import Workspaces
 
 if TYPE_CHECKING:
-    from .store import MemoryStore
+    from .kernel import Kernel
 
 __all__ = ["EraseReport", "Erasure", "PENDING_KEY"]
 
@@ -112,19 +115,17 @@ class EraseReport:
 class Erasure:
     """``erase_namespace``, ``finish_erase`` and ``verify_erase`` of one store (see the module docs)."""
 
-    def __init__(self, store: MemoryStore) -> None:
-        self.store = store
-        self.db = store.db
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.db = kernel.backend
         self._finisher: threading.Thread | None = None
         self._stop = threading.Event()
-        store.register_closer(self._stop_finisher)
 
     # -- erase ------------------------------------------------------------------------------------
 
     def erase(self, namespace: str) -> EraseReport:
         check_namespace(namespace)
-        store, db = self.store, self.db
-        store._load_domains()  # every domain registers its eraser
+        kernel, db = self.kernel, self.db
         sqlite_file = db.dialect == "sqlite" and db.path != ":memory:"
         with db.lock:
             db.check_open()
@@ -138,17 +139,17 @@ class Erasure:
                     db.defer_foreign_keys()  # erasers may run in any order
                     rowids = [int(r[0]) for r in db.query(
                         "SELECT chunk_rowid FROM memory_chunks WHERE namespace = ?", (namespace,))]
-                    store.kernel.memories.delete_rows(rowids)
-                    store.archive_store.erase(namespace)
-                    for eraser in list(store.kernel.hooks.erasers):
+                    kernel.memories.delete_rows(rowids)
+                    kernel.archive.erase(namespace)
+                    for eraser in list(kernel.hooks.erasers):
                         eraser(namespace)
-                    store.keyword_index.optimize()
-                    store.kernel.vectors.purge_deleted()
+                    kernel.keyword.optimize()
+                    kernel.vectors.purge_deleted()
                     if db.dialect == "sqlite":
                         _refresh_samples(db)
                     if sqlite_file:
-                        db.set_meta(PENDING_KEY, json.dumps({"stage": "vacuum", "since": to_iso(store.clock.now())}))
-                store.kernel.vectors.reset()
+                        db.set_meta(PENDING_KEY, json.dumps({"stage": "vacuum", "since": to_iso(kernel.clock.now())}))
+                kernel.vectors.reset()
             files = tuple(sorted(str(p) for p in before if not p.exists()))
             if db.dialect == "postgresql":
                 db.compact()
@@ -239,7 +240,8 @@ class Erasure:
                                type(exc).__name__, exc)
             delay = min(delay * 2, _RETRY_MAX)
 
-    def _stop_finisher(self) -> None:
+    def stop_finisher(self) -> None:
+        """Stop retrying an unfinished erase (when the memory closes)."""
         self._stop.set()
         thread = self._finisher
         if thread is not None and thread is not threading.current_thread():
@@ -273,8 +275,6 @@ class Erasure:
         db = self.db
         counts = {table: int(db.scalar(f'SELECT count(*) FROM "{table}" WHERE namespace = ?', (namespace,)) or 0)
                   for table in _namespace_tables(db)}
-        from .lifecycle.forgetting import LOCK_PREFIX
-
         counts["run_locks"] = int(db.scalar("SELECT count(*) FROM run_locks WHERE key = ?",
                                             (LOCK_PREFIX + namespace,)) or 0)
         return counts
@@ -294,21 +294,21 @@ class Erasure:
     def _own_files(self, namespace: str) -> set[Path]:
         """The namespace's files: its upload folders, the Markdown files of its workspace folder and its
         sessions' transcripts (also those whose session is gone: they record the namespace in each line)."""
-        store = self.store
+        kernel = self.kernel
         found: set[Path] = set()
-        for folder in (upload_folder(root, namespace) for root in upload_roots(store.data_dir, store.db)):
+        for folder in (upload_folder(root, namespace) for root in upload_roots(kernel.data_dir, kernel.backend)):
             found |= _walk(folder)
-        workspace = _workspace_folder(store, namespace)
+        workspace = kernel.service(Workspaces).folder_of(namespace)
         if workspace is not None:
             found |= {p for p in _walk(workspace) if p.suffix == ".md"}
-        found |= _transcripts_of(store, namespace)
+        found |= _transcripts_of(kernel.service(Conversations), namespace)
         return found
 
     def _all_files(self, namespace: str) -> set[Path]:
         """Every file of the memory's data folder and of the namespace (for the list of what an erase removed)."""
         everything = self._own_files(namespace)
-        if self.store.kernel.has_data_dir:
-            everything |= _walk(self.store.data_dir)
+        if self.kernel.has_data_dir:
+            everything |= _walk(self.kernel.data_dir)
         return everything
 
 
@@ -346,21 +346,9 @@ def _refresh_samples(db: Any) -> None:
         db.execute("ANALYZE")
 
 
-def _workspace_folder(store: Any, namespace: str) -> Path | None:
-    """The namespace's workspace folder: the one recorded, else where it would be by default."""
-    recorded = store.db.scalar("SELECT path FROM workspaces WHERE namespace = ?", (namespace,))
-    if recorded is not None:
-        return Path(recorded)
-    try:
-        return store.memory_manager.workspace_folder(namespace)
-    except ConfigError:
-        return None
-
-
-def _transcripts_of(store: Any, namespace: str) -> set[Path]:
+def _transcripts_of(conversations: Conversations, namespace: str) -> set[Path]:
     """The transcripts of the namespace's sessions, and stray transcripts (no session owns them) whose
     first line records the namespace."""
-    conversations = store.conversations
     folder = conversations.transcript_dir
     if folder is None or not folder.is_dir():
         return set()

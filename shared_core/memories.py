@@ -500,6 +500,13 @@ class MemoryRepository:
             [(text_hash, embedder_name, now_iso, rowid) for rowid, text_hash in rows],
         )
 
+    def categories(self, scope: Scope) -> list[str]:
+        """The categories of the rows in ``scope``, most used first."""
+        sql, params = scope.sql("c", self.db.dialect)
+        return [r[0] for r in self.db.query(
+            f"SELECT c.category, count(*) AS n FROM memory_chunks c WHERE {sql} AND c.category IS NOT NULL "
+            "AND c.category != '' GROUP BY c.category ORDER BY n DESC, c.category", params)]
+
     def count_by_kind(self) -> dict[str, int]:
         return {k: int(n) for k, n in self.db.query("SELECT kind, count(*) FROM memory_chunks GROUP BY kind")}
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from .context.memory_manager import MemoryManager
 from .conversations.api import Conversations
 from .documents.knowledge_base import KnowledgeBase
 from .episodes import Episodes
+from .erasure import Erasure
 from .facts import Facts
 from .insights import Insights
 from .kernel import Domain
@@ -20,12 +22,15 @@ from .kv import KeyValueStore
 from .learnings import Learnings
 from .lifecycle.forgetting import ForgettingEngine
 from .lifecycle.links import LinkGraph
+from .lifecycle.maintenance import Maintenance
+from .lifecycle.pruning import Pruner
 from .memory_service import MemoryService
 from .procedures import Procedures
 from .recall import Historian
 from .skills import Skills
 from .tasks import TaskMemory
 from .usage import Usage
+from .workspace import Workspaces
 
 __all__ = ["DOMAINS"]
 
@@ -46,4 +51,9 @@ DOMAINS: tuple[Domain[Any], ...] = (
            embedding_texts={"message": Conversations.embedding_text}, on_open=Conversations.check_transcripts),
     Domain("forgetting", ForgettingEngine, eraser=ForgettingEngine.erase),
     Domain("documents", KnowledgeBase, kinds=("document",), eraser=KnowledgeBase.erase),
+    Domain("workspaces", Workspaces, kinds=("workspace",), eraser=Workspaces.erase),
+    Domain("memory_manager", MemoryManager, eraser=MemoryManager.erase),
+    Domain("erasure", Erasure, closer=Erasure.stop_finisher),
+    Domain("pruning", Pruner),
+    Domain("maintenance", Maintenance),
 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import html
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -31,6 +31,7 @@ from .facts import Facts
 from .files import data_dir_for, set_aside_leftovers
 from .index.filters import Filter
 from .kernel import Kernel
+from .lifecycle.maintenance import Maintenance
 from .llm import TextModel
 from .memories import DEFAULT_NAMESPACE, AddResult, Memory, NewMemory
 from .memory_service import MemoryService, Progress
@@ -40,38 +41,24 @@ from .search import SearchResults
 
 if TYPE_CHECKING:
     from .context import MemoryManager
-    from .lifecycle.maintenance import Maintenance, MaintenanceReport
+    from .conversations import Conversations
+    from .documents import KnowledgeBase
+    from .episodes import Episodes
+    from .insights import Insights
+    from .kv import KeyValueStore
+    from .learnings import Learnings
+    from .lifecycle.forgetting import ForgettingEngine
+    from .lifecycle.links import LinkGraph
+    from .lifecycle.maintenance import MaintenanceReport
     from .lifecycle.pruning import Pruner
+    from .procedures import Procedures
+    from .recall import Historian
+    from .skills import Skills
+    from .tasks import TaskMemory
+    from .usage import Usage
+    from .workspace import Workspaces
 
 __all__ = ["MemoryStore", "StoreStats"]
-
-
-class _domain:  # noqa: N801 - used as a decorator, like property
-    """A domain object (``store.learnings``, ...) created on first use, once, under the store's lock.
-
-    Like ``functools.cached_property``, which lost its lock in Python 3.12: two threads must
-    not each build (and register erasers for) their own copy.
-    """
-
-    def __init__(self, factory: Callable[[Any], Any]) -> None:
-        self.factory = factory
-        self.name = factory.__name__
-        self.__doc__ = factory.__doc__
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, obj: Any, owner: type | None = None) -> Any:
-        if obj is None:
-            return self
-        try:
-            return obj.__dict__[self.name]
-        except KeyError:
-            pass
-        with obj.kernel.backend.lock:
-            if self.name not in obj.__dict__:
-                obj.__dict__[self.name] = self.factory(obj)
-            return obj.__dict__[self.name]
 
 
 @dataclass(frozen=True)
@@ -100,8 +87,32 @@ class MemoryStore:
     """Long-term memory in one SQLite file: add, search, feedback, lifecycle.
 
     Open with :meth:`open`; use as a context manager or call :meth:`close`. A store is
-    safe to share between threads, and several processes may open the same file.
+    safe to share between threads, and several processes may open the same file. Each domain
+    of the registry (:mod:`shared_core.registry`) is an attribute: ``store.learnings``,
+    ``store.conversations``, ``store.documents``...
     """
+
+    if TYPE_CHECKING:  # the registry's domains, reached through __getattr__
+        memories: MemoryService
+        facts: Facts
+        links: LinkGraph
+        episodes: Episodes
+        procedures: Procedures
+        skills: Skills
+        usage: Usage
+        kv: KeyValueStore
+        learnings: Learnings
+        tasks: TaskMemory
+        recall: Historian
+        insights: Insights
+        conversations: Conversations
+        forgetting: ForgettingEngine
+        documents: KnowledgeBase
+        workspaces: Workspaces
+        memory_manager: MemoryManager
+        erasure: Erasure
+        pruning: Pruner
+        maintenance: Maintenance
 
     def __init__(self, db: Database, *, embedder: Embedder, config: Config, clock: Clock,
                  text_model: TextModel | None = None) -> None:
@@ -232,7 +243,7 @@ class MemoryStore:
         else:
             store.kernel.vectors.ensure_ready()
         if not db.read_only:
-            store._erasure.resume()  # an erase another process left pending, if its reader has gone
+            store.kernel.service(Erasure).resume()  # an erase another process left pending, if its reader has gone
         return store
 
     def close(self) -> None:
@@ -243,10 +254,6 @@ class MemoryStore:
         of file descriptors.
         """
         self.kernel.close()
-
-    def register_closer(self, closer: Callable[[], None]) -> None:
-        """Domain modules: run ``closer()`` when the store closes, before the file does."""
-        self.kernel.hooks.closers.append(closer)
 
     @property
     def closed(self) -> bool:
@@ -321,7 +328,7 @@ class MemoryStore:
         otherwise a new fact. ``supersedes=old_id`` makes this the new version of that memory;
         see :mod:`shared_core.facts` for the whole rule.
         """
-        return self._memories.add(
+        return self.memories.add(
             text, id=id, kind=kind, namespace=namespace, tags=tags, category=category, source=source,
             metadata=metadata, importance=importance, confidence=confidence, pinned=pinned,
             session_id=session_id, task_id=task_id, owner_id=owner_id, expires_at=expires_at, ttl=ttl,
@@ -345,7 +352,7 @@ class MemoryStore:
         detection unless ``dedup=True`` (then each item is checked like :meth:`add`; within
         one batch only identical texts are merged).
         """
-        return self._memories.add_many(
+        return self.memories.add_many(
             items, namespace=namespace, batch_size=batch_size, dedup=dedup, progress=progress,
         )
 
@@ -368,7 +375,7 @@ class MemoryStore:
 
         Only the arguments given change; ``tags`` and ``metadata`` replace the old values.
         """
-        return self._memories.update(
+        return self.memories.update(
             id, text, tags=tags, metadata=metadata, category=category, importance=importance,
             confidence=confidence, pinned=pinned, expires_at=expires_at, vector=vector, namespace=namespace,
         )
@@ -378,7 +385,7 @@ class MemoryStore:
 
         Deleting is an explicit request; the lifecycle itself only ever archives.
         """
-        return self._memories.delete(ids, namespace=namespace, missing_ok=missing_ok)
+        return self.memories.delete(ids, namespace=namespace, missing_ok=missing_ok)
 
     def delete_where(
         self,
@@ -389,7 +396,7 @@ class MemoryStore:
         where: Mapping[str, Any] | Filter | None = None,
     ) -> int:
         """Delete every memory matching the filters (e.g. all chunks of one source document)."""
-        return self._memories.delete_where(
+        return self.memories.delete_where(
             namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, where=where,
         )
 
@@ -405,37 +412,37 @@ class MemoryStore:
 
         For TTLs refreshed on read; returns how many memories were changed.
         """
-        return self._memories.set_expiry(ids, ttl=ttl, expires_at=expires_at, namespace=namespace)
+        return self.memories.set_expiry(ids, ttl=ttl, expires_at=expires_at, namespace=namespace)
 
     # -- the archive -------------------------------------------------------------------------
 
     def archive(self, ids: str | Sequence[str], *, reason: str = "manual", namespace: str | None = None) -> int:
         """Move memories out of the live index into the keyword-searchable archive (seed 002)."""
-        return self._memories.archive(ids, reason=reason, namespace=namespace)
+        return self.memories.archive(ids, reason=reason, namespace=namespace)
 
     def restore(self, ids: str | Sequence[str], *, namespace: str | None = None) -> list[Memory]:
         """Bring archived memories back into the live index (re-embedded), feedback and dates kept."""
-        return self._memories.restore(ids, namespace=namespace)
+        return self.memories.restore(ids, namespace=namespace)
 
     def get_archived(self, id: str, *, namespace: str | None = None) -> Memory:  # noqa: A002
         """An archived memory (``archived_at`` and ``archive_reason`` set), or :class:`NotFoundError`."""
-        return self._memories.get_archived(id, namespace=namespace)
+        return self.memories.get_archived(id, namespace=namespace)
 
     # -- feedback ----------------------------------------------------------------------------
 
     def reinforce(self, id: str, *, namespace: str | None = None, weight: float | None = None) -> Memory:  # noqa: A002
         """This memory helped: score += 3 (``memory.reinforce_weight``), ``last_hit_at`` = now."""
-        return self._memories.reinforce(id, namespace=namespace, weight=weight)
+        return self.memories.reinforce(id, namespace=namespace, weight=weight)
 
     def demote(self, id: str, *, namespace: str | None = None, weight: float | None = None) -> Memory:  # noqa: A002
         """This memory is wrong, stale or irrelevant: score -= 1 (``memory.demote_weight``)."""
-        return self._memories.demote(id, namespace=namespace, weight=weight)
+        return self.memories.demote(id, namespace=namespace, weight=weight)
 
     # -- reading ---------------------------------------------------------------------------
 
     def get(self, id: str, *, namespace: str | None = None) -> Memory:  # noqa: A002
         """The memory with this id (in ``namespace``, if given), or :class:`NotFoundError`."""
-        return self._memories.get(id, namespace=namespace)
+        return self.memories.get(id, namespace=namespace)
 
     def history(self, id: str) -> list[Memory]:  # noqa: A002
         """Every version of a memory, oldest first, linked by ``supersedes`` (see :mod:`shared_core.versioning`)."""
@@ -443,7 +450,7 @@ class MemoryStore:
 
     def get_many(self, ids: Sequence[str], *, namespace: str | None = None) -> list[Memory]:
         """The memories that exist among ``ids``, in the order asked; missing ids are skipped."""
-        return self._memories.get_many(ids, namespace=namespace)
+        return self.memories.get_many(ids, namespace=namespace)
 
     def search(
         self,
@@ -488,7 +495,7 @@ class MemoryStore:
         by relevance alone, without the feedback and recency weights (for adapters whose
         framework promises plain similarity order, such as vector stores).
         """
-        return self._memories.search(
+        return self.memories.search(
             query, vector=vector, namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, tags=tags,
             category=category, source=source, since=since, until=until, where=where, ids=ids, limit=limit,
             offset=offset, fusion=fusion, vector_weight=vector_weight, min_score=min_score,
@@ -508,7 +515,7 @@ class MemoryStore:
         limit: int = 10,
     ) -> SearchResults:
         """Keyword search over archived memories only (seed 002's ``queryArchive``)."""
-        return self._memories.search_archive(
+        return self.memories.search_archive(
             query, namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, where=where, limit=limit,
         )
 
@@ -533,7 +540,7 @@ class MemoryStore:
         include_superseded: bool = False,
     ) -> list[Memory]:
         """Memories matching the filters, without ranking (``order_by`` a column)."""
-        return self._memories.list(
+        return self.memories.list(
             namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, tags=tags, category=category,
             source=source, since=since, until=until, where=where, ids=ids, limit=limit, offset=offset,
             order_by=order_by, descending=descending, include_expired=include_expired,
@@ -551,7 +558,7 @@ class MemoryStore:
         include_superseded: bool = False,
     ) -> int:
         """How many memories match."""
-        return self._memories.count(
+        return self.memories.count(
             namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, where=where,
             include_expired=include_expired, include_superseded=include_superseded,
         )
@@ -569,7 +576,7 @@ class MemoryStore:
         ``include_expired=False`` leaves out memories whose TTL has passed but that no sweep
         has deleted yet, as search and ``list`` do.
         """
-        return self._memories.namespaces(prefix, kind=kind, include_expired=include_expired)
+        return self.memories.namespaces(prefix, kind=kind, include_expired=include_expired)
 
     def stats(self) -> StoreStats:
         """What is in the store: size, schema, driver, embedder, memories by kind and namespace."""
@@ -590,7 +597,7 @@ class MemoryStore:
 
     def sweep_expired(self) -> int:
         """Delete memories whose ``expires_at`` has passed (TTL); return how many."""
-        return self._memories.sweep_expired()
+        return self.memories.sweep_expired()
 
     def erase_namespace(self, namespace: str) -> EraseReport:
         """Remove every trace of a namespace (a user, an agent): rows, index entries, vectors,
@@ -603,35 +610,17 @@ class MemoryStore:
         itself as soon as that read ends (or call :meth:`finish_erase`). On PostgreSQL the rows go
         and the tables are vacuumed; ``notes`` say what the server keeps (docs/privacy.md).
         """
-        return self._erasure.erase(namespace)
+        return self.kernel.service(Erasure).erase(namespace)
 
     def finish_erase(self, *, wait: float = 0.0) -> EraseReport:
         """Finish an erase that reported ``pending`` (from any process); ``wait``: seconds to keep
         trying while another connection's read holds the old pages. A no-op when none is pending."""
-        return self._erasure.finish(wait=wait)
+        return self.kernel.service(Erasure).finish(wait=wait)
 
     def verify_erase(self, namespace: str | None = None) -> EraseReport:
         """What is left: the namespace's rows and files (if given), and whether an unfinished erase
         may still have bytes in the file or its log. ``report.complete`` is True when nothing is."""
-        return self._erasure.verify(namespace)
-
-    @_domain
-    def _erasure(self) -> Erasure:
-        return Erasure(self)
-
-    def _load_domains(self) -> None:
-        """Create every lazily created domain, so each has registered its eraser."""
-        for name, attr in type(self).__dict__.items():
-            if isinstance(attr, _domain):
-                getattr(self, name)
-
-    def register_eraser(self, eraser: Callable[[str], None]) -> None:
-        """Domain modules: also erase your own rows and files in ``erase_namespace``."""
-        self.kernel.hooks.erasers.append(eraser)
-
-    def register_embedding_text(self, kind: str, builder: Callable[[Memory], str]) -> None:
-        """Domain modules: embed ``builder(memory)`` instead of the text for memories of ``kind``."""
-        self.kernel.hooks.embedding_texts[kind] = builder
+        return self.kernel.service(Erasure).verify(namespace)
 
     # -- re-embedding ------------------------------------------------------------------------
 
@@ -669,10 +658,6 @@ class MemoryStore:
         """Embed texts with the store's embedder (unit-length float32 rows)."""
         return self.kernel.embed(texts)
 
-    @property
-    def _memories(self) -> MemoryService:
-        return self.kernel.service(MemoryService)
-
     def __getattr__(self, name: str) -> Any:
         """``store.<domain>``: the service of a domain of the registry (:mod:`shared_core.registry`)."""
         if name.startswith("_") or "kernel" not in self.__dict__:
@@ -682,15 +667,6 @@ class MemoryStore:
         except LookupError:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}") from None
 
-    # -- domains (created on first use) ----------------------------------------------------------
-
-    @_domain
-    def maintenance(self) -> Maintenance:
-        """Every lifecycle job in one idempotent run: ``store.maintain()`` (issue 3 part 14)."""
-        from .lifecycle.maintenance import Maintenance
-
-        return Maintenance(self)
-
     def maintain(self, *, if_due: bool = False, steps: Sequence[str] | None = None) -> MaintenanceReport:
         """Run decay, TTL sweep, forgetting, size pruning, re-embedding and the other lifecycle jobs.
 
@@ -698,24 +674,7 @@ class MemoryStore:
         (the second returns ``status == "skipped_locked"``); ``if_due=True`` runs only when
         ``memory.prune_schedule`` (seed 002: "0 4 * * *") has fired since the last run.
         """
-        return self.maintenance.run(if_due=if_due, steps=steps)
-
-    @_domain
-    def pruning(self) -> Pruner:
-        """Size-based pruning into the archive (seed 002): ``store.pruning.run(if_due=True)``."""
-        from .lifecycle.pruning import Pruner
-
-        return Pruner(self)
-
-    @_domain
-    def memory_manager(self) -> MemoryManager:
-        """Context manager presets, prompt addendum, workspace files, fact extraction and categories (docs/context.md)."""
-        from .context import MemoryManager
-
-        manager = MemoryManager(self)
-        self.register_eraser(manager.erase)
-        return manager
-
+        return self.kernel.service(Maintenance).run(if_due=if_due, steps=steps)
 
 def _is_new_file(target: str) -> bool:
     """True for ``:memory:`` and a file that does not exist yet; False for PostgreSQL (and an existing but

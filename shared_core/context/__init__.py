@@ -14,14 +14,16 @@ Reached as ``store.memory_manager`` (:class:`MemoryManager`); see docs/context.m
 
 from .addendum import AddendumItem, ContextAddendum
 from .extraction import ExtractedFact, Extraction, extract_facts
+from .facts import ConversationFacts, SalientFact, StoredFact
 from .manager import ContextManager, ContextResult, ContextStatus, FlushResult
-from .memory_manager import MemoryManager, SalientFact, SavedMemory, SessionEnd, StoredFact
+from .memory_manager import MemoryManager, SavedMemory, SessionEnd
 from .messages import COMPACTED_HEADER, count_message_tokens, summary_message
 from .policy import PRESETS, ContextPolicy
 from .state import ContextEvent
 
 __all__ = [
     "MemoryManager",
+    "ConversationFacts",
     "ContextManager",
     "ContextPolicy",
     "PRESETS",

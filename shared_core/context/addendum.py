@@ -45,15 +45,21 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..clock import to_iso
+from ..conversations.api import Conversations
+from ..episodes import Episodes
 from ..errors import NotFoundError
 from ..memories import DEFAULT_NAMESPACE, check_namespace
+from ..memory_service import MemoryService
+from ..recall import Historian
 from ..summarize import split_sentences
 from ..tokens import count_tokens
+from ..workspace import Workspaces
+from .facts import ConversationFacts
 from .state import session_key
 
 if TYPE_CHECKING:
+    from ..kernel import Kernel
     from ..recall import Recall
-    from .memory_manager import MemoryManager
 
 __all__ = ["ContextAddendum", "AddendumItem", "build_addendum", "SECTIONS"]
 
@@ -214,7 +220,7 @@ def _line(section: str, text: str, **kw: Any) -> AddendumItem:
     return AddendumItem(section, text, count_tokens(text + "\n"), **kw)
 
 
-def build_addendum(manager: MemoryManager, conversation_id: str | None, query: str | None,
+def build_addendum(facts: ConversationFacts, conversation_id: str | None, query: str | None,
                    token_budget: int | None, *, namespace: str | None = None,
                    include_summary: bool = True, extra_kinds: Sequence[str] = ()) -> ContextAddendum:
     """See the module docs. ``include_summary=False`` leaves out the conversation's summary (for callers
@@ -225,28 +231,29 @@ def build_addendum(manager: MemoryManager, conversation_id: str | None, query: s
     if not all(isinstance(k, str) and k.strip() for k in extra_kinds):
         raise ValueError(f"extra_kinds must be memory kinds such as 'langgraph_item', got {extra_kinds!r}")
     kinds = tuple(dict.fromkeys(("fact", *extra_kinds)))
-    store = manager.store
-    cfg = store.config.context
+    kernel = facts.kernel
+    cfg = kernel.config.context
     if token_budget is None:
-        token_budget = int(store.config.recall.task_token_budget * store.config.recall.budget_fraction)
+        token_budget = int(kernel.config.recall.task_token_budget * kernel.config.recall.budget_fraction)
     if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
         raise ValueError(f"token_budget must be a non-negative whole number of tokens, got {token_budget!r}")
     if query is not None and not isinstance(query, str):
         raise TypeError(f"query must be a string or None, got {type(query).__name__}")
     session = None
+    conversations = kernel.service(Conversations)
     if conversation_id is not None:
         try:  # with a namespace, another namespace's conversation is none of this one's (its messages stay out)
-            session = store.conversations.session(conversation_id, namespace=namespace)
+            session = conversations.session(conversation_id, namespace=namespace)
         except NotFoundError:
             session = None  # a conversation kept elsewhere (a LangGraph thread): only compactions know it
     ns = check_namespace(namespace or (session.namespace if session else DEFAULT_NAMESPACE))
     if (query is None or not query.strip()) and session is not None:
-        last = [m for m in store.conversations.messages(session.id, last=20) if m.role == "user" and m.content.strip()]
+        last = [m for m in conversations.messages(session.id, last=20) if m.role == "user" and m.content.strip()]
         query = last[-1].content if last else None
     query = query.strip() if query and query.strip() else None
     result = ContextAddendum(conversation_id, ns, query, token_budget)
-    space = manager.workspace(ns)
-    if space is not None and store.config.workspace.auto_sync and not store.db.read_only:
+    space = kernel.service(Workspaces).get(ns)
+    if space is not None and kernel.config.workspace.auto_sync and not kernel.backend.read_only:
         space.sync()
 
     # candidate lines per section, in the order they are taken
@@ -255,22 +262,22 @@ def build_addendum(manager: MemoryManager, conversation_id: str | None, query: s
         for file in space.system_files():
             for line in file.text.splitlines():
                 candidates["system_files"].append(_line("system_files", line, group=f"## {file.name}"))
-    stale = _superseded(store, ns)
-    summary = _working_summary(manager, session, conversation_id, ns) if include_summary else None
+    stale = _superseded(kernel, ns)
+    summary = _working_summary(facts, session, conversation_id, ns) if include_summary else None
     if summary is not None:
         text, summary_id = summary
         for line in text.splitlines():
             for piece in (split_sentences(line) if len(line) > 400 else [line]):
                 if _normal(piece) not in stale:  # a fact the summary kept that was corrected since
                     candidates["working_summary"].append(_line("working_summary", piece, id=summary_id))
-    salient = manager.salient_facts(ns)
+    salient = facts.salient_facts(ns)
     shown = set()
     for fact in salient:
         shown.add(fact.memory.id)
         candidates["salient_facts"].append(_line("salient_facts", f"- {fact.memory.text}", id=fact.memory.id,
                                                  score=fact.salience, detail={"category": fact.memory.category}))
     if query is not None and cfg.relevant_facts > 0:
-        found = manager.recall_facts(query, namespace=ns, limit=cfg.relevant_facts + len(shown), kinds=kinds)
+        found = facts.recall_facts(query, namespace=ns, limit=cfg.relevant_facts + len(shown), kinds=kinds)
         result.categories = found.categories
         for hit in found.hits:
             if hit.id in shown or len(candidates["relevant_facts"]) >= cfg.relevant_facts:
@@ -281,17 +288,17 @@ def build_addendum(manager: MemoryManager, conversation_id: str | None, query: s
     # the query's matches are listed as relevant; the known facts are the others (and come first), less
     # those the conversation's summary already states
     stated = {_normal(i.text) for i in candidates["working_summary"]}
-    for fact in manager.known_facts(ns, kinds=kinds, exclude=shown | {i.id for i in candidates["relevant_facts"]}):
+    for fact in facts.known_facts(ns, kinds=kinds, exclude=shown | {i.id for i in candidates["relevant_facts"]}):
         if _normal(fact.memory.text) in stated:
             continue
         candidates["known_facts"].append(_line("known_facts", f"- {fact.memory.text}", id=fact.memory.id,
                                                score=fact.salience,
                                                detail={"category": fact.memory.category, **_kind(fact.memory)}))
     if space is not None and cfg.learnings_entries > 0:
-        for name in store.config.workspace.learnings_files:
+        for name in kernel.config.workspace.learnings_files:
             for entry in space.learnings(name, limit=cfg.learnings_entries):
                 candidates["learnings"].append(_line("learnings", entry.render(), group=_GROUPS.get(name, f"#### {name}")))
-    for when, text, memory_id in _episodes(manager, ns, conversation_id, stale)[: cfg.recent_episodes]:
+    for when, text, memory_id in _episodes(kernel, ns, conversation_id, stale)[: cfg.recent_episodes]:
         candidates["episodes"].append(_line("episodes", text, id=memory_id, detail={"at": to_iso(when)}))
 
     budget = _Budget(token_budget)
@@ -308,7 +315,7 @@ def build_addendum(manager: MemoryManager, conversation_id: str | None, query: s
         limit = budget.used + int(shares[section] * token_budget)
         fill(section, limit)
         if section == "learnings" and query is not None:
-            result.recall = _recall(store, query, ns, budget, limit - budget.used)
+            result.recall = _recall(kernel, query, ns, budget, limit - budget.used)
     for section in SECTIONS:  # pass 2: what is left, in the same order
         fill(section, token_budget)
     result.left_out = {s: len(candidates[s]) - taken[s] for s in SECTIONS if len(candidates[s]) > taken[s]}
@@ -316,7 +323,7 @@ def build_addendum(manager: MemoryManager, conversation_id: str | None, query: s
     return result
 
 
-def _recall(store: Any, query: str, namespace: str, budget: _Budget, allowance: int) -> Any:
+def _recall(kernel: Kernel, query: str, namespace: str, budget: _Budget, allowance: int) -> Any:
     """``store.recall`` within what the learnings share has left (its own headers counted by it)."""
     extra = 0 if "learnings" in budget.opened else count_tokens(_HEADERS["learnings"] + "\n")
     if "title" not in budget.opened:
@@ -324,7 +331,7 @@ def _recall(store: Any, query: str, namespace: str, budget: _Budget, allowance: 
     room = min(allowance, budget.total - budget.used) - extra - 1
     if room <= 0:
         return None
-    recall = store.recall(query, token_budget=room, namespace=namespace)
+    recall = kernel.service(Historian)(query, token_budget=room, namespace=namespace)
     if not recall:
         return None
     budget.used += recall.tokens_used + extra + 1
@@ -351,18 +358,18 @@ def _fit(result: ContextAddendum, budget: int) -> None:
     result.tokens_used = used
 
 
-def _working_summary(manager: MemoryManager, session: Any, conversation_id: str | None,
+def _working_summary(facts: ConversationFacts, session: Any, conversation_id: str | None,
                      namespace: str) -> tuple[str, str | None] | None:
     """(text, memory id) of the newest summary of the conversation: its last compaction or working summary."""
     if conversation_id is None:
         return None
     found: list[tuple[datetime, str, str | None]] = []
-    with manager.store.db.lock:
-        compactions = manager.state.events(session_key(conversation_id, namespace), action="compact", limit=1)
+    with facts.kernel.session():
+        compactions = facts.state.events(session_key(conversation_id, namespace), action="compact", limit=1)
     if compactions and compactions[0].summary.strip():
         found.append((compactions[0].created_at, compactions[0].summary, compactions[0].summary_id))
     if session is not None:
-        working = manager.store.conversations.working_memory(session.id, summarize=False)
+        working = facts.kernel.service(Conversations).working_memory(session.id, summarize=False)
         if working.summary is not None and working.summary.created_at is not None:
             found.append((working.summary.created_at, working.summary.summary, None))
     if not found:
@@ -381,32 +388,33 @@ def _normal(line: str) -> str:
     return " ".join(line.strip().removeprefix("- ").split()).casefold().rstrip(" .!")
 
 
-def _superseded(store: Any, namespace: str, limit: int = 1000) -> frozenset[str]:
+def _superseded(kernel: Kernel, namespace: str, limit: int = 1000) -> frozenset[str]:
     """The texts of the namespace's superseded facts (the newest ``limit``), as :func:`_normal` has them,
     less those a current fact still says (a fact corrected back to what it was)."""
-    old = store.list(namespace=namespace, kind="fact", where={"@valid_to": {"$exists": True}}, include_superseded=True,
-                     order_by="updated_at", descending=True, limit=limit)
+    memories = kernel.service(MemoryService)
+    old = memories.list(namespace=namespace, kind="fact", where={"@valid_to": {"$exists": True}},
+                        include_superseded=True, order_by="updated_at", descending=True, limit=limit)
     if not old:
         return frozenset()
     texts = {_normal(m.text) for m in old if m.valid_to is not None}
-    current = store.list(namespace=namespace, kind="fact", where={"@text": {"$in": [m.text for m in old]}})
+    current = memories.list(namespace=namespace, kind="fact", where={"@text": {"$in": [m.text for m in old]}})
     return frozenset(texts - {_normal(m.text) for m in current})
 
 
-def _episodes(manager: MemoryManager, namespace: str, conversation_id: str | None,
+def _episodes(kernel: Kernel, namespace: str, conversation_id: str | None,
               stale: frozenset[str] = frozenset()) -> list[tuple[datetime, str, str]]:
     """Recent episodes and other conversations' end-of-session summaries, newest first, as lines."""
-    store = manager.store
-    limit = store.config.context.recent_episodes
+    limit = kernel.config.context.recent_episodes
     if limit <= 0:
         return []
     out: list[tuple[datetime, str, str]] = []
-    for episode in store.episodes.recent(limit, namespace=namespace):
+    for episode in kernel.service(Episodes).recent(limit, namespace=namespace):
         where = f" ({episode.channel})" if episode.channel else ""
         out.append((episode.occurred_at, _clip(f"- {episode.occurred_at:%Y-%m-%d}{where}: {episode.summary}"),
                     episode.id))
-    for memory in store.list(namespace=namespace, kind="summary", where={"summary_type": "session_end"},
-                             order_by="created_at", descending=True, limit=limit + 1):
+    for memory in kernel.service(MemoryService).list(namespace=namespace, kind="summary",
+                                                     where={"summary_type": "session_end"}, order_by="created_at",
+                                                     descending=True, limit=limit + 1):
         if conversation_id is not None and memory.session_id == conversation_id:
             continue
         assert memory.created_at is not None

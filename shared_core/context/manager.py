@@ -37,7 +37,7 @@ from .state import ContextEvent, session_key
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
-    from .memory_manager import MemoryManager, StoredFact
+    from .facts import ConversationFacts, StoredFact
 
 __all__ = ["ContextManager", "ContextStatus", "ContextResult", "FlushResult"]
 
@@ -118,10 +118,10 @@ class ContextManager:
     (``None``: database only).
     """
 
-    def __init__(self, manager: MemoryManager, policy: ContextPolicy, *, namespace: str,
+    def __init__(self, facts: ConversationFacts, policy: ContextPolicy, *, namespace: str,
                  session_id: str | None = None, workspace: Workspace | None = None) -> None:
-        self.manager = manager
-        self.store = manager.store
+        self.facts = facts
+        self.kernel = facts.kernel
         self.policy = policy
         self.namespace = namespace
         self.session_id = session_id
@@ -133,7 +133,7 @@ class ContextManager:
     # -- reading -------------------------------------------------------------------------------
 
     def _turns(self, messages: Sequence[Any]) -> list[Turn]:
-        return as_turns(messages, self.store.config.context.message_overhead_tokens)
+        return as_turns(messages, self.kernel.config.context.message_overhead_tokens)
 
     def _parts(self, turns: list[Turn]) -> tuple[list[Turn], list[Turn], list[Turn]]:
         """(leading system prompts, previous compacted summaries, the conversation)."""
@@ -158,8 +158,8 @@ class ContextManager:
         return session_key(self._sid(session_id), self.namespace)
 
     def _unread(self, key: str, turns: Sequence[Turn]) -> list[Turn]:
-        with self.store.db.lock:
-            seen = self.manager.state.extracted(key, [t.fingerprint for t in turns])
+        with self.kernel.session():
+            seen = self.facts.state.extracted(key, [t.fingerprint for t in turns])
         return [t for t in turns if t.fingerprint not in seen]
 
     def status(self, messages: Sequence[Any], *, session_id: str | None = None) -> ContextStatus:
@@ -171,8 +171,8 @@ class ContextManager:
         unread = len(self._unread(key, [t for t in body if t.role != "system"]))
         flush = self.policy.flush_threshold
         if flush is not None and tokens >= flush and unread:
-            with self.store.db.lock:
-                if self.manager.state.flushed_since_compaction(key):
+            with self.kernel.session():
+                if self.facts.state.flushed_since_compaction(key):
                     flush = None  # one proactive flush per fill of the window; compaction reads the rest
         over_count = self.policy.max_messages is not None and len(body) > self.policy.max_messages
         compact = (tokens > self.policy.compact_threshold or over_count) and self.policy.split(len(body)) > 0
@@ -204,23 +204,23 @@ class ContextManager:
         turns = self._turns(messages)
         _, _, body = self._parts(turns)
         unread = self._unread(key, [t for t in body if t.role != "system"])
-        cfg = self.store.config.context
+        cfg = self.kernel.config.context
         result = FlushResult(scanned=len(unread))
         for batch in batches(unread, cfg.extract_batch_tokens):
-            found = extract(batch, model=self.store.text_model, want_summary=False, budget=self.policy.summary_budget,
+            found = extract(batch, model=self.kernel.text_model, want_summary=False, budget=self.policy.summary_budget,
                             max_facts=cfg.max_facts, max_chars=cfg.fact_max_chars)
             result.facts += self._store_facts(found, self._sid(session_id), key, batch)
             result.method = found.method if found.method != "rules" else result.method
         tokens = sum(t.tokens for t in turns)
-        now = self.store.clock.now()
+        now = self.kernel.clock.now()
         read = f"{fnv1a_64(chr(31).join(t.fingerprint for t in unread)):016x}"
         event = ContextEvent(
             id=f"flush_{fnv1a_64(key):016x}_{read}_{now.timestamp():.6f}", action="flush", session_key=key,
             namespace=self.namespace, policy=self.policy.name, created_at=now,
             messages_before=len(turns), messages_after=len(turns), compacted=0, tokens_before=tokens,
             tokens_after=tokens, fact_ids=[f.id for f in result.facts], method=result.method)
-        with self.store.db.lock, self.store.db.transaction():
-            self.manager.state.log(event)
+        with self.kernel.session(write=True):
+            self.facts.state.log(event)
         return result
 
     def end(self, messages: Sequence[Any], *, session_id: str | None = None) -> FlushResult:
@@ -236,12 +236,12 @@ class ContextManager:
         if not body and not summaries:
             return result
         previous = "\n".join(t.text[len(COMPACTED_HEADER):].strip() for t in summaries) or None
-        cfg = self.store.config.context
-        found = extract(body, already={t.index for t in body}, previous=previous, model=self.store.text_model,
+        cfg = self.kernel.config.context
+        found = extract(body, already={t.index for t in body}, previous=previous, model=self.kernel.text_model,
                         want_summary=True, budget=self.policy.summary_budget, max_facts=cfg.max_facts,
                         max_chars=cfg.fact_max_chars)
         result.summary = found.summary
-        result.summary_id = self.manager.store_summary(
+        result.summary_id = self.facts.store_summary(
             found.summary, id=f"sessum_{fnv1a_64(key):016x}", namespace=self.namespace, session_id=sid,
             summary_type="session_end", message_count=len(body), method=found.method, policy=self.policy.name)
         return result
@@ -271,15 +271,15 @@ class ContextManager:
         previous = "\n".join(t.text[len(COMPACTED_HEADER):].strip() for t in summaries) or None
         candidates = [t for t in old if t.role != "system"]
         read = {t.index for t in candidates} - {t.index for t in self._unread(key, candidates)}
-        cfg = self.store.config.context
-        found = extract(old, already=read, previous=previous, model=self.store.text_model, want_summary=True,
+        cfg = self.kernel.config.context
+        found = extract(old, already=read, previous=previous, model=self.kernel.text_model, want_summary=True,
                         budget=self.policy.summary_budget, max_facts=cfg.max_facts, max_chars=cfg.fact_max_chars)
         # write first: facts, then the summary and the log; only then is anything left out
         facts = self._store_facts(found, sid, key, [t for t in candidates if t.index not in read])
         summary = found.summary
         fingerprint = f"{fnv1a_64(chr(31).join(t.fingerprint for t in old)):016x}"
         key_hash = f"{fnv1a_64(key):016x}"
-        summary_id = self.manager.store_summary(
+        summary_id = self.facts.store_summary(
             summary, id=f"ctxsum_{key_hash}_{fingerprint}", namespace=self.namespace, session_id=sid,
             summary_type="compaction", message_count=len(old), method=found.method, policy=self.policy.name)
         message = summary_message(summary)
@@ -288,11 +288,11 @@ class ContextManager:
         tokens_after = sum(t.tokens for t in self._turns(out))
         record = ContextEvent(
             id=f"cmp_{key_hash}_{fingerprint}", action="compact", session_key=key, namespace=self.namespace,
-            policy=self.policy.name, created_at=self.store.clock.now(), messages_before=len(turns), messages_after=len(out),
+            policy=self.policy.name, created_at=self.kernel.clock.now(), messages_before=len(turns), messages_after=len(out),
             compacted=len(old) + len(summaries), tokens_before=tokens_before, tokens_after=tokens_after,
             fact_ids=[f.id for f in facts], summary_id=summary_id, summary=summary, method=found.method)
-        with self.store.db.lock, self.store.db.transaction():
-            self.manager.state.log(record)
+        with self.kernel.session(write=True):
+            self.facts.state.log(record)
         logger.info("compacted %s: %d messages into a summary, %d -> %d tokens, %d facts stored first", key,
                     len(old), tokens_before, tokens_after, len(facts))
         return ContextResult(
@@ -303,9 +303,9 @@ class ContextManager:
 
     def _store_facts(self, found: Extraction, session_id: str | None, key: str, read: Sequence[Turn]) -> list[Any]:
         """Store the facts, then mark the messages as read (a crash in between re-reads, never loses)."""
-        facts = self.manager.store_facts(found.facts, namespace=self.namespace, session_id=session_id,
+        facts = self.facts.store_facts(found.facts, namespace=self.namespace, session_id=session_id,
                                          workspace=self.workspace, method=found.method)
-        with self.store.db.lock, self.store.db.transaction():
-            self.manager.state.mark_extracted(key, self.namespace, [t.fingerprint for t in read],
-                                              self.store.clock.now())
+        with self.kernel.session(write=True):
+            self.facts.state.mark_extracted(key, self.namespace, [t.fingerprint for t in read],
+                                              self.kernel.clock.now())
         return facts

@@ -38,7 +38,7 @@ from ..db import Database
 from .scope import Scope
 
 try:  # the near-duplicate scan compiled (setup.py builds it where a C compiler is); else numpy
-    from .. import _speedups
+    import shared_core._speedups as _speedups
 except ImportError:  # pragma: no cover - exercised by the tests that force numpy
     _speedups = None
 

@@ -22,12 +22,22 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ..erasure import Erasure
+from ..insights import Insights
+from ..learnings import Learnings
+from ..memory_service import MemoryService
+from ..reembedding import reembed
+from ..skills import Skills
+from ..tasks import TaskMemory
+from ..usage import Usage
 from .cron import CronSchedule, resolve_timezone
+from .forgetting import ForgettingEngine
 from .locks import RunLocks
+from .pruning import Pruner
 from .runs import due, last_run, next_due, record_run
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from ..kernel import Kernel
 
 __all__ = ["Maintenance", "MaintenanceReport", "StepResult", "STEPS"]
 
@@ -90,27 +100,27 @@ class MaintenanceReport:
 class Maintenance:
     """``store.maintenance``; ``store.maintain()`` is ``store.maintenance.run()``."""
 
-    def __init__(self, store: MemoryStore) -> None:
-        self.store = store
-        self._locks = RunLocks(store.db, store.clock)
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self._locks = RunLocks(kernel.backend, kernel.clock)
 
     def _schedule(self) -> tuple[CronSchedule, Any]:
-        cfg = self.store.config.memory
+        cfg = self.kernel.config.memory
         return CronSchedule.parse(cfg.prune_schedule), resolve_timezone(cfg.schedule_timezone)
 
     def is_due(self) -> bool:
         schedule, tz = self._schedule()
-        with self.store.db.lock:
-            return due(self.store.db, JOB, schedule, self.store.clock.now(), tz)
+        with self.kernel.session() as db:
+            return due(db, JOB, schedule, self.kernel.clock.now(), tz)
 
     def next_due(self) -> datetime | None:
         schedule, tz = self._schedule()
-        with self.store.db.lock:
-            return next_due(self.store.db, JOB, schedule, self.store.clock.now(), tz)
+        with self.kernel.session() as db:
+            return next_due(db, JOB, schedule, self.kernel.clock.now(), tz)
 
     def last_run(self) -> Any:
-        with self.store.db.lock:
-            return last_run(self.store.db, JOB)
+        with self.kernel.session() as db:
+            return last_run(db, JOB)
 
     def run(self, *, if_due: bool = False, steps: Sequence[str] | None = None) -> MaintenanceReport:
         """Run the jobs (all of them, or ``steps``); a failing job is reported and the rest still run."""
@@ -118,7 +128,7 @@ class Maintenance:
         unknown = sorted(set(chosen) - set(STEPS))
         if unknown:
             raise ValueError(f"unknown maintenance steps {unknown}; choose from {', '.join(STEPS)}")
-        now = self.store.clock.now()
+        now = self.kernel.clock.now()
         if if_due and not self.is_due():
             return MaintenanceReport("not_due", now, next_due=self.next_due())
         with self._locks.hold(LOCK_KEY, LOCK_TTL_MS) as lock:
@@ -130,8 +140,8 @@ class Maintenance:
             for name in chosen:
                 report.steps.append(self._step(name, getattr(self, f"_{name}")))
                 self._locks.refresh(lock, LOCK_TTL_MS)
-            with self.store.db.transaction():
-                record_run(self.store.db, JOB, now, "ran" if not report.errors else "ran_with_errors",
+            with self.kernel.session(write=True) as db:
+                record_run(db, JOB, now, "ran" if not report.errors else "ran_with_errors",
                            {s.name: s.summary for s in report.steps})
         report.next_due = self.next_due()
         return report
@@ -148,49 +158,48 @@ class Maintenance:
     # -- the jobs (each returns (changed, summary)) -------------------------------------------
 
     def _recover_tasks(self) -> tuple[bool, str]:
-        recovered = self.store.tasks.recover()
+        recovered = self.kernel.service(TaskMemory).recover()
         return bool(recovered), f"{len(recovered)} interrupted task(s) saved"
 
     def _expire(self) -> tuple[bool, str]:
-        swept = self.store.sweep_expired()
+        swept = self.kernel.service(MemoryService).sweep_expired()
         return swept > 0, f"{swept} expired memorie(s) removed"
 
     def _decay(self) -> tuple[bool, str]:
-        r = self.store.learnings.apply_decay()
+        r = self.kernel.service(Learnings).apply_decay()
         changed = bool(r.updated or r.pruned or r.orphans_removed)
         return changed, f"{r.checked} learnings checked, {r.updated} decayed, {r.pruned} pruned"
 
     def _forget(self) -> tuple[bool, str]:
-        reports = self.store.forgetting.run_all()
+        reports = self.kernel.service(ForgettingEngine).run_all()
         changed = any(r.changed for r in reports)
         skipped = sum(r.status == "skipped_locked" for r in reports)
         text = f"{len(reports)} namespace(s)" + (f", {skipped} locked by another run" if skipped else "")
         return changed, text
 
     def _insights(self) -> tuple[bool, str]:
-        r = self.store.insights.maintain()
+        r = self.kernel.service(Insights).maintain()
         return r.changed, f"{r.removed_access_events} old access event(s) dropped"
 
     def _prune(self) -> tuple[bool, str]:
-        r = self.store.pruning.run()
+        r = self.kernel.service(Pruner).run()
         return r.changed, f"{r.status}, {r.archived} archived"
 
     def _reembed(self) -> tuple[bool, str]:
-        count = self.store.reembed()
+        count = reembed(self.kernel)
         return count > 0, f"{count} re-embedded"
 
     def _skills(self) -> tuple[bool, str]:
-        r = self.store.skills.sync()
+        r = self.kernel.service(Skills).sync()
         return r.changed, f"{len(r.added)} added, {len(r.updated)} updated, {len(r.removed)} removed"
 
     def _usage(self) -> tuple[bool, str]:
-        r = self.store.usage.mine()
+        r = self.kernel.service(Usage).mine()
         changed = bool(r.new or r.changed or r.lapsed or r.proposed)
         return changed, f"{len(r.patterns)} pattern(s), {r.new} new, {len(r.proposed)} SKILL.md proposed"
 
     def _index_log(self) -> tuple[bool, str]:
-        db = self.store.db
-        with db.transaction():
+        with self.kernel.session(write=True) as db:
             cursor = db.execute(
                 "DELETE FROM index_log WHERE seq <= (SELECT max(seq) FROM index_log) - ?", (INDEX_LOG_KEEP,)
             )
@@ -198,8 +207,9 @@ class Maintenance:
         return trimmed > 0, f"{trimmed} change-log entr(ies) trimmed"
 
     def _finish_erase(self) -> tuple[bool, str]:
-        if self.store.verify_erase().complete:
+        erasure = self.kernel.service(Erasure)
+        if erasure.verify().complete:
             return False, "no erase pending"
-        report = self.store.finish_erase()
+        report = erasure.finish()
         return report.complete, "pending erase finished" if report.complete else "erase still pending: " + \
             "; ".join(report.remaining)

@@ -47,7 +47,7 @@ from . import runs
 from .cron import CronSchedule, resolve_timezone
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from ..kernel import Kernel
 
 __all__ = ["Pruner", "PruneReport", "SizeMeasure", "JOB"]
 
@@ -136,33 +136,36 @@ class PruneReport:
 class Pruner:
     """``store.pruning``: measure the live data, and archive its bottom percent when too big."""
 
-    def __init__(self, store: MemoryStore) -> None:
-        self._store = store
-        self._db = store.db
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
         self._has_dbstat: bool | None = None
+
+    @property
+    def _db(self) -> Any:
+        return self.kernel.backend
 
     # -- schedule ------------------------------------------------------------------------
 
     @property
     def schedule(self) -> CronSchedule:
-        return CronSchedule.parse(self._store.config.memory.prune_schedule)
+        return CronSchedule.parse(self.kernel.config.memory.prune_schedule)
 
     @property
     def timezone(self) -> tzinfo:
-        return resolve_timezone(self._store.config.memory.schedule_timezone)
+        return resolve_timezone(self.kernel.config.memory.schedule_timezone)
 
     def is_due(self) -> bool:
         """Whether a scheduled time (``memory.prune_schedule``) has passed since the last run."""
-        with self._db.lock:
-            return runs.due(self._db, JOB, self.schedule, self._store.clock.now(), self.timezone)
+        with self.kernel.session() as db:
+            return runs.due(db, JOB, self.schedule, self.kernel.clock.now(), self.timezone)
 
     def next_due(self) -> datetime | None:
-        with self._db.lock:
-            return runs.next_due(self._db, JOB, self.schedule, self._store.clock.now(), self.timezone)
+        with self.kernel.session() as db:
+            return runs.next_due(db, JOB, self.schedule, self.kernel.clock.now(), self.timezone)
 
     def last_run(self) -> runs.JobRun | None:
-        with self._db.lock:
-            return runs.last_run(self._db, JOB)
+        with self.kernel.session() as db:
+            return runs.last_run(db, JOB)
 
     # -- measuring -----------------------------------------------------------------------
 
@@ -170,9 +173,8 @@ class Pruner:
         """The live data's size: ``auto`` (dbstat when available), ``dbstat`` or ``estimate``."""
         if method not in ("auto", "dbstat", "estimate"):
             raise ValueError(f"unknown measure method {method!r}; use auto, dbstat or estimate")
-        with self._db.lock:
-            self._db.check_open()
-            if self._db.dialect == "postgresql":
+        with self.kernel.session() as db:
+            if db.dialect == "postgresql":
                 if method == "dbstat":
                     raise StorageError("PostgreSQL has no dbstat table; use method='auto' or 'estimate'")
                 return self._pg_payload()
@@ -200,7 +202,7 @@ class Pruner:
         return names + [n for n in _FTS_SHADOWS if n in present]
 
     def _vector_bytes(self, rows: int) -> int:
-        return rows * self._store.embedder.dims * 4
+        return rows * self.kernel.embedder.dims * 4
 
     def _dbstat(self) -> SizeMeasure:
         parts: dict[str, int] = {}
@@ -241,15 +243,15 @@ class Pruner:
 
     def candidates(self, count: int) -> list[tuple[float, str]]:
         """The ``count`` unpinned live memories of a prunable kind with the lowest pruning weight, lowest first."""
-        with self._db.lock:
+        with self.kernel.session():
             return [(w, mid) for w, _, _, mid in self._bottom(count)]
 
     def _bottom(self, count: int) -> list[tuple[float, float, int, str]]:
         if count <= 0:
             return []
-        cfg = self._store.config.ranking
-        now = self._store.clock.now()
-        kinds = tuple(self._store.config.memory.prune_kinds)
+        cfg = self.kernel.config.ranking
+        now = self.kernel.clock.now()
+        kinds = tuple(self.kernel.config.memory.prune_kinds)
         if not kinds:
             return []
         rows = self._db.query(
@@ -273,13 +275,11 @@ class Pruner:
         ``dry_run``: report what would be archived, change nothing. Running again right
         after a run that ended under the limit changes nothing.
         """
-        store, db = self._store, self._db
-        memory_cfg = store.config.memory
+        memory_cfg = self.kernel.config.memory
         limit, percent = memory_cfg.max_size, memory_cfg.prune_percent
         schedule, tz = self.schedule, self.timezone
-        with db.lock:
-            db.check_open()
-            started = store.clock.now()
+        with self.kernel.session() as db:
+            started = self.kernel.clock.now()
             if dry_run:
                 return self._dry_run(started, limit, percent, if_due, schedule, tz, method)
             archived: list[str] = []
@@ -289,7 +289,7 @@ class Pruner:
             rounds = 0
             while True:
                 with db.transaction():
-                    now = store.clock.now()
+                    now = self.kernel.clock.now()
                     if if_due and rounds == 0 and not runs.due(db, JOB, schedule, now, tz):
                         return PruneReport("not_due", now, limit, percent, file_bytes=self._file_bytes(),
                                            next_due=runs.next_due(db, JOB, schedule, now, tz))
@@ -313,7 +313,7 @@ class Pruner:
                         status = "nothing_prunable" if not archived else "pruned"
                         runs.record_run(db, JOB, now, status, {"live_bytes": before.total, "max_bytes": limit})
                         break
-                    store.archive_store.move([p[2] for p in picks], REASON)
+                    self.kernel.archive.move([p[2] for p in picks], REASON)
                     archived.extend(p[3] for p in picks)
                     self._merge_keyword_index()
                     last = self.measure(method)
@@ -324,7 +324,7 @@ class Pruner:
                 if not until_under or last.total <= limit or not progressed:
                     break
             pages, switched = self._reclaim() if archived else (0, False)
-            now = store.clock.now()
+            now = self.kernel.clock.now()
             return PruneReport(
                 status, started, limit, percent, before=first, after=last, archived=len(archived),
                 archived_ids=tuple(archived), rounds=rounds, pages_reclaimed=pages, switched_to_incremental=switched,
@@ -343,7 +343,7 @@ class Pruner:
                            next_due=next_time)
 
     def _merge_keyword_index(self) -> None:
-        self._store.keyword_index.optimize()
+        self.kernel.keyword.optimize()
 
     def _reclaim(self) -> tuple[int, bool]:
         """Give freed pages back to the file system (after the archiving has committed)."""
@@ -356,7 +356,7 @@ class Pruner:
             with db.connection() as conn:
                 conn.execute("VACUUM memory_chunks")
             return max(0, before - int(db.scalar(pages) or 0)), False
-        if self._store.path == ":memory:":
+        if self._db.path == ":memory:":
             return 0, False
         try:
             mode = int(db.scalar("PRAGMA auto_vacuum") or 0)

@@ -3,18 +3,14 @@
 Reached as ``store.memory_manager.workspace(namespace)``; see docs/context.md.
 """
 
-from .files import (
-    TEMPLATES,
-    WORKSPACE_FILES,
-    LearningsEntry,
-    Workspace,
-    WorkspaceFile,
-    strip_comments,
-)
-from .index import SyncReport, chunk_markdown
+from .files import TEMPLATES, WORKSPACE_FILES, LearningsEntry, Workspace, WorkspaceFile
+from .index import SyncReport
+from .markdown import chunk_markdown, strip_comments
+from .service import Workspaces
 
 __all__ = [
     "Workspace",
+    "Workspaces",
     "WorkspaceFile",
     "LearningsEntry",
     "SyncReport",

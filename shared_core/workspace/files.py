@@ -31,7 +31,6 @@ Entries this library appends:
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -39,13 +38,15 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
+from ..memory_service import MemoryService
 from ..tokens import count_tokens
+from .index import SyncReport, file_states, sync
+from .markdown import has_content, strip_comments
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
-    from .index import SyncReport
+    from ..kernel import Kernel
 
-__all__ = ["Workspace", "WorkspaceFile", "LearningsEntry", "WORKSPACE_FILES", "TEMPLATES", "strip_comments"]
+__all__ = ["Workspace", "WorkspaceFile", "LearningsEntry", "WORKSPACE_FILES", "TEMPLATES"]
 
 WORKSPACE_FILES = ("AGENTS.md", "SOUL.md", "USER.md", "MEMORY.md", "HEARTBEAT.md")
 ERRORS_FILE = "learnings/errors.md"
@@ -62,27 +63,6 @@ TEMPLATES = {
     CORRECTIONS_FILE: "# Corrections\n\n<!-- The user's corrections, recorded automatically and shown to the agent "
                       "each session. -->\n",
 }
-
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
-_HEADING_ONLY = re.compile(r"^\s*#{1,6}\s.*$", re.MULTILINE)
-
-
-def strip_comments(text: str) -> str:
-    """The text without HTML comments, trailing spaces and runs of blank lines."""
-    text = _COMMENT.sub("", text)
-    lines = [line.rstrip() for line in text.splitlines()]
-    out: list[str] = []
-    for line in lines:
-        if not line and (not out or not out[-1]):
-            continue
-        out.append(line)
-    return "\n".join(out).strip()
-
-
-def has_content(text: str) -> bool:
-    """True when a file holds more than headings and comments (a fresh template holds nothing)."""
-    return bool(_HEADING_ONLY.sub("", strip_comments(text)).strip())
-
 
 @dataclass(frozen=True)
 class WorkspaceFile:
@@ -110,11 +90,11 @@ class LearningsEntry:
 class Workspace:
     """One namespace's workspace folder. Get it from ``store.memory_manager.workspace(namespace)``."""
 
-    def __init__(self, store: MemoryStore, namespace: str, path: Path) -> None:
-        self.store = store
+    def __init__(self, kernel: Kernel, namespace: str, path: Path) -> None:
+        self.kernel = kernel
         self.namespace = namespace
         self.path = path
-        self._cfg = store.config.workspace
+        self._cfg = kernel.config.workspace
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.path)!r}, namespace={self.namespace!r})"
@@ -132,7 +112,7 @@ class Workspace:
 
     def daily_log(self, when: datetime | None = None) -> str:
         """The relative name of the daily log of ``when`` (default now): ``memory/YYYY-MM-DD.md``."""
-        local = (when or self.store.clock.now()).astimezone(ZoneInfo(self._cfg.timezone))
+        local = (when or self.kernel.clock.now()).astimezone(ZoneInfo(self._cfg.timezone))
         return f"{self._cfg.daily_dir}/{local:%Y-%m-%d}.md"
 
     def markdown_files(self) -> list[str]:
@@ -248,7 +228,7 @@ class Workspace:
         line = " ".join(_one_line(text).split())
         if not line:
             raise ValueError("a daily-log entry needs some text")
-        moment = (when or self.store.clock.now()).astimezone(ZoneInfo(self._cfg.timezone))
+        moment = (when or self.kernel.clock.now()).astimezone(ZoneInfo(self._cfg.timezone))
         name = self.daily_log(moment)
         _, before = self.append(name, f"- {moment:%H:%M} [{tag}] {line}\n", header=f"# {moment:%Y-%m-%d}\n\n")
         return name, before
@@ -282,20 +262,17 @@ class Workspace:
 
     def sync(self) -> SyncReport:
         """Re-index what changed on disk (see :mod:`.index`)."""
-        from .index import sync
-
         return sync(self)
 
     def search(self, query: str, *, limit: int = 5, sync_first: bool | None = None) -> Any:
         """Workspace chunks matching ``query`` (hybrid search over kind ``workspace``)."""
         if self._cfg.auto_sync if sync_first is None else sync_first:
             self.sync()
-        return self.store.search(query, kind="workspace", namespace=self.namespace, limit=limit)
+        return self.kernel.service(MemoryService).search(query, kind="workspace", namespace=self.namespace,
+                                                          limit=limit)
 
     def status(self) -> list[dict[str, Any]]:
         """Each known file: name, size, whether it exists, is indexed, and is up to date."""
-        from .index import file_states
-
         return file_states(self)
 
 

@@ -15,24 +15,40 @@ not indexed.
 from __future__ import annotations
 
 import logging
-import re
+import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..clock import to_iso
 from ..embed import content_hash, fnv1a_64
 from ..memories import NewMemory
-from .files import strip_comments
+from ..memory_service import MemoryService
+from .markdown import chunk_markdown
 
 if TYPE_CHECKING:
-    from .files import Workspace
+    from ..kernel import Kernel
 
-__all__ = ["SyncReport", "sync", "chunk_markdown", "file_states", "KIND"]
+__all__ = ["Folder", "SyncReport", "sync", "reindex", "remove", "file_states", "register", "recorded_folder",
+           "erase_namespace", "KIND"]
 
 logger = logging.getLogger("openkoi.workspace")
 
 KIND = "workspace"
-_HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
+
+
+class Folder(Protocol):
+    """What the index reads of a workspace folder (:class:`~shared_core.workspace.Workspace`)."""
+
+    kernel: Kernel
+    namespace: str
+    path: Path
+
+    def file(self, name: str) -> Path: ...
+
+    def read(self, name: str) -> str: ...
+
+    def markdown_files(self) -> list[str]: ...
 
 
 @dataclass
@@ -57,74 +73,19 @@ class SyncReport:
         return text
 
 
-def chunk_markdown(text: str, size: int = 1000) -> list[tuple[str, str | None]]:
-    """(chunk text, heading) pairs of a Markdown text, comments removed (see the module docs)."""
-    chunks: list[tuple[str, str | None]] = []
-    heading: str | None = None
-    current: list[str] = []
-    has_body = False
-
-    def flush() -> None:
-        nonlocal has_body
-        body = "\n\n".join(p for p in current if p.strip()).strip()
-        if body:
-            chunks.append((body, heading))
-        current.clear()
-        has_body = False
-
-    for block in re.split(r"\n\s*\n", strip_comments(text)):
-        block = block.strip()
-        if not block:
-            continue
-        lines = block.splitlines()
-        match = _HEADING.match(lines[0])
-        if match:
-            if has_body:  # a heading starts a chunk; headings in a row stay together
-                flush()
-            heading = match.group(1) or heading
-        if not match or len(lines) > 1:
-            has_body = True
-        for piece in _pieces(block, size):
-            if current and len("\n\n".join(current)) + 2 + len(piece) > size:
-                flush()
-            current.append(piece)
-    flush()
-    return chunks
-
-
-def _pieces(block: str, size: int) -> list[str]:
-    """A paragraph in pieces of at most ``size`` characters, cut at line breaks, then spaces."""
-    if len(block) <= size:
-        return [block]
-    out: list[str] = []
-    rest = block
-    while len(rest) > size:
-        cut = rest.rfind("\n", 0, size)
-        if cut < size // 2:
-            cut = rest.rfind(" ", 0, size)
-        if cut < size // 2:
-            cut = size
-        out.append(rest[:cut].strip())
-        rest = rest[cut:].strip()
-    if rest:
-        out.append(rest)
-    return out
-
-
 def _chunk_id(namespace: str, name: str, index: int) -> str:
     return f"ws_{fnv1a_64(namespace):016x}_{fnv1a_64(name):016x}_{index}"
 
 
-def _known(workspace: Workspace) -> dict[str, tuple[str, int, int | None]]:
+def _known(workspace: Folder) -> dict[str, tuple[str, int, int | None]]:
     """Indexed files: relative name -> (content hash, size, mtime_ns)."""
-    db = workspace.store.db
-    with db.lock:
+    with workspace.kernel.session() as db:
         rows = db.query("SELECT path, content_hash, size, mtime_ns FROM workspace_files WHERE namespace = ?",
                         (workspace.namespace,))
     return {r[0]: (r[1], int(r[2]), r[3]) for r in rows}
 
 
-def _stat(workspace: Workspace, name: str) -> tuple[int, int] | None:
+def _stat(workspace: Folder, name: str) -> tuple[int, int] | None:
     try:
         info = workspace.file(name).stat()
     except OSError:
@@ -132,11 +93,10 @@ def _stat(workspace: Workspace, name: str) -> tuple[int, int] | None:
     return info.st_size, info.st_mtime_ns
 
 
-def sync(workspace: Workspace) -> SyncReport:
+def sync(workspace: Folder) -> SyncReport:
     """Bring the index in line with the folder (see the module docs)."""
-    store = workspace.store
     report = SyncReport()
-    if store.db.read_only:
+    if workspace.kernel.backend.read_only:
         return report
     known = _known(workspace)
     present = workspace.markdown_files()
@@ -166,10 +126,10 @@ def sync(workspace: Workspace) -> SyncReport:
     return report
 
 
-def reindex(workspace: Workspace, name: str, text: str, digest: str | None = None) -> int:
+def reindex(workspace: Folder, name: str, text: str, digest: str | None = None) -> int:
     """Replace a file's chunks and record its hash, in one transaction; return how many chunks."""
-    store = workspace.store
-    size = store.config.workspace.chunk_chars
+    kernel = workspace.kernel
+    size = kernel.config.workspace.chunk_chars
     pieces = chunk_markdown(text, size)
     items = [NewMemory(
         text=chunk, id=_chunk_id(workspace.namespace, name, i), kind=KIND, namespace=workspace.namespace,
@@ -178,39 +138,39 @@ def reindex(workspace: Workspace, name: str, text: str, digest: str | None = Non
     stat = _stat(workspace, name)
     size = len(text.encode("utf-8"))
     mtime = stat[1] if stat is not None and stat[0] == size else None  # the stat must be of this text
-    with store.db.lock, store.transaction():
-        store.delete_where(namespace=workspace.namespace, kind=KIND, where={"@owner_id": name})
+    memories = kernel.service(MemoryService)
+    with kernel.session(write=True) as db:
+        memories.delete_where(namespace=workspace.namespace, kind=KIND, where={"@owner_id": name})
         if items:
-            store.add_many(items)
-        store.db.execute(
+            memories.add_many(items)
+        db.execute(
             "INSERT INTO workspace_files (namespace, path, content_hash, size, mtime_ns, chunks, indexed_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(namespace, path) DO UPDATE SET "
             "content_hash = excluded.content_hash, size = excluded.size, mtime_ns = excluded.mtime_ns, "
             "chunks = excluded.chunks, indexed_at = excluded.indexed_at",
             (workspace.namespace, name, digest or content_hash(text), size, mtime, len(items),
-             to_iso(store.clock.now())),
+             to_iso(kernel.clock.now())),
         )
     return len(items)
 
 
-def _touch(workspace: Workspace, name: str, stat: tuple[int, int] | None) -> None:
+def _touch(workspace: Folder, name: str, stat: tuple[int, int] | None) -> None:
     if stat is None:
         return
-    db = workspace.store.db
-    with db.lock, db.transaction():
+    with workspace.kernel.session(write=True) as db:
         db.execute("UPDATE workspace_files SET size = ?, mtime_ns = ? WHERE namespace = ? AND path = ?",
                    (stat[0], stat[1], workspace.namespace, name))
 
 
-def remove(workspace: Workspace, name: str) -> None:
+def remove(workspace: Folder, name: str) -> None:
     """Take a file out of the index (its chunks and its row)."""
-    store = workspace.store
-    with store.db.lock, store.transaction():
-        store.delete_where(namespace=workspace.namespace, kind=KIND, where={"@owner_id": name})
-        store.db.execute("DELETE FROM workspace_files WHERE namespace = ? AND path = ?", (workspace.namespace, name))
+    kernel = workspace.kernel
+    with kernel.session(write=True) as db:
+        kernel.service(MemoryService).delete_where(namespace=workspace.namespace, kind=KIND, where={"@owner_id": name})
+        db.execute("DELETE FROM workspace_files WHERE namespace = ? AND path = ?", (workspace.namespace, name))
 
 
-def file_states(workspace: Workspace) -> list[dict[str, Any]]:
+def file_states(workspace: Folder) -> list[dict[str, Any]]:
     """For ``workspace status``: every file on disk or in the index, and whether the index is current."""
     known = _known(workspace)
     out = []
@@ -231,12 +191,11 @@ def file_states(workspace: Workspace) -> list[dict[str, Any]]:
 # -- which folder belongs to which namespace ------------------------------------------------------
 
 
-def register(store: Any, namespace: str, path: str) -> None:
+def register(kernel: Kernel, namespace: str, path: str) -> None:
     """Record that ``path`` is ``namespace``'s workspace (a folder serves one namespace only)."""
-    db = store.db
-    if db.read_only:
+    if kernel.backend.read_only:
         return
-    with db.lock:
+    with kernel.session() as db:
         owner = db.scalar("SELECT namespace FROM workspaces WHERE path = ?", (path,))
         if owner is not None and owner != namespace:
             raise ValueError(f"{path} is already the workspace of namespace {owner!r}; a folder serves one namespace, "
@@ -247,18 +206,22 @@ def register(store: Any, namespace: str, path: str) -> None:
         with db.transaction():
             db.execute("INSERT INTO workspaces (namespace, path, created_at) VALUES (?, ?, ?) "
                        "ON CONFLICT(namespace) DO UPDATE SET path = excluded.path",
-                       (namespace, path, to_iso(store.clock.now())))
+                       (namespace, path, to_iso(kernel.clock.now())))
             if current is not None:  # the namespace moved folders: the old folder's index entries go
                 db.execute("DELETE FROM workspace_files WHERE namespace = ?", (namespace,))
-                store.delete_where(namespace=namespace, kind=KIND)
+                kernel.service(MemoryService).delete_where(namespace=namespace, kind=KIND)
 
 
-def erase_namespace(store: Any, namespace: str) -> None:
+def recorded_folder(kernel: Kernel, namespace: str) -> Path | None:
+    """The folder recorded as the namespace's workspace, if any."""
+    with kernel.session() as db:
+        recorded = db.scalar("SELECT path FROM workspaces WHERE namespace = ?", (namespace,))
+    return None if recorded is None else Path(recorded)
+
+
+def erase_namespace(kernel: Kernel, namespace: str) -> None:
     """``erase_namespace``: the rows now, the folder's Markdown files once the erase commits."""
-    import os
-    from pathlib import Path
-
-    db = store.db
+    db = kernel.backend
     folder = db.scalar("SELECT path FROM workspaces WHERE namespace = ?", (namespace,))
     db.execute("DELETE FROM workspace_files WHERE namespace = ?", (namespace,))
     db.execute("DELETE FROM workspaces WHERE namespace = ?", (namespace,))

@@ -252,7 +252,7 @@ def test_nothing_is_discarded_when_storing_facts_fails(store, monkeypatch):
     def broken(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(store.memory_manager, "store_facts", broken)
+    monkeypatch.setattr(store.memory_manager.facts, "store_facts", broken)
     with pytest.raises(OSError, match="disk full"):
         manager.manage(chat, session_id="x")
     assert chat == original

@@ -311,7 +311,7 @@ def test_opening_or_maintaining_the_memory_finishes_a_pending_erase(tmp_path):
         reader = _reader(path)
         try:
             assert store.erase_namespace(NS).status == "pending"
-            store._erasure._stop_finisher()  # leave it to maintenance
+            store.erasure.stop_finisher()  # leave it to maintenance
             report = store.maintain(steps=["finish_erase"])
             assert not report.steps[0].changed and "still pending" in report.steps[0].summary
         finally:
@@ -349,7 +349,7 @@ def test_a_writer_in_the_way_of_the_rewrite_leaves_it_pending_and_finish_erase_c
                 writer.stdin.flush()
                 assert writer.stdout.readline().strip() == "writing"
 
-            store.register_eraser(lambda namespace: store.db.after_commit(take_the_lock))
+            store.kernel.hooks.erasers.append(lambda namespace: store.db.after_commit(take_the_lock))
             report = store.erase_namespace(NS)
             assert report.status == "pending" and "not rewritten yet" in report.remaining[0], report.remaining
             assert json.loads(store.db.get_meta(PENDING_KEY))["stage"] == "vacuum"
@@ -380,7 +380,7 @@ def test_finish_erase_waits_for_the_reader_when_asked(tmp_path):
         reader = _reader(path)
         try:
             assert store.erase_namespace(NS).status == "pending"
-            store._erasure._stop_finisher()
+            store.erasure.stop_finisher()
             assert not store.finish_erase().complete  # no wait: the reader is still there
         except BaseException:
             _end(reader)

@@ -214,7 +214,7 @@ def test_nothing_leaves_the_window_when_storing_facts_fails(store, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("database is locked")
 
-    monkeypatch.setattr(type(store.memory_manager), "store_facts", broken)
+    monkeypatch.setattr(type(store.memory_manager.facts), "store_facts", broken)
     with pytest.raises(RuntimeError, match="locked"):
         _ = history.messages
     assert store.conversations.count(history.stored_session_id, active=True) == 20
