@@ -2,104 +2,103 @@
 
 Archiving moves rows out of the live index (row, FTS entry and vector) into
 ``memory_archive``, which has its own FTS5 index: archived memories no longer slow or
-clutter everyday search, stay keyword-searchable (``search(..., include_archive=True)``
-or ``search_archive``), and can be restored (re-embedded on the way back).
+clutter everyday search, stay keyword-searchable (``store.search(..., include_archive=True)``
+or ``store.archive.search``), and can be restored (re-embedded on the way back).
+
+>>> from shared_core import MemoryStore
+>>> with MemoryStore.open(":memory:") as store:
+...     old = store.add("The staging server was retired in 2023")
+...     store.archive(old, reason="outdated")
+...     [hit.id == old for hit in store.archive.search("staging server")]
+1
+[True]
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from .clock import Clock, to_iso
-from .db import Database
-from .index.keyword import KeywordQuery
-from .index.scope import Scope
-from .memories import COLUMNS, Memory, MemoryRepository
+from .errors import NotFoundError
+from .index.filters import Filter
+from .memories import DEFAULT_NAMESPACE, Memory, scope_for
+from .search import SearchResults
+
+if TYPE_CHECKING:
+    from .kernel import Kernel
 
 __all__ = ["Archive"]
 
-# the columns both tables share (everything but the rowid key)
-_SHARED = [c for c in COLUMNS if c != "chunk_rowid"]
-_ARCHIVE_SELECT = ", ".join(["archive_rowid", *_SHARED, "archived_at", "archive_reason"])
-
 
 class Archive:
-    """SQL for ``memory_archive``; callers hold the store lock."""
+    """``store.archive``: ``store.archive(ids)`` archives; ``restore``, ``get``, ``search`` and
+    ``count`` read and bring back what was archived."""
 
-    def __init__(self, db: Database, memories: MemoryRepository, clock: Clock, keyword: Any = None) -> None:
-        from .index.keyword import keyword_index_for
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
 
-        self.db = db
-        self.memories = memories
-        self.clock = clock
-        self.keyword = keyword if keyword is not None else keyword_index_for(db)
+    def __call__(self, ids: str | Sequence[str], *, reason: str = "manual", namespace: str | None = None) -> int:
+        """Move memories out of the live index into the keyword-searchable archive; return how many."""
+        wanted = [ids] if isinstance(ids, str) else list(ids)
+        kernel = self.kernel
+        with kernel.session():
+            found = kernel.memories.get_many(wanted, namespace)
+            missing = sorted(set(wanted) - {m.id for m in found})
+            if missing:
+                raise NotFoundError(f"no live memory with id {missing[0]!r}")
+            with kernel.session(write=True):
+                return kernel.archive.move([m.rowid for m in found], reason)
 
-    def move(self, rowids: Sequence[int], reason: str) -> int:
-        """Archive live rows (inside the caller's transaction); return how many moved."""
-        if not reason or not isinstance(reason, str):
-            raise ValueError("archiving needs a reason, e.g. 'size-prune' or 'decayed'")
-        ids = list(rowids)
-        now = to_iso(self.clock.now())
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            marks = ", ".join("?" for _ in part)
-            self.db.execute(
-                f"INSERT INTO memory_archive ({', '.join(_SHARED)}, archived_at, archive_reason) "
-                f"SELECT {', '.join(_SHARED)}, ?, ? FROM memory_chunks WHERE chunk_rowid IN ({marks})",
-                (now, reason, *part),
-            )
-        return self.memories.delete_rows(ids)
+    def restore(self, ids: str | Sequence[str], *, namespace: str | None = None) -> list[Memory]:
+        """Bring archived memories back into the live index (re-embedded), feedback and dates kept."""
+        wanted = [ids] if isinstance(ids, str) else list(ids)
+        kernel = self.kernel
+        with kernel.session():
+            archived = [kernel.archive.get(i, namespace) for i in wanted]
+            for memory_id, memory in zip(wanted, archived, strict=False):
+                if memory is None:
+                    raise NotFoundError(f"no archived memory with id {memory_id!r}")
+            with kernel.session(write=True):
+                for memory in archived:
+                    assert memory is not None
+                    kernel.archive.restore(memory)
+            return kernel.memories.get_many(wanted)
 
-    def get(self, memory_id: str, namespace: str | None = None) -> Memory | None:
-        rows = self.db.query(f"SELECT {_ARCHIVE_SELECT} FROM memory_archive WHERE id = ?", (memory_id,))
-        if not rows:
-            return None
-        memory = archived_memory(rows[0])
-        if namespace is not None and memory.namespace != namespace:
-            return None
+    def get(self, id: str, *, namespace: str | None = None) -> Memory:  # noqa: A002
+        """An archived memory (``archived_at`` and ``archive_reason`` set), or :class:`NotFoundError`."""
+        with self.kernel.session():
+            memory = self.kernel.archive.get(id, namespace)
+        if memory is None:
+            raise NotFoundError(f"no archived memory with id {id!r}")
         return memory
 
-    def restore(self, memory: Memory) -> None:
-        """Put an archived memory back into the live index (inside the caller's transaction)."""
-        vector = self.memories.embed([memory.text])[0]
-        self.memories.insert_full(memory, vector)
-        self.db.execute("DELETE FROM memory_archive WHERE id = ?", (memory.id,))
-
-    def search(self, query: KeywordQuery, scope: Scope, limit: int) -> list[tuple[Memory, float]]:
-        """(memory, BM25 as a positive number), best first, within ``scope``."""
-        rows = self.keyword.search_archive(query, scope, limit, ["archive_rowid", *_SHARED, "archived_at", "archive_reason"])
-        return [(archived_memory(row[:-1]), float(row[-1])) for row in rows]
-
-    def select(self, scope: Scope, *, limit: int | None = None, offset: int = 0) -> list[Memory]:
-        sql, params = scope.sql("c", self.db.dialect)
-        tail = " LIMIT ? OFFSET ?" if limit is not None else ""
-        extra: list[Any] = [limit, offset] if limit is not None else []
-        rows = self.db.query(
-            f"SELECT {', '.join('c.' + c for c in ['archive_rowid', *_SHARED, 'archived_at', 'archive_reason'])} "
-            f"FROM memory_archive c WHERE {sql} ORDER BY c.archived_at, c.archive_rowid{tail}",
-            (*params, *extra),
+    def search(
+        self,
+        query: str,
+        *,
+        namespace: str | Sequence[str] = DEFAULT_NAMESPACE,
+        namespace_prefix: str | None = None,
+        kind: str | Sequence[str] | None = None,
+        where: Mapping[str, Any] | Filter | None = None,
+        limit: int = 10,
+    ) -> SearchResults:
+        """Keyword search over archived memories only (seed 002's ``queryArchive``)."""
+        kernel = self.kernel
+        scope = scope_for(
+            namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=None, where=where, tags=None,
+            category=None, source=None, since=None, until=None, live_at=None, current_only=False,
         )
-        return [archived_memory(r) for r in rows]
+        with kernel.session():
+            keyword_query = kernel.keyword.prepare(query)
+            hits = kernel.searcher.archive_hits(keyword_query, scope, limit, {}, kernel.clock.now(), "archive")
+        hits.sort(key=lambda h: -h.score)
+        return SearchResults(hits[:limit], query=query)
 
     def count(self, namespace: str | None = None) -> int:
-        if namespace is None:
-            return int(self.db.scalar("SELECT count(*) FROM memory_archive") or 0)
-        return int(self.db.scalar("SELECT count(*) FROM memory_archive WHERE namespace = ?", (namespace,)) or 0)
+        """How many memories are archived (in ``namespace``, if given)."""
+        with self.kernel.session():
+            return self.kernel.archive.count(namespace)
 
     def erase(self, namespace: str) -> int:
-        cursor = self.db.execute("DELETE FROM memory_archive WHERE namespace = ?", (namespace,))
-        self.keyword.optimize_archive()
-        return int(cursor.rowcount or 0)
-
-
-def archived_memory(row: Sequence[Any]) -> Memory:
-    """A Memory from an archive row (``archive_rowid, <shared columns>, archived_at, archive_reason``)."""
-    from .clock import from_iso
-
-    live_shaped = (row[0], *row[1 : 1 + len(_SHARED)])
-    memory = Memory.from_row(live_shaped)
-    memory.archived_at = from_iso(row[1 + len(_SHARED)])
-    memory.archive_reason = row[2 + len(_SHARED)]
-    memory.rowid = 0
-    return memory
+        """Remove the namespace's archived memories (``erase_namespace``)."""
+        return self.kernel.archive.erase(namespace)

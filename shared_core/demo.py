@@ -61,7 +61,7 @@ def run_demo(path: str, echo: Callable[[str], None] = print) -> None:
         store.archive(ids["User prefers dark mode interfaces"], reason="demo")
         echo("archived the dark-mode fact: gone from everyday search, still in the archive:")
         echo(f"  live search: {store.search('dark mode', namespace='user:alice', fusion='keyword').ids}")
-        echo(f"  archive:     {store.search_archive('dark mode', namespace='user:alice').ids}\n")
+        echo(f"  archive:     {store.archive.search('dark mode', namespace='user:alice').ids}\n")
         echo(f"user:bob sees only his own memories: {[h.text for h in store.search('coffee server', namespace='user:bob')]}")
         stats = store.stats()
         echo(f"\nthe file holds {stats.memories} live memories in {len(stats.by_namespace)} namespaces "

@@ -140,7 +140,6 @@ class Erasure:
                     rowids = [int(r[0]) for r in db.query(
                         "SELECT chunk_rowid FROM memory_chunks WHERE namespace = ?", (namespace,))]
                     kernel.memories.delete_rows(rowids)
-                    kernel.archive.erase(namespace)
                     for eraser in list(kernel.hooks.erasers):
                         eraser(namespace)
                     kernel.keyword.optimize()

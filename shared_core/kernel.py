@@ -27,7 +27,7 @@ from typing import Any, Generic, TypeVar, cast
 
 import numpy as np
 
-from .archive import Archive
+from .archive_repository import ArchiveRepository
 from .categories import Categorizer
 from .clock import Clock
 from .config import Config
@@ -38,7 +38,8 @@ from .files import data_dir_for
 from .index.keyword import KeywordIndex, keyword_index_for
 from .index.vectors import VectorIndex, vector_index_for
 from .llm import TextModel
-from .memories import Memory, MemoryRepository
+from .memories import Memory
+from .memory_repository import MemoryRepository
 from .search import Searcher
 
 __all__ = ["Kernel", "Hooks", "Domain"]
@@ -122,7 +123,7 @@ class Kernel:
                                                      self.config.database)
         self.keyword: KeywordIndex = keyword_index_for(self.backend, self.config.search)
         self.memories = MemoryRepository(self.backend, self.vectors, self.embedder, self.clock, self.config)
-        self.archive = Archive(self.backend, self.memories, self.clock, self.keyword)
+        self.archive = ArchiveRepository(self.backend, self.memories, self.clock, self.keyword)
         self.searcher = Searcher(self.config, self.keyword, self.vectors, self.memories, self.embedder, self.clock,
                                  archive=self.archive)
 

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .archive import Archive
 from .clock import from_iso, to_iso
 from .errors import NotFoundError
 from .llm import ModelOutputError, TextModel, parse_json_output
@@ -297,7 +298,7 @@ class Learnings:
         with self.kernel.session(write=True) as db:
             if not db.scalar("SELECT 1 FROM learnings WHERE id = ?", (learning_id,)):
                 raise NotFoundError(f"no learning with id {learning_id!r}")
-            self.kernel.service(MemoryService).restore(learning_id)
+            self.kernel.service(Archive).restore(learning_id)
             db.execute(
                 "UPDATE learnings SET base_confidence = ?, confidence = ?, last_used = ? WHERE id = ?",
                 (value, value, to_iso(self.kernel.clock.now()), learning_id),

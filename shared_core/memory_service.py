@@ -1,5 +1,5 @@
 """The memories domain's service: add (with fact versioning and auto-categories), search (with
-access tracking and links), get, list, count, update, feedback, delete, expiry and the archive.
+access tracking and links), get, list, count, update, feedback, delete and expiry.
 
 ``MemoryStore`` delegates its everyday methods here, and every domain service that writes or
 searches memories asks the kernel for this service (``kernel.service(MemoryService)``).
@@ -25,7 +25,7 @@ from .versioning import FactVersions
 
 if TYPE_CHECKING:
     from .kernel import Kernel
-    from .memories import _Prepared
+    from .memories import Prepared
 
 __all__ = ["MemoryService", "Progress"]
 
@@ -96,7 +96,7 @@ class MemoryService:
             with kernel.session(write=True):
                 return kernel.memories.write(prepared, dedup=dedup)
 
-    def _categorize_by_rules(self, items: list[_Prepared]) -> None:
+    def _categorize_by_rules(self, items: list[Prepared]) -> None:
         """Auto-categorisation for a bulk load: the keyword rules only, never a model call per item."""
         if not self.kernel.config.memory.auto_categorize:
             return
@@ -164,7 +164,7 @@ class MemoryService:
                    for start in range(0, total, batch_size)]
         results: list[AddResult] = []
         if len(batches) < 2:
-            prepared_batches: Iterator[list[_Prepared]] = map(self._prepare_batch, batches)
+            prepared_batches: Iterator[list[Prepared]] = map(self._prepare_batch, batches)
         else:
             # the next batch is validated, embedded and categorised on another thread while this one
             # is written: SQLite lets go of the GIL while it works (a 100k load: 11 s -> 8 s on 2 cores)
@@ -179,13 +179,13 @@ class MemoryService:
                 prepared_batches.close()
         return results
 
-    def _prepare_batch(self, batch: list[NewMemory]) -> list[_Prepared]:
+    def _prepare_batch(self, batch: list[NewMemory]) -> list[Prepared]:
         """Validation, embeddings and rule categories of a batch: no database access, any thread."""
         prepared = self.kernel.memories.prepare(batch)
         self._categorize_by_rules(prepared)
         return prepared
 
-    def _write_batch(self, prepared: list[_Prepared], dedup: bool) -> list[AddResult]:
+    def _write_batch(self, prepared: list[Prepared], dedup: bool) -> list[AddResult]:
         memories = self.kernel.memories
         with self.kernel.session(write=True):
             if dedup:
@@ -291,43 +291,6 @@ class MemoryService:
                 kernel.memories.set_expiry([m.rowid for m in found], when)
             return len(found)
 
-    # -- the archive -------------------------------------------------------------------------
-
-    def archive(self, ids: str | Sequence[str], *, reason: str = "manual", namespace: str | None = None) -> int:
-        """Move memories out of the live index into the keyword-searchable archive (seed 002)."""
-        wanted = [ids] if isinstance(ids, str) else list(ids)
-        kernel = self.kernel
-        with kernel.session():
-            found = kernel.memories.get_many(wanted, namespace)
-            missing = sorted(set(wanted) - {m.id for m in found})
-            if missing:
-                raise NotFoundError(f"no live memory with id {missing[0]!r}")
-            with kernel.session(write=True):
-                return kernel.archive.move([m.rowid for m in found], reason)
-
-    def restore(self, ids: str | Sequence[str], *, namespace: str | None = None) -> list[Memory]:
-        """Bring archived memories back into the live index (re-embedded), feedback and dates kept."""
-        wanted = [ids] if isinstance(ids, str) else list(ids)
-        kernel = self.kernel
-        with kernel.session():
-            archived = [kernel.archive.get(i, namespace) for i in wanted]
-            for memory_id, memory in zip(wanted, archived, strict=False):
-                if memory is None:
-                    raise NotFoundError(f"no archived memory with id {memory_id!r}")
-            with kernel.session(write=True):
-                for memory in archived:
-                    assert memory is not None
-                    kernel.archive.restore(memory)
-            return kernel.memories.get_many(wanted)
-
-    def get_archived(self, id: str, *, namespace: str | None = None) -> Memory:  # noqa: A002
-        """An archived memory (``archived_at`` and ``archive_reason`` set), or :class:`NotFoundError`."""
-        with self.kernel.session():
-            memory = self.kernel.archive.get(id, namespace)
-            if memory is None:
-                raise NotFoundError(f"no archived memory with id {id!r}")
-            return memory
-
     # -- feedback ----------------------------------------------------------------------------
 
     def reinforce(self, id: str, *, namespace: str | None = None, weight: float | None = None) -> Memory:  # noqa: A002
@@ -431,28 +394,6 @@ class MemoryService:
                                             if cfg.links.enabled else None)
             return SearchResults([*hits, *linked], query=query)
 
-    def search_archive(
-        self,
-        query: str,
-        *,
-        namespace: str | Sequence[str] = DEFAULT_NAMESPACE,
-        namespace_prefix: str | None = None,
-        kind: str | Sequence[str] | None = None,
-        where: Mapping[str, Any] | Filter | None = None,
-        limit: int = 10,
-    ) -> SearchResults:
-        """Keyword search over archived memories only (seed 002's ``queryArchive``)."""
-        kernel = self.kernel
-        with kernel.session():
-            scope = scope_for(
-                namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=None, where=where, tags=None,
-                category=None, source=None, since=None, until=None, live_at=None, current_only=False,
-            )
-            keyword_query = kernel.keyword.prepare(query)
-            hits = kernel.searcher._archive_hits(keyword_query, scope, limit, {}, kernel.clock.now(), "archive")
-            hits.sort(key=lambda h: -h.score)
-            return SearchResults(hits[:limit], query=query)
-
     def list(
         self,
         *,
@@ -538,8 +479,8 @@ class MemoryService:
                 return kernel.memories.delete_rows(rowids)
 
 
-def _prepared_ahead(prepare: Callable[[list[NewMemory]], list[_Prepared]],
-                    batches: list[list[NewMemory]]) -> Iterator[list[_Prepared]]:
+def _prepared_ahead(prepare: Callable[[list[NewMemory]], list[Prepared]],
+                    batches: list[list[NewMemory]]) -> Iterator[list[Prepared]]:
     """``map(prepare, batches)``, each batch prepared on a worker thread while the caller writes
     the one before. An error in a batch surfaces when the caller reaches it, after every batch
     before it was written, as without the thread."""

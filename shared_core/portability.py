@@ -216,7 +216,7 @@ def import_jsonl(store: MemoryStore, lines: Iterable[str]) -> ImportReport:
             if memory.archived_at is not None:
                 row = store.kernel.memories.get_row(memory.id)
                 assert row is not None
-                store.archive_store.move([row.rowid], memory.archive_reason or "imported")
+                store.kernel.archive.move([row.rowid], memory.archive_reason or "imported")
             report.created += 1
     return report
 
@@ -249,8 +249,8 @@ def _all_memories(store: MemoryStore, namespace: str | None, include_archive: bo
 
         scope = Scope(namespaces=(namespace,) if namespace else None, namespace_prefix=None if namespace else "",
                       current_only=False)
-        yield from store.archive_store.select(scope)
+        yield from store.kernel.archive.select(scope)
 
 
 def _archived(store: MemoryStore, memory_id: str) -> bool:
-    return store.archive_store.get(memory_id) is not None
+    return store.kernel.archive.get(memory_id) is not None

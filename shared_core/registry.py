@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .archive import Archive
 from .context.memory_manager import MemoryManager
 from .conversations.api import Conversations
 from .documents.knowledge_base import KnowledgeBase
@@ -37,6 +38,7 @@ __all__ = ["DOMAINS"]
 DOMAINS: tuple[Domain[Any], ...] = (
     Domain("memories", MemoryService, kinds=("note",)),
     Domain("facts", Facts, kinds=("fact",)),
+    Domain("archive", Archive, eraser=Archive.erase),
     Domain("links", LinkGraph, eraser=LinkGraph.erase),
     Domain("episodes", Episodes, kinds=("episode",), eraser=Episodes.erase),
     Domain("procedures", Procedures, kinds=("procedure",), eraser=Procedures.erase),

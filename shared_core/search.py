@@ -24,7 +24,8 @@ from .embed import Embedder, as_vector, profile_of
 from .index.keyword import KeywordIndex
 from .index.scope import Scope
 from .index.vectors import VectorIndex
-from .memories import Memory, MemoryRepository
+from .memories import Memory
+from .memory_repository import MemoryRepository
 from .ranking import FUSIONS, feedback_weight, fuse, maximal_marginal_relevance, recency_weight
 from .validation import check_finite, check_limit, check_query
 
@@ -299,7 +300,7 @@ class Searcher:
             )
             hits.append(Hit(memory, final, parts))
         if include_archive and keyword_query is not None:
-            hits.extend(self._archive_hits(keyword_query, scope, pool, bm25, now, method, rank=rank))
+            hits.extend(self.archive_hits(keyword_query, scope, pool, bm25, now, method, rank=rank))
         hits.sort(key=lambda h: (-h.score, -_ts(h.memory.created_at), h.memory.rowid))
         if min_score is not None:
             hits = [h for h in hits if h.score >= min_score]
@@ -314,7 +315,7 @@ class Searcher:
         return (feedback_weight(feedback_score, self.config.ranking.score_weight),
                 recency_weight(days, self.config.ranking.recency_rate))
 
-    def _archive_hits(self, keyword_query: Any, scope: Scope, pool: int, live_bm25: dict[int, float],
+    def archive_hits(self, keyword_query: Any, scope: Scope, pool: int, live_bm25: dict[int, float],
                       now: datetime, method: str, *, rank: bool = True) -> list[Hit]:
         """Keyword matches from the archive, scaled against the same best BM25 as live hits."""
         if self.archive is None:

@@ -94,6 +94,7 @@ class MemoryStore:
 
     if TYPE_CHECKING:  # the registry's domains, reached through __getattr__
         memories: MemoryService
+        archive: Archive
         facts: Facts
         links: LinkGraph
         episodes: Episodes
@@ -414,20 +415,6 @@ class MemoryStore:
         """
         return self.memories.set_expiry(ids, ttl=ttl, expires_at=expires_at, namespace=namespace)
 
-    # -- the archive -------------------------------------------------------------------------
-
-    def archive(self, ids: str | Sequence[str], *, reason: str = "manual", namespace: str | None = None) -> int:
-        """Move memories out of the live index into the keyword-searchable archive (seed 002)."""
-        return self.memories.archive(ids, reason=reason, namespace=namespace)
-
-    def restore(self, ids: str | Sequence[str], *, namespace: str | None = None) -> list[Memory]:
-        """Bring archived memories back into the live index (re-embedded), feedback and dates kept."""
-        return self.memories.restore(ids, namespace=namespace)
-
-    def get_archived(self, id: str, *, namespace: str | None = None) -> Memory:  # noqa: A002
-        """An archived memory (``archived_at`` and ``archive_reason`` set), or :class:`NotFoundError`."""
-        return self.memories.get_archived(id, namespace=namespace)
-
     # -- feedback ----------------------------------------------------------------------------
 
     def reinforce(self, id: str, *, namespace: str | None = None, weight: float | None = None) -> Memory:  # noqa: A002
@@ -502,21 +489,6 @@ class MemoryStore:
             include_expired=include_expired, include_superseded=include_superseded,
             include_archive=include_archive, mmr_lambda=mmr_lambda, fetch_k=fetch_k, track_access=track_access,
             expand_links=expand_links, rank=rank,
-        )
-
-    def search_archive(
-        self,
-        query: str,
-        *,
-        namespace: str | Sequence[str] = DEFAULT_NAMESPACE,
-        namespace_prefix: str | None = None,
-        kind: str | Sequence[str] | None = None,
-        where: Mapping[str, Any] | Filter | None = None,
-        limit: int = 10,
-    ) -> SearchResults:
-        """Keyword search over archived memories only (seed 002's ``queryArchive``)."""
-        return self.memories.search_archive(
-            query, namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, where=where, limit=limit,
         )
 
     def list(
@@ -643,16 +615,6 @@ class MemoryStore:
     def db(self) -> Database:
         """The underlying connection wrapper (domain modules run their SQL through it)."""
         return self.kernel.backend
-
-    @property
-    def keyword_index(self) -> Any:
-        """The keyword side of search for this backend (FTS5 or PostgreSQL full-text search)."""
-        return self.kernel.keyword
-
-    @property
-    def archive_store(self) -> Archive:
-        """The archive's repository (for lifecycle code: ``move(rowids, reason)`` inside a transaction)."""
-        return self.kernel.archive
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts with the store's embedder (unit-length float32 rows)."""

@@ -47,7 +47,7 @@ from .restatement import is_restatement, spell_out, statement_words
 
 if TYPE_CHECKING:
     from .kernel import Kernel
-    from .memories import _Prepared
+    from .memories import Prepared
 
 __all__ = ["FactVersions", "subject_key", "same_subject", "VERSION_EVENTS"]
 
@@ -130,7 +130,7 @@ class FactVersions:
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
 
-    def write(self, item: _Prepared, *, supersedes: str | None, dedup: bool,
+    def write(self, item: Prepared, *, supersedes: str | None, dedup: bool,
               auto_category: str | None = None) -> AddResult:
         """``auto_category``: the category auto-categorisation chose; it is given to the fact after the
         versioning rule ran, so a machine-chosen category never makes two facts one subject."""
@@ -182,7 +182,7 @@ class FactVersions:
                 return _superseding(result, old.id)
             return result
 
-    def _current(self, old_id: str, item: _Prepared) -> Memory:
+    def _current(self, old_id: str, item: Prepared) -> Memory:
         if not isinstance(old_id, str) or not old_id:
             raise ValueError(f"supersedes must be the id of the memory this one replaces, got {old_id!r}")
         old = self.kernel.memories.get_row(old_id)
@@ -208,7 +208,7 @@ class FactVersions:
 
     # -- detection ------------------------------------------------------------------------------
 
-    def _detect(self, item: _Prepared, changed: Sequence[Memory] = ()) -> tuple[str, Memory | None, str]:
+    def _detect(self, item: Prepared, changed: Sequence[Memory] = ()) -> tuple[str, Memory | None, str]:
         """(event, the old fact it concerns, reason) for a new fact; ``changed``: the live facts above
         the dedup threshold that it does not merely restate."""
         model = self.kernel.text_model
@@ -227,7 +227,7 @@ class FactVersions:
         old = self._rule_match(item)
         return ("UPDATE", old, "rule") if old is not None else ("ADD", None, "")
 
-    def _same_subject(self, item: _Prepared, changed: Sequence[Memory]) -> Memory | None:
+    def _same_subject(self, item: Prepared, changed: Sequence[Memory]) -> Memory | None:
         """The most similar of ``changed`` that the new fact says something new about: the same
         explicit ``metadata["subject"]``, else the same subject key, else (neither text has a
         subject key) the same first words up to where they differ, at least two of them."""
@@ -241,7 +241,7 @@ class FactVersions:
                 return memory
         return None
 
-    def _near(self, item: _Prepared, changed: Sequence[Memory] = (), limit: int = 5) -> list[Memory]:
+    def _near(self, item: Prepared, changed: Sequence[Memory] = (), limit: int = 5) -> list[Memory]:
         """What the text model is shown: the live facts similar to the new one (above the embedder's
         noise floor, the near-duplicates it changes included), most similar first."""
         kernel = self.kernel
@@ -258,7 +258,7 @@ class FactVersions:
                  and not is_restatement(item.text, h.memory.text)]
         return near[:limit]
 
-    def _classify(self, model: Any, item: _Prepared, near: list[Memory]) -> tuple[str, Memory | None]:
+    def _classify(self, model: Any, item: Prepared, near: list[Memory]) -> tuple[str, Memory | None]:
         existing = "\n".join(f"- id={m.id}: {m.text}" for m in near)
         answer = model.complete(_CLASSIFY_PROMPT.format(existing=existing, new=item.text), max_tokens=100)
         data = parse_json_output(answer)
@@ -275,7 +275,7 @@ class FactVersions:
                 return event, memory
         raise ModelOutputError(f"{event} names {target!r}, which is not one of the facts shown")
 
-    def _rule_match(self, item: _Prepared) -> Memory | None:
+    def _rule_match(self, item: Prepared) -> Memory | None:
         if not item.category:
             return None
         explicit = _explicit_subject(item.metadata_json)

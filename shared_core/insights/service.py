@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from ..archive import Archive
 from ..clock import days_between, to_iso
 from ..errors import NotFoundError
 from ..llm import ModelOutputError
@@ -153,7 +154,7 @@ class Insights:
             insight = replace(merged, updated_at=now)
             event = "updated"
         if self.kernel.archive.get(new_id) is not None:  # its index entry was size-pruned: bring it back
-            self.kernel.service(MemoryService).restore(new_id)
+            self.kernel.service(Archive).restore(new_id)
         self.kernel.backend.execute(
             f"INSERT INTO insights ({_SELECT}) VALUES ({', '.join('?' for _ in Insight.COLUMNS)}) "
             "ON CONFLICT(id) DO UPDATE SET title = excluded.title, description = excluded.description, "

@@ -19,11 +19,11 @@ def test_archive_leaves_live_index_and_stays_keyword_searchable(store, clock):
     assert set(with_archive.ids) == {keep, old}
     archived_hit = next(h for h in with_archive if h.id == old)
     assert archived_hit.memory.archived_at is not None and archived_hit.parts.fusion == "archive"
-    only = store.search_archive("orchard")
+    only = store.archive.search("orchard")
     assert only.ids == [old] and only[0].memory.archive_reason == "size-prune"
     with pytest.raises(NotFoundError):
         store.get(old)
-    assert store.get_archived(old).score == 3
+    assert store.archive.get(old).score == 3
 
 
 def test_restore_brings_back_feedback_and_dates(store, clock):
@@ -32,24 +32,24 @@ def test_restore_brings_back_feedback_and_dates(store, clock):
     created = store.get(mid).created_at
     store.archive(mid, reason="decayed")
     clock.advance(days=3)
-    (restored,) = store.restore(mid)
+    (restored,) = store.archive.restore(mid)
     assert restored.id == mid and restored.score == 3 and restored.created_at == created
     assert restored.tags == ["work"] and restored.metadata == {"q": 3}
     assert store.search("quarterly report", fusion="keyword").ids == [mid]
     assert store.search("the quarterly report is due on Friday", fusion="vector").ids == [mid]
     with pytest.raises(NotFoundError):
-        store.get_archived(mid)
+        store.archive.get(mid)
 
 
 def test_archive_unknown_ids_are_errors(store):
     with pytest.raises(NotFoundError):
         store.archive("nope")
     with pytest.raises(NotFoundError):
-        store.restore("nope")
+        store.archive.restore("nope")
 
 
 def test_archive_respects_namespaces(store):
     a = store.add("secret plan alpha", namespace="user:a")
     store.archive(a)
-    assert store.search_archive("secret plan", namespace="user:b").ids == []
-    assert store.search_archive("secret plan", namespace="user:a").ids == [a]
+    assert store.archive.search("secret plan", namespace="user:b").ids == []
+    assert store.archive.search("secret plan", namespace="user:a").ids == [a]

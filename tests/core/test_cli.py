@@ -83,7 +83,7 @@ def test_export_import_round_trip(run, tmp_path):
     assert "imported 3 new" in out
     with MemoryStore.open(fresh) as s:
         assert s.count(namespace="default") == 1 and s.count(namespace="other") == 1
-        assert s.get_archived(mid).archive_reason == "test"
+        assert s.archive.get(mid).archive_reason == "test"
         assert s.list()[0].tags == ["a"]
     again = runner.invoke(main, ["--db", str(fresh), "import", str(jsonl)], catch_exceptions=False).output
     assert "imported 0 new, 3 already present" in again

@@ -85,7 +85,7 @@ def test_short_to_mid_promotes_by_score_and_compresses_the_rest(store, clock):
         assert row.content == low.content and row.tier == "short"
         with pytest.raises(NotFoundError):
             store.get("msg:" + low.message_id)
-        assert store.get_archived("msg:" + low.message_id).archive_reason == "compressed"
+        assert store.archive.get("msg:" + low.message_id).archive_reason == "compressed"
     assert [m.message_id for m in store.forgetting.sources(summary_id)] == [low1.message_id, low2.message_id]
     assert "msg:" + low1.message_id in store.search("lunch options", include_archive=True).ids
     assert "msg:" + low1.message_id not in store.search("lunch options").ids

@@ -362,7 +362,7 @@ def test_archived_insights_come_back_when_upserted(store):
     store.insights.upsert("Budget review", "numbers for Q3 and Q4")
     assert store.get(insight.id).text.endswith("Q4")
     assert [h.insight.id for h in store.insights.search("budget")] == [insight.id]
-    assert store.archive_store.count() == 0
+    assert store.archive.count() == 0
 
 
 def test_search_logs_accesses(store):

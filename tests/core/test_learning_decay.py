@@ -57,7 +57,7 @@ def test_the_store_reproduces_the_seed_table_however_often_maintenance_runs(ever
                 assert round(stored, 2) == expected
             else:
                 assert report.pruned_ids == (learning.id,) and report.archived == 1
-                archived = store.get_archived(learning.id)
+                archived = store.archive.get(learning.id)
                 assert archived.archive_reason == "decayed" and archived.confidence < 0.1
                 # pruned once it fell below 0.1: after week 40 (0.11), by week 44 (0.09); run daily, that
                 # is day 292 (0.8 x exp(-0.05 x 292/7) = 0.0994), run once, at week 44 itself
@@ -127,7 +127,7 @@ def test_pruning_can_delete_instead_of_archiving(clock):
         report = store.learnings.apply_decay()
         assert (report.pruned, report.deleted, report.archived) == (1, 1, 0)
         assert store.db.scalar("SELECT count(*) FROM learnings") == 0
-        assert store.archive_store.count() == 0
+        assert store.archive.count() == 0
         assert store.count(kind="learning") == 0 and learning.id not in store.recall("old lesson").ids
 
 

@@ -119,7 +119,7 @@ def test_links_follow_archive_restore_and_go_with_delete(store):
     store.search("payment api hmac", fusion="keyword")
     store.archive(a, reason="manual")
     assert store.links.strength(a, b) == 1.0  # archived, not gone
-    store.restore(a)
+    store.archive.restore(a)
     assert store.links.strength(a, b) == 1.0
     store.delete(a)
     assert store.links.strength(a, b) is None and store.links.strength(a, c) is None

@@ -229,7 +229,7 @@ def test_add_many_pauses_the_cyclic_gc_and_restores_it(store):
 def test_add_many_merges_the_keyword_index_after_a_load_that_doubles_it(store, monkeypatch):
     """FTS5 would otherwise rewrite a bulk load's postings during the single adds after it."""
     merges = []
-    keyword = store.keyword_index
+    keyword = store.kernel.keyword
     monkeypatch.setattr(keyword, "optimize", lambda: merges.append(store.count(namespace="load")))
     store.add_many([f"first load {i}" for i in range(1200)], namespace="load", batch_size=500)
     assert merges == [1200]

@@ -42,7 +42,7 @@ def _fill(path, tmp_path):
 def _snapshot(store):
     memories = sorted((m.to_dict() for m in store.list(namespace_prefix="", limit=None, include_superseded=True)),
                       key=lambda d: d["id"])
-    archived = sorted(m.id for m in store.archive_store.select(
+    archived = sorted(m.id for m in store.kernel.archive.select(
         __import__("shared_core").memories.scope_for(
             namespace=None, namespace_prefix="", kind=None, ids=None, where=None, tags=None, category=None,
             source=None, since=None, until=None, live_at=None, current_only=False)))
@@ -64,7 +64,7 @@ def test_sqlite_to_postgres_and_back(tmp_path, pg_url, sqlite_paths):
             "harbour crane 3", fusion="vector", **query).ids  # the same vectors
         assert set(b.search("tides", fusion="keyword", **query).ids) == set(
             a.search("tides", fusion="keyword", **query).ids)
-        assert b.search_archive("harbour", namespace="user:ann").ids
+        assert b.archive.search("harbour", namespace="user:ann").ids
         assert b.conversations.count("chat-1") == 12 and b.kv.get("settings", namespace="user:ann") == {"theme": "dark"}
         assert b.documents.search_knowledge_base("when is staging backed up", namespace="user:ann")
         fresh = b.add("a new fact written after the move", namespace="user:ann")  # counters continue past the copy

@@ -243,7 +243,7 @@ def test_erase_namespace_leaves_no_byte_behind(tmp_path):
         s.archive(archived)
         s.search(secret, namespace="user:alice")
         assert s.erase_namespace("user:alice").memories == 2
-        assert s.count(namespace="user:alice") == 0 and s.search_archive(secret, namespace="user:alice").ids == []
+        assert s.count(namespace="user:alice") == 0 and s.archive.search(secret, namespace="user:alice").ids == []
         assert s.count(namespace="user:bob") == 20
         assert s.search("public note", namespace="user:bob", fusion="vector", limit=30).ids
     data = b"".join(p.read_bytes() for p in tmp_path.iterdir())

@@ -202,7 +202,7 @@ def test_pruning_measures_the_stored_bytes(pg_url):
 @settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 @given(st.text())
 def test_no_user_text_makes_a_tsquery_syntax_error(store, text):
-    query = store.keyword_index.prepare(text)
+    query = store.kernel.keyword.prepare(text)
     assert query.terms == tuple(query_terms(text))
     if query.fts:
         store.db.query("SELECT CAST(? AS tsquery)", (query.fts,))
@@ -225,10 +225,10 @@ def test_a_small_memory_counts_document_frequencies_instead_of_trusting_statisti
     for i in range(300):
         store.add(f"note {i}: the build is {'green' if i % 3 else 'red'}", dedup=False)
     store.db.execute("ANALYZE memory_chunks")  # statistics say a third of the rows hold "red" ...
-    store.keyword_index._common = None
+    store.kernel.keyword._common = None
     for i in range(300):
         store.add(f"later note {i}: red again", dedup=False)  # ... now two thirds do
-    query = store.keyword_index.prepare("red")
+    query = store.kernel.keyword.prepare("red")
     assert query.rows == 600 and query.idf == (_idf(600, 400),)
 
 

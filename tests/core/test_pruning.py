@@ -26,7 +26,7 @@ def _fill(store, n, *, start=0):
 
 def _settled_size(store):
     """The live size once the FTS index is merged (what pruning compares with the limit)."""
-    store.keyword_index.optimize()
+    store.kernel.keyword.optimize()
     return store.pruning.measure().total
 
 
@@ -115,9 +115,9 @@ def test_archives_the_bottom_percent_by_score_and_recency_never_pinned(clock):
         assert store.get(pinned).pinned
         # archived rows left the live index and stay keyword-searchable and restorable
         assert old not in store.search("neutral remark").ids
-        assert store.search_archive("neutral").ids == [old]
-        assert store.get_archived(old).archive_reason == "size-prune"
-        assert store.restore(old)[0].id == old
+        assert store.archive.search("neutral").ids == [old]
+        assert store.archive.get(old).archive_reason == "size-prune"
+        assert store.archive.restore(old)[0].id == old
 
 
 def test_all_pinned_prunes_nothing(store):
@@ -159,7 +159,7 @@ def test_repeated_runs_converge_and_then_stop(tmp_path, clock):
         assert sizes[-1] <= limit < sizes[-3]  # it stopped once under, not before
         assert all(b >= a for a, b in zip(sizes[1:], sizes[:-1], strict=True))  # never grows
         live = store.count()
-        assert live + store.archive_store.count() == 120 and live == 120 - archived
+        assert live + store.archive.count() == 120 and live == 120 - archived
         # and the next runs change nothing
         for _ in range(2):
             again = store.pruning.run()
@@ -198,7 +198,7 @@ def test_dry_run_changes_nothing(store):
     store.config.memory.max_size = 1
     report = store.pruning.run(dry_run=True)
     assert report.status == "dry_run" and report.archived == 1 and len(report.archived_ids) == 1
-    assert store.count() == 30 and store.archive_store.count() == 0 and store.pruning.last_run() is None
+    assert store.count() == 30 and store.archive.count() == 0 and store.pruning.last_run() is None
 
 
 def test_disabled_with_zero_max_size(store):
@@ -289,7 +289,7 @@ def test_two_connections_pruning_at_once_do_not_overshoot(tmp_path, clock):
     [t.join() for t in threads]
     try:
         assert sorted(r.status for r in reports) == ["pruned", "under_limit"]
-        assert stores[1].count() == 45 and stores[1].archive_store.count() == 5
+        assert stores[1].count() == 45 and stores[1].archive.count() == 5
     finally:
         for s in stores:
             s.close()
@@ -359,4 +359,4 @@ def test_two_processes_racing_for_a_due_prune(tmp_path):
     assert [r["status"] for r in results] == ["not_due", "pruned"]
     assert results[1]["archived"] == 4
     with _store(path, clock) as check:
-        assert check.count() == 36 and check.archive_store.count() == 4
+        assert check.count() == 36 and check.archive.count() == 4
