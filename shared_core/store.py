@@ -30,7 +30,7 @@ from .errors import EmbedderMismatchError, SchemaError
 from .facts import Facts
 from .files import data_dir_for, set_aside_leftovers
 from .index.filters import Filter
-from .kernel import Kernel
+from .kernel import Domain, Kernel
 from .lifecycle.maintenance import Maintenance
 from .llm import TextModel
 from .memories import DEFAULT_NAMESPACE, AddResult, Memory, NewMemory
@@ -116,9 +116,9 @@ class MemoryStore:
         maintenance: Maintenance
 
     def __init__(self, db: Database, *, embedder: Embedder, config: Config, clock: Clock,
-                 text_model: TextModel | None = None) -> None:
+                 text_model: TextModel | None = None, domains: Sequence[Domain[Any]] = DOMAINS) -> None:
         self.kernel = Kernel(db, embedder=embedder, config=config, clock=clock, text_model=text_model,
-                             domains=DOMAINS)
+                             domains=domains)
         self.kernel.open_domains()
 
     @property
@@ -156,6 +156,7 @@ class MemoryStore:
         read_only: bool = False,
         reembed: bool = False,
         text_model: TextModel | None = None,
+        domains: Sequence[Domain[Any]] = DOMAINS,
     ) -> MemoryStore:
         """Open (creating if needed) a memory: an SQLite file, or a PostgreSQL database.
 
@@ -167,7 +168,9 @@ class MemoryStore:
         :class:`Config`, or a dict of overrides on top of ``config.toml``. ``reembed=True``
         lets a different embedder take over an existing database by re-embedding everything.
         ``text_model``: optional; summaries and fact/learning extraction use it, with rule-based
-        fallbacks when it is absent or answers badly.
+        fallbacks when it is absent or answers badly. ``domains``: the registry the store builds its
+        domains from (default :data:`shared_core.registry.DOMAINS`; an application adds its own
+        domains to it, docs/architecture.md).
         """
         cfg = config if isinstance(config, Config) else Config.load(overrides=config)
         clock = clock or SystemClock()
@@ -181,7 +184,7 @@ class MemoryStore:
             checked = True
         db = open_database(target, read_only=read_only, settings=cfg.database)
         try:
-            store = cls._attach(db, embedder, cfg, clock, reembed, dims_checked=checked)
+            store = cls._attach(db, embedder, cfg, clock, reembed, domains, dims_checked=checked)
         except BaseException:
             db.close()
             raise
@@ -189,8 +192,8 @@ class MemoryStore:
         return store
 
     @classmethod
-    def _attach(cls, db: Database, embedder: Embedder | None, cfg: Config, clock: Clock, reembed: bool, *,
-                dims_checked: bool = False) -> MemoryStore:
+    def _attach(cls, db: Database, embedder: Embedder | None, cfg: Config, clock: Clock, reembed: bool,
+                domains: Sequence[Domain[Any]], *, dims_checked: bool = False) -> MemoryStore:
         version = db.schema_version()
         if version == 0 and not db.read_only:  # a new memory
             if embedder is not None and not dims_checked:
@@ -232,7 +235,7 @@ class MemoryStore:
                 recorded_dims = int(dims_text) if dims_text else None
         elif version < db.latest_version():
             raise SchemaError(f"{db.path} needs a schema upgrade; open it once without read_only=True")
-        store = cls(db, embedder=embedder, config=cfg, clock=clock)
+        store = cls(db, embedder=embedder, config=cfg, clock=clock, domains=domains)
         if recorded_name and (recorded_name != embedder.name or recorded_dims != embedder.dims):
             if not reembed:
                 raise EmbedderMismatchError(

@@ -33,7 +33,9 @@ from ..documents.discovery import discover
 from ..documents.loaders import SUPPORTED_EXTENSIONS
 from ..errors import NotFoundError, OpenKoiError
 from ..files import UPLOADS, record_upload_root, upload_folder
+from ..items import STORE_ITEM_KINDS
 from ..memories import DEFAULT_NAMESPACE, check_namespace
+from ..registry import DOMAINS
 from .asgi import PRINCIPAL_KEY, BearerAuth, BodyLimit, BrowserGuard, allowed_hosts_for
 from .auth import Principal, TokenFile
 from .errors import RETRY_AFTER_SECONDS, Scrubber, classify, scrubber_for
@@ -79,10 +81,11 @@ __all__ = ["create_app", "MANAGED_KINDS", "UPLOAD_PATH"]
 logger = logging.getLogger("openkoi.server")
 
 # kinds that belong to a domain (a document chunk, an insight, a LangGraph item...): read and search
-# them here, but write them through their own endpoints or libraries
+# them here, but write them through their own endpoints or libraries. Plain memories (facts, notes)
+# are the memories and facts domains'; the adapters own their items and nodes.
 MANAGED_KINDS = frozenset((
-    "learning", "episode", "procedure", "summary", "message", "document", "workspace", "insight", "task", "skill",
-    "node", "langgraph_item", "langgraph_item_unindexed",
+    *(kind for domain in DOMAINS if domain.name not in ("memories", "facts") for kind in domain.kinds),
+    *STORE_ITEM_KINDS, "node",
 ))
 UPLOAD_PATH = "/api/kb/documents"
 _NAMESPACE_HELP = ("Whose memory: a user, an agent, a project (e.g. 'user:alice'). Default: the token's only "
