@@ -36,7 +36,7 @@ def _path_of(target: Any) -> str:
 
 def _postgres_target(target: Any) -> Any:
     """The memory's ``PgTarget`` when ``target`` (a store, an adapter, a URL or a path) lives on PostgreSQL."""
-    from shared_core import store as store_module
+    import shared_core.opening as opening_module
     from shared_core.db.postgres import is_postgres_url, parse_url
 
     if isinstance(target, (str, os.PathLike)):
@@ -45,7 +45,7 @@ def _postgres_target(target: Any) -> Any:
             return parse_url(location)
         if location == ":memory:":
             return None
-        db = store_module.open_database(location)  # what this path opens as (an SQLite file, normally)
+        db = opening_module.open_database(location)  # what this path opens as (an SQLite file, normally)
         try:
             return getattr(db, "target", None)
         finally:

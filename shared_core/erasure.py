@@ -127,8 +127,7 @@ class Erasure:
         check_namespace(namespace)
         kernel, db = self.kernel, self.db
         sqlite_file = db.dialect == "sqlite" and db.path != ":memory:"
-        with db.lock:
-            db.check_open()
+        with kernel.session():
             if db.in_transaction:
                 raise StorageError("erase_namespace cannot run inside store.transaction(): it rewrites the file "
                                    "after its own commit; call it after the transaction block")
@@ -193,8 +192,7 @@ class Erasure:
         db = self.db
         if db.dialect != "sqlite" or db.path == ":memory:" or db.read_only:
             return ()
-        with db.lock:
-            db.check_open()
+        with self.kernel.session():
             pending = _pending(db)
             if pending is None:
                 return ()
@@ -259,7 +257,7 @@ class Erasure:
             rows_left, files_left = self._leftovers(namespace)
         bytes_left: tuple[str, ...] = ()
         if db.dialect == "sqlite" and db.path != ":memory:":
-            with db.lock:
+            with self.kernel.session():
                 pending = _pending(db)
             if pending is not None:
                 bytes_left = (f"an erase begun at {pending.get('since', '?')} is unfinished: {db.path} or "
@@ -280,7 +278,7 @@ class Erasure:
 
     def _leftovers(self, namespace: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(rows, files) of the namespace still there, one sentence each."""
-        with self.db.lock:
+        with self.kernel.session():
             counts = {t: n for t, n in self._row_counts(namespace).items() if n}
             own = self._own_files(namespace)
         rows = (f"{sum(counts.values())} row(s) of {namespace!r} in "

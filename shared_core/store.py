@@ -21,21 +21,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .archive import Archive
-from .clock import Clock, SystemClock, to_iso
+from .clock import Clock
 from .config import Config
-from .db import Database, is_postgres_url, open_database
-from .embed import Embedder, HashingEmbedder, check_dims, check_embedder, embedder_from_name
+from .db import Database
+from .embed import Embedder
 from .erasure import EraseReport, Erasure
-from .errors import EmbedderMismatchError, SchemaError
 from .facts import Facts
-from .files import data_dir_for, set_aside_leftovers
 from .index.filters import Filter
 from .kernel import Domain, Kernel
 from .lifecycle.maintenance import Maintenance
 from .llm import TextModel
 from .memories import DEFAULT_NAMESPACE, AddResult, Memory, NewMemory
 from .memory_service import MemoryService, Progress
-from .reembedding import reembed, switch_embedder
+from .opening import open_kernel
+from .reembedding import reembed
 from .registry import DOMAINS
 from .search import SearchResults
 
@@ -115,11 +114,9 @@ class MemoryStore:
         pruning: Pruner
         maintenance: Maintenance
 
-    def __init__(self, db: Database, *, embedder: Embedder, config: Config, clock: Clock,
-                 text_model: TextModel | None = None, domains: Sequence[Domain[Any]] = DOMAINS) -> None:
-        self.kernel = Kernel(db, embedder=embedder, config=config, clock=clock, text_model=text_model,
-                             domains=domains)
-        self.kernel.open_domains()
+    def __init__(self, kernel: Kernel) -> None:
+        """A store over an opened kernel; use :meth:`open`."""
+        self.kernel = kernel
 
     @property
     def embedder(self) -> Embedder:
@@ -172,83 +169,8 @@ class MemoryStore:
         domains from (default :data:`shared_core.registry.DOMAINS`; an application adds its own
         domains to it, docs/architecture.md).
         """
-        cfg = config if isinstance(config, Config) else Config.load(overrides=config)
-        clock = clock or SystemClock()
-        target = default_target(cfg) if path is None else os.fspath(path)
-        if target != ":memory:" and not is_postgres_url(target):
-            target = str(Path(target).expanduser())
-        checked = False
-        if embedder is not None and not read_only and _is_new_file(target):
-            check_embedder(embedder)
-            check_dims(embedder)  # a wrong dims is refused before the file exists
-            checked = True
-        db = open_database(target, read_only=read_only, settings=cfg.database)
-        try:
-            store = cls._attach(db, embedder, cfg, clock, reembed, domains, dims_checked=checked)
-        except BaseException:
-            db.close()
-            raise
-        store.text_model = text_model
-        return store
-
-    @classmethod
-    def _attach(cls, db: Database, embedder: Embedder | None, cfg: Config, clock: Clock, reembed: bool,
-                domains: Sequence[Domain[Any]], *, dims_checked: bool = False) -> MemoryStore:
-        version = db.schema_version()
-        if version == 0 and not db.read_only:  # a new memory
-            if embedder is not None and not dims_checked:
-                check_embedder(embedder)
-                check_dims(embedder)  # (a PostgreSQL schema) its vectors are sized for good by the migration
-            folder = data_dir_for(db, cfg)
-            if folder is not None:  # a deleted database's folder is not this one's
-                set_aside_leftovers(folder, clock.now(), shared=folder == Path(db.path).parent)
-        recorded_name = recorded_dims = None
-        if version >= 2:
-            recorded_name = db.get_meta("embedder_name")
-            dims_text = db.get_meta("embedder_dims")
-            recorded_dims = int(dims_text) if dims_text else None
-        if embedder is None:
-            if recorded_name:
-                try:
-                    embedder = embedder_from_name(recorded_name)
-                except (ValueError, ImportError, FileNotFoundError) as exc:
-                    raise EmbedderMismatchError(
-                        f"{db.path} was built with the embedder {recorded_name!r}, which cannot be rebuilt here "
-                        f"({exc}); pass it in code: MemoryStore.open(path, embedder=...)"
-                    ) from None
-            else:
-                embedder = HashingEmbedder() if cfg.models.embedder in ("hashing", "default") else \
-                    embedder_from_name(cfg.models.embedder)
-        check_embedder(embedder)
-        if db.read_only and version == 0:
-            raise SchemaError(f"{db.path} is not an openkoi-memory database yet; open it writable once to create it")
-        if not db.read_only:
-            db.migrate(dims=recorded_dims or embedder.dims, now_iso=to_iso(clock.now()))
-            if recorded_name is None:  # new, or migrated by a process that stopped before recording it
-                with db.transaction():
-                    if db.get_meta("embedder_name") is None:  # another process may have recorded it
-                        db.set_meta("embedder_name", embedder.name)
-                        db.set_meta("embedder_dims", str(embedder.dims))
-                        db.set_meta("created_at", to_iso(clock.now()))
-                recorded_name = db.get_meta("embedder_name")
-                dims_text = db.get_meta("embedder_dims")
-                recorded_dims = int(dims_text) if dims_text else None
-        elif version < db.latest_version():
-            raise SchemaError(f"{db.path} needs a schema upgrade; open it once without read_only=True")
-        store = cls(db, embedder=embedder, config=cfg, clock=clock, domains=domains)
-        if recorded_name and (recorded_name != embedder.name or recorded_dims != embedder.dims):
-            if not reembed:
-                raise EmbedderMismatchError(
-                    f"{db.path} was built with the embedder {recorded_name!r} ({recorded_dims} dims), not "
-                    f"{embedder.name!r} ({embedder.dims} dims); open it with that embedder, or re-embed it "
-                    "with MemoryStore.open(path, embedder=..., reembed=True)"
-                )
-            switch_embedder(store.kernel, embedder)
-        else:
-            store.kernel.vectors.ensure_ready()
-        if not db.read_only:
-            store.kernel.service(Erasure).resume()  # an erase another process left pending, if its reader has gone
-        return store
+        return cls(open_kernel(path, embedder=embedder, config=config, clock=clock, read_only=read_only,
+                               reembed=reembed, text_model=text_model, domains=domains))
 
     def close(self) -> None:
         """Close the file (unfinished tasks are flushed first). Further use raises :class:`StoreClosedError`.
@@ -640,16 +562,3 @@ class MemoryStore:
         ``memory.prune_schedule`` (seed 002: "0 4 * * *") has fired since the last run.
         """
         return self.kernel.service(Maintenance).run(if_due=if_due, steps=steps)
-
-def _is_new_file(target: str) -> bool:
-    """True for ``:memory:`` and a file that does not exist yet; False for PostgreSQL (and an existing but
-    empty file, which ``_attach`` checks once it has found no schema in it)."""
-    if target == ":memory:":
-        return True
-    return not is_postgres_url(target) and not os.path.lexists(target)
-
-
-def default_target(cfg: Config) -> str:
-    """What ``MemoryStore.open()`` opens with no path: ``$OPENKOI_DATABASE_URL``, ``[database] url``, or the data dir's file."""
-    return (os.environ.get("OPENKOI_DATABASE_URL", "").strip() or cfg.database.url.strip()
-            or str(Path(cfg.data_dir) / "openkoi.db"))

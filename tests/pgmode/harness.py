@@ -169,12 +169,12 @@ class Harness:
     # -- the redirect ------------------------------------------------------------------------
 
     def install(self) -> None:
-        import shared_core.store as store_module
+        import shared_core.opening as opening_module
         from shared_core.db import postgres
         from shared_core.db.postgres import PostgresDatabase
         from shared_core.errors import StorageError
 
-        original = store_module.open_database
+        original = opening_module.open_database
         if getattr(original, "_openkoi_redirect", False):
             return
         postgres._POOLS.linger = True
@@ -206,7 +206,7 @@ class Harness:
             return db
 
         open_database._openkoi_redirect = True  # type: ignore[attr-defined]
-        store_module.open_database = open_database
+        opening_module.open_database = open_database
 
     def _track(self, db: Any, schema: str, *, release: bool) -> None:
         self.open_handles[schema] = self.open_handles.get(schema, 0) + 1
