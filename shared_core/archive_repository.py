@@ -81,6 +81,21 @@ class ArchiveRepository:
             return int(self.db.scalar("SELECT count(*) FROM memory_archive") or 0)
         return int(self.db.scalar("SELECT count(*) FROM memory_archive WHERE namespace = ?", (namespace,)) or 0)
 
+    def delete(self, ids: Sequence[str], *, kind: str | None = None) -> None:
+        """Delete archived memories for good (of ``kind`` only, when given)."""
+        ids = list(ids)
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ", ".join("?" for _ in part)
+            if kind is None:
+                self.db.execute(f"DELETE FROM memory_archive WHERE id IN ({marks})", part)
+            else:
+                self.db.execute(f"DELETE FROM memory_archive WHERE id IN ({marks}) AND kind = ?", (*part, kind))
+
+    def superseded_by(self, memory_id: str) -> list[str]:
+        """The ids of the archived rows that ``memory_id`` superseded."""
+        return [r[0] for r in self.db.query("SELECT id FROM memory_archive WHERE superseded_by = ?", (memory_id,))]
+
     def erase(self, namespace: str) -> int:
         cursor = self.db.execute("DELETE FROM memory_archive WHERE namespace = ?", (namespace,))
         self.keyword.optimize_archive()

@@ -45,7 +45,8 @@ class Facts:
     def history(self, memory_id: str) -> list[Memory]:
         """Every version linked to ``memory_id`` through ``superseded_by``, oldest first
         (archived versions included, with ``archived_at`` set)."""
-        with self.kernel.session() as db:
+        kernel = self.kernel
+        with kernel.session():
             start = self._any(memory_id)
             if start is None:
                 raise NotFoundError(f"no memory with id {memory_id!r}")
@@ -54,11 +55,8 @@ class Facts:
             while todo:
                 memory = todo.pop()
                 linked = [self._any(memory.superseded_by)] if memory.superseded_by else []
-                for row in db.query(
-                    "SELECT id FROM memory_chunks WHERE superseded_by = ? UNION "
-                    "SELECT id FROM memory_archive WHERE superseded_by = ?", (memory.id, memory.id)
-                ):
-                    linked.append(self._any(row[0]))
+                for older in [*kernel.memories.superseded_by(memory.id), *kernel.archive.superseded_by(memory.id)]:
+                    linked.append(self._any(older))
                 for other in linked:
                     if other is not None and other.id not in seen:
                         seen[other.id] = other

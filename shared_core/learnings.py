@@ -287,7 +287,7 @@ class Learnings:
                 "UPDATE learnings SET base_confidence = ?, confidence = ?, reinforced = reinforced + 1, last_used = ? "
                 "WHERE id = ?", (value, value, to_iso(now), learning.id),
             )
-            self.kernel.backend.execute("UPDATE memory_chunks SET confidence = ? WHERE id = ?", (value, learning.id))
+            self.kernel.memories.set_confidence([(value, learning.id)])
 
     def restore(self, learning_id: str, *, confidence: float | None = None) -> Learning:
         """Bring back a learning pruned into the archive, with a fresh decay clock at ``confidence``
@@ -303,7 +303,7 @@ class Learnings:
                 "UPDATE learnings SET base_confidence = ?, confidence = ?, last_used = ? WHERE id = ?",
                 (value, value, to_iso(self.kernel.clock.now()), learning_id),
             )
-            db.execute("UPDATE memory_chunks SET confidence = ? WHERE id = ?", (value, learning_id))
+            self.kernel.memories.set_confidence([(value, learning_id)])
         return self.get(learning_id)
 
     def _persist(
@@ -448,7 +448,7 @@ class Learnings:
             if updates or pruned or orphans:
                 with db.transaction():
                     db.executemany("UPDATE learnings SET confidence = ? WHERE id = ?", updates)
-                    db.executemany("UPDATE memory_chunks SET confidence = ? WHERE id = ?", updates)
+                    self.kernel.memories.set_confidence(updates)
                     rowids = [rowid for _, rowid in pruned]
                     if rowids and cfg.archive_pruned:
                         archived = self.kernel.archive.move(rowids, "decayed")
@@ -517,6 +517,19 @@ class Learnings:
 
 
 # -- extraction rules ---------------------------------------------------------------------------
+
+    def is_learning(self, memory_id: str) -> bool:
+        """Whether ``memory_id`` is a learning's (live, archived or pruned)."""
+        with self.kernel.session() as db:
+            return db.scalar("SELECT 1 FROM learnings WHERE id = ?", (memory_id,)) is not None
+
+    def detach_tasks(self, task_ids: Sequence[str]) -> None:
+        """The tasks are going (an erase): learnings no longer point at them as their source."""
+        ids = list(task_ids)
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            self.kernel.backend.execute(
+                f"UPDATE learnings SET source_task = NULL WHERE source_task IN ({', '.join('?' for _ in part)})", part)
 
     def erase(self, namespace: str) -> None:
         """Remove the namespace's rows (``erase_namespace``)."""

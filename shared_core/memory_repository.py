@@ -476,6 +476,29 @@ class MemoryRepository:
         self.db.executemany("UPDATE memory_chunks SET expires_at = ? WHERE chunk_rowid = ?",
                             [(when, rowid) for rowid in rowids])
 
+    def close_version(self, rowid: int, superseded_by: str, reason: str, now_iso: str) -> None:
+        """End a memory's validity now: it was superseded by ``superseded_by`` (the reason in its metadata)."""
+        self.db.execute(
+            "UPDATE memory_chunks SET valid_to = ?, superseded_by = ?, updated_at = ?, "
+            "metadata = json_set(metadata, '$.superseded_reason', ?) WHERE chunk_rowid = ?",
+            (now_iso, superseded_by, now_iso, reason, rowid),
+        )
+
+    def superseded_by(self, memory_id: str) -> list[str]:
+        """The ids of the live rows that ``memory_id`` superseded."""
+        return [r[0] for r in self.db.query("SELECT id FROM memory_chunks WHERE superseded_by = ?", (memory_id,))]
+
+    def set_metadata_value(self, memory_id: str, key: str, value: Any) -> None:
+        """Set one top-level metadata key (a plain name) of a memory, leaving the rest as it is."""
+        if not key.isidentifier():
+            raise ValueError(f"a metadata key set in place must be a plain name, got {key!r}")
+        self.db.execute(f"UPDATE memory_chunks SET metadata = json_set(metadata, '$.{key}', ?) WHERE id = ?",
+                        (value, memory_id))
+
+    def set_confidence(self, rows: Sequence[tuple[float, str]]) -> None:
+        """(confidence, memory id) for each memory whose confidence changed (a learning's, say)."""
+        self.db.executemany("UPDATE memory_chunks SET confidence = ? WHERE id = ?", rows)
+
     def feedback(self, memory: Memory, delta: float, *, hit: bool, now: datetime | None = None) -> None:
         """Seed 002's reinforce (+3, ``last_hit_at`` = now) and demote (-1), the score kept within
         :data:`~shared_core.ranking.SCORE_BOUND`."""

@@ -166,8 +166,7 @@ class Procedures:
         with self.kernel.session(write=True) as db:
             db.execute("UPDATE procedural_memory SET usage_count = usage_count + 1, last_used = ? WHERE id = ?",
                        (now, procedure.id))
-            db.execute("UPDATE memory_chunks SET metadata = json_set(metadata, '$.usage_count', ?) WHERE id = ?",
-                       (procedure.usage_count + 1, procedure.id))
+            self.kernel.memories.set_metadata_value(procedure.id, "usage_count", procedure.usage_count + 1)
         return self.get(procedure.id, namespace=namespace)
 
     def delete(self, name_or_id: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:

@@ -246,12 +246,11 @@ class Historian:
         else:
             ids = [i.id if isinstance(i, RecalledItem) else i for i in items]
         count = 0
+        learnings = self.kernel.service(Learnings)
         for memory_id in dict.fromkeys(i for i in ids if i):
-            with self.kernel.session() as db:
-                is_learning = db.scalar("SELECT 1 FROM learnings WHERE id = ?", (memory_id,)) is not None
             try:
-                if is_learning:
-                    self.kernel.service(Learnings).reinforce(memory_id, namespace=namespace)
+                if learnings.is_learning(memory_id):
+                    learnings.reinforce(memory_id, namespace=namespace)
                 else:
                     self.kernel.service(MemoryService).reinforce(memory_id, namespace=namespace)
             except NotFoundError:

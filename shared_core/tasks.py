@@ -39,6 +39,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .clock import from_iso, to_iso
+from .conversations.api import Conversations
 from .errors import NotFoundError
 from .learnings import ExtractionReport, Learnings
 from .memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
@@ -295,9 +296,9 @@ class TaskMemory:
                 db.scalar("SELECT 1 FROM task_journal WHERE task_id = ?", (task_id,))
             ):
                 raise ValueError(f"a task with id {task_id!r} already exists; choose another id")
-            clash = db.scalar("SELECT kind FROM memory_chunks WHERE id = ?", (task_id,))
+            clash = self.kernel.memories.get_row(task_id)
             if clash is not None:
-                raise ValueError(f"id {task_id!r} is already used by a memory of kind {clash!r}; choose another id")
+                raise ValueError(f"id {task_id!r} is already used by a memory of kind {clash.kind!r}; choose another id")
         record = TaskRecord(
             id=task_id, description=description, namespace=namespace, category=category, session_id=session_id,
             created_at=self.kernel.clock.now(), metadata=dict(metadata or {}),
@@ -430,7 +431,7 @@ class TaskMemory:
                 "INSERT INTO tasks (id, description, category, session_id, final_score, iterations, decision, "
                 "total_tokens, total_cost_usd, created_at, completed_at, namespace, status, skills_used, metadata) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (record.id, record.description, record.category, _session(db, record.session_id, to_iso(now)),
+                (record.id, record.description, record.category, self._session(record.session_id, to_iso(now)),
                  record.final_score,
                  record.iterations, record.decision, record.total_tokens, record.total_cost_usd,
                  to_iso(record.created_at), to_iso(record.completed_at), record.namespace, status,
@@ -539,6 +540,12 @@ class TaskMemory:
                 record.skills.append(entry["name"])
         return record
 
+    def _session(self, session_id: str | None, now: str) -> str | None:
+        """tasks.session_id references a conversation's session: its row is made if there is none yet."""
+        if session_id is not None:
+            self.kernel.service(Conversations).repository.ensure_session(session_id, now)
+        return session_id
+
     def erase(self, namespace: str) -> None:
         """Remove a namespace's tasks, cycles, findings and journal (learnings go first: they point here).
 
@@ -550,7 +557,7 @@ class TaskMemory:
                 recorder._done()
         db = self.kernel.backend
         task_ids = "SELECT id FROM tasks WHERE namespace = ?"
-        db.execute(f"UPDATE learnings SET source_task = NULL WHERE source_task IN ({task_ids})", (namespace,))
+        self.kernel.service(Learnings).detach_tasks([r[0] for r in db.query(task_ids, (namespace,))])
         db.execute(
             f"DELETE FROM findings WHERE cycle_id IN (SELECT id FROM iteration_cycles WHERE task_id IN ({task_ids}))",
             (namespace,),
@@ -583,15 +590,6 @@ def _owner_gone(owner: str) -> bool:
     except (PermissionError, OSError):
         return False
     return False
-
-
-def _session(db: Any, session_id: str | None, now: str) -> str | None:
-    """tasks.session_id references sessions(id): create the session row if it does not exist yet."""
-    if session_id is None:
-        return None
-    if not db.scalar("SELECT 1 FROM sessions WHERE id = ?", (session_id,)):
-        db.execute("INSERT INTO sessions (id, created_at, updated_at) VALUES (?, ?, ?)", (session_id, now, now))
-    return session_id
 
 
 def _cycle_json(cycle: Cycle) -> dict[str, Any]:

@@ -199,12 +199,7 @@ class FactVersions:
 
     def _close(self, old: Memory, new_id: str, reason: str) -> None:
         """End ``old``'s validity now, pointing at ``new_id`` (inside the caller's transaction)."""
-        now = self.kernel.clock.now()
-        self.kernel.backend.execute(
-            "UPDATE memory_chunks SET valid_to = ?, superseded_by = ?, updated_at = ?, "
-            "metadata = json_set(metadata, '$.superseded_reason', ?) WHERE chunk_rowid = ?",
-            (to_iso(now), str(new_id), to_iso(now), reason, old.rowid),
-        )
+        self.kernel.memories.close_version(old.rowid, str(new_id), reason, to_iso(self.kernel.clock.now()))
 
     # -- detection ------------------------------------------------------------------------------
 

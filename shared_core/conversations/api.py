@@ -799,7 +799,7 @@ class Conversations:
         live = memories.get_many(chunk_ids)
         if live:
             memories.delete_rows([c.rowid for c in live])
-        self._delete_archived_chunks(chunk_ids)
+        self.kernel.archive.delete(chunk_ids)
         now = self.kernel.clock.now()
         for m in messages:
             if m.summary_ref_id is not None:
@@ -810,17 +810,13 @@ class Conversations:
             self._repo.drop_working_from(session_id, first)
         self._repo.delete_messages([m.id for m in messages])
 
-    def _delete_archived_chunks(self, ids: Sequence[str]) -> None:
-        for start in range(0, len(ids), 500):
-            part = list(ids[start : start + 500])
-            self.kernel.backend.execute(f"DELETE FROM memory_archive WHERE id IN ({', '.join('?' for _ in part)})", part)
 
     def _delete_summary_chunk(self, summary_id: str) -> None:
         memories = self.kernel.memories
         chunk = memories.get_row(summary_id)
         if chunk is not None:
             memories.delete_rows([chunk.rowid])
-        self._delete_archived_chunks([summary_id])
+        self.kernel.archive.delete([summary_id])
 
     # -- marking -------------------------------------------------------------------------------
 

@@ -116,6 +116,12 @@ class MessageRepository:
     def sessions_with_transcripts(self) -> list[tuple[str, str | None, int | None]]:
         return [(r[0], r[1], r[2]) for r in self.db.query("SELECT id, transcript_path, transcript_bytes FROM sessions")]
 
+    def ensure_session(self, session_id: str, now_iso: str) -> None:
+        """A bare session row for ``session_id`` if there is none (another domain's rows point at it)."""
+        if not self.db.scalar("SELECT 1 FROM sessions WHERE id = ?", (session_id,)):
+            self.db.execute("INSERT INTO sessions (id, created_at, updated_at) VALUES (?, ?, ?)",
+                            (session_id, now_iso, now_iso))
+
     def insert_session(self, session: Session) -> None:
         self.db.execute(
             "INSERT INTO sessions (id, namespace, channel, model_provider, model_id, created_at, updated_at, "

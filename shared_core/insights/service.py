@@ -206,7 +206,7 @@ class Insights:
                 return False
             with db.transaction():
                 self.kernel.service(MemoryService).delete(insight_id, missing_ok=True)
-                db.execute("DELETE FROM memory_archive WHERE id = ? AND kind = 'insight'", (insight_id,))
+                self.kernel.archive.delete([insight_id], kind="insight")
                 db.execute("DELETE FROM insights WHERE id = ?", (insight_id,))
             return True
 
