@@ -27,11 +27,8 @@ handle: a learning whose memory was deleted or archived is no longer live.
 
 from __future__ import annotations
 
-import enum
 import logging
-import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -40,135 +37,35 @@ import numpy as np
 from .archive import Archive
 from .clock import from_iso, to_iso
 from .errors import NotFoundError
-from .llm import ModelOutputError, TextModel, parse_json_output
+from .learning_records import (
+    DecayReport,
+    ExtractionReport,
+    Learning,
+    LearningCandidate,
+    LearningType,
+    learning_sentence,
+)
+from .learning_rules import model_learnings, rule_learnings, wants_model
+from .llm import TextModel
 from .memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
 from .memory_service import MemoryService
 from .ranking import (
     decayed_confidence,
-    is_diminishing,
     is_pruned,
-    is_regression,
     learning_recall_score,
     reinforced_confidence,
     weeks_since_reinforced,
 )
 from .restatement import is_restatement
-from .tokens import count_tokens
 from .validation import unit_or_none
 
 if TYPE_CHECKING:
-    from .config import Config
     from .kernel import Kernel
     from .task_records import TaskRecord
 
-__all__ = [
-    "LearningType",
-    "Learning",
-    "LearningCandidate",
-    "ExtractionReport",
-    "DecayReport",
-    "Learnings",
-    "rule_learnings",
-    "EXTRACTION_PROMPT",
-]
+__all__ = ["Learnings"]
 
 logger = logging.getLogger("openkoi.learnings")
-
-# seed 000's tier-2 prompt, word for word; the JSON instruction after it is ours
-EXTRACTION_PROMPT = (
-    "Extract 1-3 reusable learnings from this task execution.\n"
-    "Each learning should be a single sentence that would help\n"
-    "with similar future tasks."
-)
-_JSON_INSTRUCTION = (
-    'Answer with JSON only: {"learnings": [{"type": "Heuristic" or "Preference", "content": "<one sentence>"}]}'
-)
-
-
-class LearningType(str, enum.Enum):
-    """Seed 000's three learning types ("Do X", "Don't do X", "X better than Y for Z")."""
-
-    HEURISTIC = "Heuristic"
-    ANTI_PATTERN = "AntiPattern"
-    PREFERENCE = "Preference"
-
-    @classmethod
-    def parse(cls, value: LearningType | str) -> LearningType:
-        """Accepts the enum, ``"AntiPattern"``, ``"anti_pattern"``, ``"anti-pattern"`` and so on."""
-        if isinstance(value, cls):
-            return value
-        if isinstance(value, str):
-            key = re.sub(r"[\s_\-]", "", value).casefold()
-            for member in cls:
-                if member.value.casefold() == key:
-                    return member
-        raise ValueError(f"learning type must be Heuristic, AntiPattern or Preference, got {value!r}")
-
-    def __str__(self) -> str:
-        return self.value
-
-
-@dataclass(frozen=True)
-class Learning:
-    """A learning; ``confidence`` is its current value (decayed from ``base_confidence``)."""
-
-    id: str
-    type: LearningType
-    content: str
-    confidence: float
-    base_confidence: float
-    namespace: str = DEFAULT_NAMESPACE
-    category: str | None = None
-    source_task: str | None = None
-    reinforced: int = 0
-    origin: str = "rule"
-    pinned: bool = False
-    created_at: datetime | None = None
-    last_used: datetime | None = None
-    expires_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class LearningCandidate:
-    """A learning before it is stored (or found to reinforce an existing one)."""
-
-    type: LearningType
-    content: str
-    category: str | None = None
-    origin: str = "rule"  # rule | model | manual
-
-
-@dataclass
-class ExtractionReport:
-    """What extraction from one task did."""
-
-    task_id: str | None
-    created: list[Learning] = field(default_factory=list)
-    reinforced: list[Learning] = field(default_factory=list)
-    rule_candidates: int = 0
-    model_candidates: int = 0
-    model_used: bool = False
-    model_error: str | None = None
-    error: str | None = None  # extraction itself failed (the task was flushed before it ran)
-
-
-@dataclass(frozen=True)
-class DecayReport:
-    """What :meth:`Learnings.apply_decay` did; running it again at once reports zeros."""
-
-    checked: int = 0
-    updated: int = 0  # confidence column brought up to date
-    pruned: int = 0  # fell below the threshold
-    archived: int = 0  # ... and went to the archive (reason "decayed")
-    deleted: int = 0  # ... or were deleted (memory.archive_pruned = false)
-    orphans_removed: int = 0  # rows whose index entry was deleted elsewhere
-    pruned_ids: tuple[str, ...] = ()
-
-    def _repr_html_(self) -> str:
-        rows = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>"
-                       for k, v in self.__dict__.items() if k != "pruned_ids")
-        return f"<table><caption>learning decay</caption>{rows}</table>"
-
 
 _COLUMNS = ("l.id, l.type, l.content, l.category, l.confidence, l.base_confidence, l.source_task, l.reinforced, "
             "l.created_at, l.last_used, l.expires_at, l.namespace, l.origin, c.pinned, c.chunk_rowid")
@@ -260,7 +157,7 @@ class Learnings:
         dedup: bool = True,
     ) -> Learning:
         """Store a learning by hand; a similar live one (> 0.8) is reinforced and returned instead."""
-        candidate = LearningCandidate(LearningType.parse(type), _sentence(content), category, "manual")
+        candidate = LearningCandidate(LearningType.parse(type), learning_sentence(content), category, "manual")
         created, reinforced = self._persist(
             [candidate], namespace=check_namespace(namespace), source_task=source_task, confidence=confidence,
             expires_at=expires_at, ttl=ttl, pinned=pinned, dedup=dedup,
@@ -515,9 +412,6 @@ class Learnings:
         scored.sort(key=lambda pair: (-pair[1], -pair[0].confidence, pair[0].id))
         return scored[:limit]
 
-
-# -- extraction rules ---------------------------------------------------------------------------
-
     def is_learning(self, memory_id: str) -> bool:
         """Whether ``memory_id`` is a learning's (live, archived or pruned)."""
         with self.kernel.session() as db:
@@ -536,137 +430,12 @@ class Learnings:
         self.kernel.backend.execute("DELETE FROM learnings WHERE namespace = ?", (namespace,))
 
 
-def rule_learnings(task: TaskRecord, config: Config) -> list[LearningCandidate]:
-    """Seed 000's tier 1 (0 tokens): regressions, diminishing returns, recurring blockers."""
-    cfg = config.learning
-    out: list[LearningCandidate] = []
-    context = _context(task)
-    cycles = sorted((c for c in task.cycles if c.score is not None), key=lambda c: c.iteration)
-    for previous, current in zip(cycles, cycles[1:], strict=False):
-        if is_regression(previous.score, current.score, cfg.regression_drop):  # type: ignore[arg-type]
-            fixes = [f.fix for f in task.findings_of(previous) if f.fix]
-            fixes += [f.fix for f in task.findings if f.resolved_in == current.id and f.fix and f.fix not in fixes]
-            text = (f"Iteration {current.iteration} regressed from {previous.score:.2f} to {current.score:.2f}"
-                    f"{context}. The attempted fix was counterproductive")
-            if fixes:
-                text += f" ({'; '.join(_clip(f, 80) for f in fixes[:3])})"
-            out.append(LearningCandidate(LearningType.ANTI_PATTERN, text + ".", task.category))
-    scores = [c.score for c in cycles]
-    if len(task.cycles) >= cfg.diminishing_min_iterations and is_diminishing(
-        scores, cfg.diminishing_min_iterations, cfg.diminishing_gain  # type: ignore[arg-type]
-    ):
-        enough = len(scores) - 1
-        kind = f"{task.category} tasks" if task.category else "this type of task"
-        plural = "iteration" if enough == 1 else "iterations"
-        out.append(LearningCandidate(
-            LearningType.HEURISTIC,
-            f"Diminishing returns after {enough} {plural} on {kind}. Consider reducing max_iterations to {enough}.",
-            task.category,
-        ))
-    severity = cfg.blocker_severity.casefold()
-    blockers: dict[str, list[Any]] = {}
-    names: dict[str, str] = {}
-    for finding in task.findings:
-        if finding.severity.strip().casefold() == severity:
-            key = finding.dimension.strip().casefold()
-            blockers.setdefault(key, []).append(finding)
-            names.setdefault(key, finding.dimension.strip())
-    iteration_of = {c.id: c.iteration for c in task.cycles}
-    for key, found in blockers.items():
-        if len(found) < cfg.blocker_min_count:
-            continue
-        dimension = names[key]
-        spread = len({iteration_of.get(f.cycle_id) for f in found})
-        titles = "; ".join(dict.fromkeys(_clip(f.title, 60) for f in found[:3]))
-        across = f"across {spread} iterations" if spread > 1 else "in one iteration"
-        out.append(LearningCandidate(
-            LearningType.ANTI_PATTERN,
-            f"The {dimension} dimension produced {len(found)} blocker findings {across}{context} ({titles}). "
-            f"Don't move on while {dimension} blockers are open; check {dimension} first.",
-            task.category,
-        ))
-    return out
-
-
-def wants_model(task: TaskRecord, config: Config) -> bool:
-    """Seed 000's tier-2 condition: cycles >= 2 and some evaluation produced >= 3 findings."""
-    cfg = config.learning
-    if len(task.cycles) < cfg.model_min_cycles:
-        return False
-    return any(len(task.findings_of(c)) >= cfg.model_min_findings for c in task.cycles)
-
-
-def model_learnings(task: TaskRecord, model: TextModel, config: Config) -> list[LearningCandidate]:
-    """Seed 000's tier 2: ask the model for 1-3 single-sentence learnings (raises ModelOutputError)."""
-    cfg = config.learning
-    summary = _fit(task.summary(max_findings=20), cfg.model_max_tokens)
-    prompt = f"{EXTRACTION_PROMPT}\n\n{summary}\n\n{_JSON_INSTRUCTION}"
-    answer = model.complete(prompt, max_tokens=cfg.model_max_tokens)
-    data = parse_json_output(answer)
-    items = data.get("learnings") if isinstance(data, dict) else data
-    if not isinstance(items, list):
-        raise ModelOutputError(f"expected a list of learnings, got {type(items).__name__}")
-    out: list[LearningCandidate] = []
-    for item in items:
-        kind: Any = LearningType.HEURISTIC
-        if isinstance(item, dict):
-            text, kind = item.get("content") or item.get("learning"), item.get("type", kind)
-        else:
-            text = item
-        if not isinstance(text, str) or not text.strip():
-            continue
-        try:
-            kind = LearningType.parse(kind)
-        except ValueError:
-            kind = LearningType.HEURISTIC
-        sentence = " ".join(text.split())
-        if len(sentence) > 400:
-            continue
-        out.append(LearningCandidate(kind, sentence, task.category, "model"))
-    if not out:
-        raise ModelOutputError(f"the model's answer held no usable learning: {str(answer)[:120]!r}")
-    return out[: cfg.model_max_learnings]
-
-
-# -- helpers ------------------------------------------------------------------------------------
-
-
-def _context(task: TaskRecord) -> str:
-    return f' while working on "{_clip(task.description, 80)}"' if task.description else ""
-
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
-
-
-def _fit(text: str, budget: int) -> str:
-    """Cut ``text`` (by lines) to at most ``budget`` tokens."""
-    if count_tokens(text) <= budget:
-        return text
-    kept: list[str] = []
-    for line in text.splitlines():
-        if count_tokens("\n".join([*kept, line])) > budget:
-            break
-        kept.append(line)
-    return "\n".join(kept)
-
-
 def _types(value: Any) -> list[LearningType] | None:
     if value is None:
         return None
     if isinstance(value, (str, LearningType)):
         return [LearningType.parse(value)]
     return [LearningType.parse(v) for v in value]
-
-
-def _sentence(value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"a learning's content must be a string, got {type(value).__name__}")
-    text = " ".join(value.split())
-    if not text:
-        raise ValueError("a learning's content is empty; write the lesson as one sentence")
-    return text
 
 
 def _task_ref(db: Any, task_id: str | None) -> str | None:

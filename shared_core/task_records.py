@@ -1,14 +1,18 @@
-"""The records of task memory (seed 000, layer 2): a task, its cycles and their findings."""
+"""The records of task memory (seed 000, layer 2): a task, its cycles and their findings, and the
+checks and JSON forms of their fields."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .clock import to_iso
 from .memories import DEFAULT_NAMESPACE
 
-__all__ = ["Cycle", "Finding", "TaskRecord"]
+__all__ = ["Cycle", "Finding", "TaskRecord", "cycle_json", "json_default", "required_text", "optional_text", "task_score",
+           "task_count"]
 
 
 @dataclass(frozen=True)
@@ -94,3 +98,55 @@ class TaskRecord:
         if len(self.findings) > len(shown):
             lines.append(f"- ... and {len(self.findings) - len(shown)} more findings")
         return "\n".join(lines)
+
+
+def cycle_json(cycle: Cycle) -> dict[str, Any]:
+    """A cycle as its journal entry."""
+    data = dict(cycle.__dict__)
+    data["created_at"] = to_iso(cycle.created_at)
+    return data
+
+
+def json_default(value: Any) -> Any:
+    """JSON for what task metadata may hold besides JSON types (times, sets, tuples)."""
+    if isinstance(value, datetime):
+        return to_iso(value)
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable; task metadata must be JSON data")
+
+
+def required_text(value: Any, what: str) -> str:
+    """A non-empty text without NUL characters, or TypeError/ValueError naming ``what``."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise ValueError(f"{what} must not be empty")
+    if "\x00" in value:
+        raise ValueError(f"{what} contains a NUL character; remove it")
+    return value
+
+
+def optional_text(value: Any, what: str) -> str | None:
+    """:func:`required_text`, or None."""
+    return None if value is None else required_text(value, what)
+
+
+def task_score(value: Any, what: str) -> float | None:
+    """An evaluation score: a number between 0 and 1, or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise ValueError(f"{what} must be a number between 0 and 1, got {value!r}")
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{what} must be between 0 and 1 (seed 000 scores evaluations 0..1), got {value}")
+    return float(value)
+
+
+def task_count(value: Any, what: str) -> int | None:
+    """A count of tokens or milliseconds: a non-negative whole number, or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{what} must be a non-negative whole number, got {value!r}")
+    return value

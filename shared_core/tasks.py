@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import secrets
 import socket
@@ -35,16 +34,26 @@ import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .clock import from_iso, to_iso
 from .conversations.api import Conversations
 from .errors import NotFoundError
-from .learnings import ExtractionReport, Learnings
+from .learning_records import ExtractionReport
+from .learnings import Learnings
 from .memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
 from .skills import Skills
-from .task_records import Cycle, Finding, TaskRecord
+from .task_records import (
+    Cycle,
+    Finding,
+    TaskRecord,
+    cycle_json,
+    json_default,
+    optional_text,
+    required_text,
+    task_count,
+    task_score,
+)
 from .usage import Usage
 
 if TYPE_CHECKING:
@@ -115,11 +124,11 @@ class TaskRecorder:
             record = self.record
             cycle = Cycle(
                 id=new_id(), task_id=record.id, iteration=len(record.cycles) + 1,
-                score=_score(score, "score"), decision=_required_text(decision, "decision"),
-                input_tokens=_count(input_tokens, "input_tokens"), output_tokens=_count(output_tokens, "output_tokens"),
-                duration_ms=_count(duration_ms, "duration_ms"), created_at=self._memory.kernel.clock.now(),
+                score=task_score(score, "score"), decision=required_text(decision, "decision"),
+                input_tokens=task_count(input_tokens, "input_tokens"), output_tokens=task_count(output_tokens, "output_tokens"),
+                duration_ms=task_count(duration_ms, "duration_ms"), created_at=self._memory.kernel.clock.now(),
             )
-            self._memory._journal(record, {"op": "cycle", **_cycle_json(cycle)})
+            self._memory._journal(record, {"op": "cycle", **cycle_json(cycle)})
             record.cycles.append(cycle)
             return cycle
 
@@ -139,10 +148,10 @@ class TaskRecorder:
             self._check_running()
             owner = self._cycle(cycle)
             finding = Finding(
-                id=new_id(), cycle_id=owner.id, severity=_required_text(severity, "severity"),
-                dimension=_required_text(dimension, "dimension"), title=_required_text(title, "title"),
-                description=_optional(description, "description"), location=_optional(location, "location"),
-                fix=_optional(fix, "fix"),
+                id=new_id(), cycle_id=owner.id, severity=required_text(severity, "severity"),
+                dimension=required_text(dimension, "dimension"), title=required_text(title, "title"),
+                description=optional_text(description, "description"), location=optional_text(location, "location"),
+                fix=optional_text(fix, "fix"),
             )
             self._memory._journal(self.record, {"op": "finding", **finding.__dict__})
             self.record.findings.append(finding)
@@ -167,7 +176,7 @@ class TaskRecorder:
         with self._lock:
             self._check_running()
             for name in names:
-                name = _required_text(name, "skill name").strip()
+                name = required_text(name, "skill name").strip()
                 if name not in self.record.skills:
                     self._memory._journal(self.record, {"op": "skill", "name": name})
                     self.record.skills.append(name)
@@ -191,11 +200,11 @@ class TaskRecorder:
             self._check_running()
             record = self.record
             if final_score is not None:
-                record.final_score = _score(final_score, "final_score")
+                record.final_score = task_score(final_score, "final_score")
             elif record.cycles:
                 record.final_score = record.cycles[-1].score
             if decision is not None:
-                record.decision = _required_text(decision, "decision")
+                record.decision = required_text(decision, "decision")
             elif record.cycles:
                 record.decision = record.cycles[-1].decision
             if total_cost_usd is not None:
@@ -206,8 +215,6 @@ class TaskRecorder:
             self._done()
         report = None
         if extract:
-            from .learnings import ExtractionReport
-
             try:
                 report = self._memory.kernel.service(Learnings).extract(record)
             except Exception as exc:  # the task is flushed already; extraction can be retried later
@@ -284,13 +291,13 @@ class TaskMemory:
         id: str | None = None,  # noqa: A002
     ) -> TaskRecorder:
         """Begin recording a task; returns its :class:`TaskRecorder`."""
-        description = _required_text(description, "description")
+        description = required_text(description, "description")
         check_namespace(namespace)
-        category = _optional(category, "category")
+        category = optional_text(category, "category")
         if metadata is not None and not isinstance(metadata, dict):
             raise TypeError(f"metadata must be a dict, got {type(metadata).__name__}")
         task_id = id if id is not None else new_id()
-        _required_text(task_id, "id")
+        required_text(task_id, "id")
         with self.kernel.session() as db:
             if db.scalar("SELECT 1 FROM tasks WHERE id = ?", (task_id,)) or (
                 db.scalar("SELECT 1 FROM task_journal WHERE task_id = ?", (task_id,))
@@ -403,7 +410,7 @@ class TaskMemory:
         with self.kernel.session(write=True) as db:
             db.execute(
                 "INSERT INTO task_journal (task_id, namespace, owner, entry, created_at) VALUES (?, ?, ?, ?, ?)",
-                (record.id, record.namespace, _owner(), json.dumps(entry, ensure_ascii=False, default=_json_default),
+                (record.id, record.namespace, _owner(), json.dumps(entry, ensure_ascii=False, default=json_default),
                  to_iso(self.kernel.clock.now())),
             )
 
@@ -436,7 +443,7 @@ class TaskMemory:
                  record.iterations, record.decision, record.total_tokens, record.total_cost_usd,
                  to_iso(record.created_at), to_iso(record.completed_at), record.namespace, status,
                  json.dumps(record.skills, ensure_ascii=False),
-                 json.dumps(record.metadata, ensure_ascii=False, default=_json_default)),
+                 json.dumps(record.metadata, ensure_ascii=False, default=json_default)),
             )
             db.executemany(
                 "INSERT INTO iteration_cycles (id, task_id, iteration, score, decision, input_tokens, output_tokens, "
@@ -590,49 +597,3 @@ def _owner_gone(owner: str) -> bool:
     except (PermissionError, OSError):
         return False
     return False
-
-
-def _cycle_json(cycle: Cycle) -> dict[str, Any]:
-    data = dict(cycle.__dict__)
-    data["created_at"] = to_iso(cycle.created_at)
-    return data
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return to_iso(value)
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable; task metadata must be JSON data")
-
-
-def _required_text(value: Any, what: str) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{what} must be a string, got {type(value).__name__}")
-    if not value.strip():
-        raise ValueError(f"{what} must not be empty")
-    if "\x00" in value:
-        raise ValueError(f"{what} contains a NUL character; remove it")
-    return value
-
-
-def _optional(value: Any, what: str) -> str | None:
-    return None if value is None else _required_text(value, what)
-
-
-def _score(value: Any, what: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise ValueError(f"{what} must be a number between 0 and 1, got {value!r}")
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{what} must be between 0 and 1 (seed 000 scores evaluations 0..1), got {value}")
-    return float(value)
-
-
-def _count(value: Any, what: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{what} must be a non-negative whole number, got {value!r}")
-    return value
