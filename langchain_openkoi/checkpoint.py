@@ -5,7 +5,7 @@
 driver. That matters: where the stdlib ``sqlite3`` cannot load extensions the store uses the
 bundled ``sqlean`` build, and two SQLite builds in one process do not see each other's locks,
 so the checkpointer's commits and the store's could overwrite each other in the shared WAL
-(see ``shared_core.db.driver.connect_companion``). ``OpenKoiAsyncSaver`` does the same for
+(see ``shared_core.db.sqlite.driver.connect_companion``). ``OpenKoiAsyncSaver`` does the same for
 LangGraph's ``AsyncSqliteSaver`` (``ainvoke``/``astream``).
 
 On a PostgreSQL memory (``MemoryStore.open("postgresql://...")``) both are LangGraph's
@@ -21,7 +21,7 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from shared_core.db.driver import connect_companion, get_driver
+from shared_core.db.sqlite.driver import connect_companion, get_driver
 
 from ._core import core_store
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import DatabaseConfig
-from .database import Database
-from .driver import Driver, connect, get_driver
 from .migrations import apply_migrations, latest_version, schema_version
-from .postgres import is_postgres_url
+from .postgres.url import is_postgres_url
+from .sqlite import Database, Driver, connect, get_driver
 
 __all__ = [
     "Database", "Driver", "connect", "get_driver", "apply_migrations", "latest_version", "schema_version",

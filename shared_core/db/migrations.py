@@ -30,7 +30,7 @@ class Migration:
 
     def statements(self, dims: int) -> list[str]:
         """The file split into statements (trigger bodies stay whole)."""
-        from .driver import get_driver
+        from .sqlite.driver import get_driver
 
         complete = get_driver().module.complete_statement
         text = self.sql.replace("@DIMS@", str(int(dims)))
@@ -70,7 +70,7 @@ _DROP = re.compile(r"^\s*DROP\s+TABLE\s+(?:IF\s+EXISTS\s+)?([A-Za-z_][A-Za-z0-9_
 
 def schema_tables() -> list[str]:
     """The plain tables the migrations leave behind (the logical schema; virtual tables left out)."""
-    from .pg_translate import split_statements
+    from .postgres.translate import split_statements
 
     tables: list[str] = []
     for migration in available_migrations():

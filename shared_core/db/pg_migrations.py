@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import SchemaError
 from .migrations import available_migrations
-from .pg_translate import (
+from .postgres.translate import (
     Catalog,
     DialectError,
     split_statements,

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..db.driver import get_driver
+from ..db import get_driver
 from ..errors import FilterError, TooLargeError
 from ..validation import LIMITS
 

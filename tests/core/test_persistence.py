@@ -474,7 +474,7 @@ def test_closing_never_hangs_on_a_stuck_background_checkpoint(caplog):
     import threading
     import time
 
-    from shared_core.db.checkpoints import BackgroundCheckpointer
+    from shared_core.db.sqlite.checkpoints import BackgroundCheckpointer
 
     release, entered = threading.Event(), threading.Event()
 
@@ -486,7 +486,7 @@ def test_closing_never_hangs_on_a_stuck_background_checkpoint(caplog):
     checkpointer.committed(1)
     assert entered.wait(5)
     started = time.monotonic()
-    with caplog.at_level("WARNING", logger="shared_core.db.checkpoints"):
+    with caplog.at_level("WARNING", logger="shared_core.db.sqlite.checkpoints"):
         checkpointer.close(timeout=0.2)
     assert time.monotonic() - started < 5
     assert "did not stop within" in caplog.text and "release.wait(30)" in caplog.text
@@ -501,7 +501,7 @@ def test_closing_while_the_checkpoint_thread_wakes_up_stops_it():
     import threading
     import time
 
-    from shared_core.db.checkpoints import BackgroundCheckpointer
+    from shared_core.db.sqlite.checkpoints import BackgroundCheckpointer
 
     checkpointer = BackgroundCheckpointer("racing.db", _FakeConnection, interval=0.0, start_after=0)
     closer = threading.Thread(target=checkpointer.close, kwargs={"timeout": 3.0})

@@ -138,7 +138,7 @@ class Harness:
     def _migrated_tables(self) -> set[str]:
         if Harness._tables is None:
             from shared_core.db.pg_migrations import pg_migrations
-            from shared_core.db.pg_translate import tokenize
+            from shared_core.db.postgres.translate import tokenize
 
             names = {"_migrations"}
             for migration in pg_migrations():
@@ -172,12 +172,13 @@ class Harness:
         import shared_core.store as store_module
         from shared_core.db import postgres
         from shared_core.db.postgres import PostgresDatabase
+        from shared_core.db.postgres.pool import POOLS
         from shared_core.errors import StorageError
 
         original = store_module.open_database
         if getattr(original, "_openkoi_redirect", False):
             return
-        postgres._POOLS.linger = True
+        POOLS.linger = True
         harness = self
 
         def open_database(target: str, *, read_only: bool = False, settings: Any = None) -> Any:

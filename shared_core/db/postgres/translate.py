@@ -33,7 +33,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..errors import OpenKoiError
+from ...errors import OpenKoiError
 
 __all__ = ["Catalog", "DialectError", "Translated", "translate", "translate_ddl", "split_statements", "tokenize"]
 
