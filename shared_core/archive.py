@@ -72,7 +72,7 @@ class Archive:
         return [(archived_memory(row[:-1]), float(row[-1])) for row in rows]
 
     def select(self, scope: Scope, *, limit: int | None = None, offset: int = 0) -> list[Memory]:
-        sql, params = scope.sql("c", self.db.dialect)
+        sql, params = scope.sql("c", self.db.capabilities.sql_flavour)
         tail = " LIMIT ? OFFSET ?" if limit is not None else ""
         extra: list[Any] = [limit, offset] if limit is not None else []
         rows = self.db.query(

@@ -64,7 +64,7 @@ def known_categories(store: MemoryStore, *, namespace: str | Sequence[str] = DEF
     """The categories that live memories of ``kind`` in ``namespace`` have, most used first."""
     scope = scope_for(namespace=namespace, namespace_prefix=None, kind=kind, ids=None, where=None, tags=None,
                       category=None, source=None, since=None, until=None, live_at=None, current_only=True)
-    sql, params = scope.sql("c", store.db.dialect)
+    sql, params = scope.sql("c", store.db.capabilities.sql_flavour)
     with store.db.lock:
         rows = store.db.query(
             f"SELECT c.category, count(*) AS n FROM memory_chunks c WHERE {sql} AND c.category IS NOT NULL "

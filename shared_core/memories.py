@@ -442,7 +442,7 @@ class MemoryRepository:
 
     def select(self, scope: Scope, *, order_by: str = "created_at", descending: bool = False,
                limit: int | None = None, offset: int = 0) -> list[Memory]:
-        sql, params = scope.sql("c", self.db.dialect)
+        sql, params = scope.sql("c", self.db.capabilities.sql_flavour)
         if order_by not in {"created_at", "updated_at", "score", "access_count", "id", "last_hit_at", "chunk_rowid"}:
             raise ValueError(f"cannot order by {order_by!r}")
         direction = "DESC" if descending else "ASC"
@@ -461,7 +461,7 @@ class MemoryRepository:
         return [Memory.from_row(r) for r in rows]
 
     def count(self, scope: Scope) -> int:
-        sql, params = scope.sql("c", self.db.dialect)
+        sql, params = scope.sql("c", self.db.capabilities.sql_flavour)
         return int(self.db.scalar(f"SELECT count(*) FROM memory_chunks c WHERE {sql}", params) or 0)
 
     # -- writing (inside a transaction) ---------------------------------------------------

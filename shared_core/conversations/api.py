@@ -157,7 +157,7 @@ class Conversations:
         cfg = self._store.config.conversations
         in_memory = self._store.path == ":memory:"
         # a PostgreSQL memory is shared by several machines: a local transcript would hold only a part
-        shared = self._db.dialect == "postgresql" and getattr(self._db, "alias", None) is None
+        shared = self._db.capabilities.shared
         if cfg.transcripts == "off" or self._db.read_only or (cfg.transcripts == "auto" and (in_memory or shared)):
             return None
         if cfg.transcript_dir:

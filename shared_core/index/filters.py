@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..db import get_driver
+from ..db.backend import SqlFlavour
 from ..errors import FilterError, TooLargeError
 from ..validation import LIMITS
 
@@ -308,32 +309,32 @@ def _escaped_labels() -> bool:
     return version >= (3, 45)
 
 
-def literal(value: bool, dialect: str = "sqlite") -> str:
-    """A constant condition in ``dialect``: SQLite's 1/0, PostgreSQL's TRUE/FALSE."""
-    if dialect == "postgresql":
+def literal(value: bool, flavour: SqlFlavour = "sqlite") -> str:
+    """A constant condition in ``flavour``: SQLite's 1/0, PostgreSQL's TRUE/FALSE."""
+    if flavour == "postgresql":
         return "TRUE" if value else "FALSE"
     return "1" if value else "0"
 
 
-def compile_filter(node: Filter | None, alias: str = "c", dialect: str = "sqlite") -> tuple[str, list[Any]]:
+def compile_filter(node: Filter | None, alias: str = "c", flavour: SqlFlavour = "sqlite") -> tuple[str, list[Any]]:
     """SQL boolean expression over the chunk table ``alias`` and its parameters (true for no filter).
 
-    ``dialect`` is the database's (``db.dialect``): ``"sqlite"`` (JSON1 functions) or
-    ``"postgresql"`` (jsonb; see :mod:`.filters_pg`). Both give the same answers.
+    ``flavour`` is the backend's (``db.capabilities.sql_flavour``): ``"sqlite"`` (JSON1 functions)
+    or ``"postgresql"`` (jsonb; see :mod:`.filters_pg`). Both give the same answers.
     """
     if node is None:
-        return literal(True, dialect), []
+        return literal(True, flavour), []
     if isinstance(node, And):
-        parts = [compile_filter(child, alias, dialect) for child in node.filters]
+        parts = [compile_filter(child, alias, flavour) for child in node.filters]
         return "(" + " AND ".join(p[0] for p in parts) + ")", [x for p in parts for x in p[1]]
     if isinstance(node, Or):
-        parts = [compile_filter(child, alias, dialect) for child in node.filters]
+        parts = [compile_filter(child, alias, flavour) for child in node.filters]
         return "(" + " OR ".join(p[0] for p in parts) + ")", [x for p in parts for x in p[1]]
     if isinstance(node, Not):
-        sql, params = compile_filter(node.filter, alias, dialect)
+        sql, params = compile_filter(node.filter, alias, flavour)
         return f"(NOT {sql})", params
     if isinstance(node, Condition):
-        if dialect == "postgresql":
+        if flavour == "postgresql":
             from .filters_pg import pg_condition
 
             return pg_condition(node, alias)

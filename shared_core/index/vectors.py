@@ -566,6 +566,11 @@ class VectorIndex:
     # -- reads ----------------------------------------------------------------------------
 
     @property
+    def name(self) -> str:
+        """The index as ``search.vector_index`` names it (``auto``, ``mirror`` or ``sqlite-vec``)."""
+        return self.config.vector_index
+
+    @property
     def uses_mirror(self) -> bool:
         return self.config.vector_index in ("auto", "mirror")
 

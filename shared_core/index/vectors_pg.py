@@ -38,6 +38,7 @@ class PgVectorIndex:
     dialect = "postgresql"
     inline = True  # the vector is a column of the row: INSERTs carry it
     uses_mirror = False
+    name = "pgvector-hnsw"  # what store.stats() reports as the vector index
 
     def __init__(self, db: Any, dims: int, config: SearchConfig, database: DatabaseConfig | None = None) -> None:
         self.db = db

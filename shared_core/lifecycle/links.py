@@ -186,7 +186,7 @@ class LinkGraph:
         return out[:limit]
 
     def _in_scope(self, ids: list[str], scope: Scope) -> list[Memory]:
-        sql, params = scope.sql("c", self._db.dialect)
+        sql, params = scope.sql("c", self._db.capabilities.sql_flavour)
         out: list[Memory] = []
         for start in range(0, len(ids), 400):
             part = ids[start : start + 400]

@@ -29,12 +29,15 @@ import time
 import weakref
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ...errors import BusyError, SchemaError, StorageError, StoreClosedError
+from ..backend import Capabilities, SizeMeasure
 from ..transactions import NestedTransactions, busy_error, released, unstorable
+from . import space
 from .pool import LOCK_TIMEOUT_S, POOLS, PgDriver, Result, psycopg_modules, register_vector
+from .space import ident
 from .translate import Catalog, DialectError, Translated, translate
 from .url import parse_url
 
@@ -43,10 +46,21 @@ __all__ = ["PostgresDatabase"]
 _LOCK_CLASS = 0x4F4B4F49  # "OKOI" (fits a signed int4): the advisory lock class of this library
 _CACHE_SIZE = 4096
 BUSY_TIMEOUT_S = 10  # how long a writer waits for its turn (the memory's advisory lock), as SQLite's busy timeout
+_MAX_PARAMETERS = 65_535  # the protocol's limit of bound values per statement
+#: what an erase cannot promise on this backend (``EraseReport.notes``; docs/privacy.md)
+_ERASE_CAVEATS = (
+    "PostgreSQL: the rows are deleted and the memory's tables vacuumed; their old versions can stay in "
+    "the table files until PostgreSQL reuses that space (VACUUM FULL rewrites them), and in the server's "
+    "WAL, WAL archive, replicas and backups until those are recycled",
+)
 
 
 class PostgresDatabase(NestedTransactions):
-    """A memory in a PostgreSQL schema, with the interface of :class:`shared_core.db.Database`."""
+    """A memory in a PostgreSQL schema: the PostgreSQL :class:`~shared_core.db.Backend`.
+
+    ``alias``: the name the memory goes by instead of its URL (the test suite's stand-in for a file
+    path); a memory with one is not treated as shared between machines.
+    """
 
     dialect = "postgresql"
 
@@ -61,6 +75,10 @@ class PostgresDatabase(NestedTransactions):
         self.alias = alias
         self.path = alias or self.target.display
         self.read_only = read_only
+        self.capabilities = Capabilities(
+            sql_flavour="postgresql", shared=alias is None, in_memory=False, max_parameters=_MAX_PARAMETERS,
+            staged_erase=False, erase_caveats=_ERASE_CAVEATS,
+        )
         self.lock = threading.RLock()
         self._psycopg = psycopg
         self._local = threading.local()
@@ -98,7 +116,7 @@ class PostgresDatabase(NestedTransactions):
             parts.append(row[0])
         if "public" not in parts:
             parts.append("public")
-        return ", ".join(_ident(p) for p in parts)
+        return ", ".join(ident(p) for p in parts)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -424,7 +442,7 @@ class PostgresDatabase(NestedTransactions):
 
     def applied_versions(self) -> set[int]:
         exists = self._scalar_raw(
-            f"SELECT to_regclass('{_ident(self.schema)}._migrations') IS NOT NULL"
+            f"SELECT to_regclass('{ident(self.schema)}._migrations') IS NOT NULL"
         )
         if not exists:
             return set()
@@ -446,45 +464,39 @@ class PostgresDatabase(NestedTransactions):
         self.refresh_catalog()
         return applied
 
-    def storage_bytes(self) -> int:
-        """Bytes the memory's tables, their indexes and TOAST data take on the server."""
-        return int(self.scalar(
-            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ? AND c.relkind = 'r'",
-            (self.schema,),
-        ) or 0)
-
     def defer_foreign_keys(self) -> None:
         """Check foreign keys at commit, not per statement (the migrations make them deferrable)."""
         self.execute("SET CONSTRAINTS ALL DEFERRED")
 
-    #: what an erase cannot promise on this backend (``EraseReport.notes``; docs/privacy.md)
-    erase_caveats = (
-        "PostgreSQL: the rows are deleted and the memory's tables vacuumed; their old versions can stay in "
-        "the table files until PostgreSQL reuses that space (VACUUM FULL rewrites them), and in the server's "
-        "WAL, WAL archive, replicas and backups until those are recycled",
-    )
+    def tables_with_column(self, column: str) -> list[str]:
+        return space.tables_with_column(self, column)
+
+    # -- space -----------------------------------------------------------------------------------
+
+    def storage_bytes(self) -> int:
+        """Bytes the memory's tables, their indexes and TOAST data take on the server."""
+        return space.storage_bytes(self)
+
+    def measure_payload(self, method: str, *, columns: Sequence[str], dims: int) -> SizeMeasure:
+        """The live search index's size, by ``pg_column_size`` (see :mod:`.space`)."""
+        return space.measure_payload(self, method, columns=columns, dims=dims)
+
+    def reclaim_space(self) -> tuple[int, bool]:
+        """VACUUM ``memory_chunks`` after deletes (see :mod:`.space`)."""
+        return space.reclaim_space(self)
 
     @contextlib.contextmanager
     def secure_delete(self) -> Iterator[None]:
-        """Nothing to switch on: :meth:`compact` vacuums what was deleted."""
+        """Nothing to switch on: :meth:`vacuum` prunes what was deleted."""
         yield
 
-    def compact(self) -> None:
-        """VACUUM the memory's tables, so deleted rows' space is pruned and reused.
+    def refresh_statistics(self) -> None:
+        """Nothing to do: ANALYZE's statistics are not rebuilt on request (see the erase caveats)."""
 
-        Plain VACUUM, which never blocks the other servers; to rewrite the files with no trace
-        of deleted rows (VACUUM FULL takes an exclusive lock), see docs/scaling.md.
-        """
-        if self.read_only:
-            return
-        with self.connection() as conn:
-            tables = [r[0] for r in conn.execute(
-                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = %s AND c.relkind = 'r'", (self.schema,))]
-            for table in tables:
-                conn.execute(f"VACUUM {_ident(self.schema)}.{_ident(table)}")
+    def vacuum(self, *, wait: float | None = None) -> None:
+        """VACUUM every table of the memory (plain VACUUM: it never blocks the other servers)."""
+        space.vacuum(self)
 
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+    def truncate_log(self, *, wait: float = 0.0) -> bool:
+        """True: the server's WAL is not the memory's to cut (see the erase caveats)."""
+        return True

@@ -18,8 +18,8 @@ what is not:
 ``instr``, ``casefold``, ``strftime('%s', ...)``, ``json_set`` and ``sum(boolean)`` are
 not rewritten: the PostgreSQL migrations create them as functions. What cannot be
 translated (PRAGMAs, FTS5 and sqlite-vec tables, the JSON functions of the filter
-compiler) raises :class:`DialectError`; that SQL belongs in a dialect-aware function of
-``shared_core.index`` / ``shared_core.db`` instead.
+compiler) raises :class:`DialectError`; that SQL belongs in a dialect-aware function instead
+(a backend method in ``shared_core.db``, or the index classes of ``shared_core.index``).
 
 DDL (``CREATE TABLE``, ``ALTER TABLE ... ADD COLUMN``) goes through
 :func:`translate_ddl`: SQLite type names become PostgreSQL ones (``TEXT`` gets byte-order
@@ -173,8 +173,8 @@ def translate(sql: str, catalog: Catalog, *, many: bool = False) -> Translated:
         if called or t.upper in _SQLITE_ONLY_WORDS:
             raise DialectError(
                 f"{_SQLITE_ONLY[t.upper]} is SQLite-only and has no PostgreSQL translation; "
-                "put this statement in a dialect-aware function (shared_core.index / shared_core.db) "
-                f"and check db.dialect: {' '.join(sql.split())[:160]}"
+                "put this statement in a dialect-aware function (a backend method in shared_core.db, or "
+                f"shared_core.index): {' '.join(sql.split())[:160]}"
             )
     out, named, upsert = _rewrite(words, catalog)
     if head == "INSERT":

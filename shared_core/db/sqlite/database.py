@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import BusyError, DriverError, SchemaError, StorageError, StoreClosedError
+from ..backend import Capabilities, SizeMeasure
 from ..transactions import NestedTransactions, busy_error, released, unstorable
+from . import space
 from .checkpoints import BackgroundCheckpointer
 from .driver import Driver, connect, connect_companion, get_driver
 from .turns import WriterTurns
@@ -54,21 +56,19 @@ class _ErrorTranslation:
 
 
 class Database(NestedTransactions):
-    """A connection to one openkoi-memory file (or ``:memory:``).
-
-    :class:`~shared_core.db.postgres.PostgresDatabase` has the same interface for a memory on
-    PostgreSQL; code that must differ between the two checks ``db.dialect``.
-    """
+    """A connection to one openkoi-memory file (or ``:memory:``): the SQLite :class:`~shared_core.db.Backend`."""
 
     dialect = "sqlite"
-    #: what an erase cannot promise on this backend: nothing (``EraseReport.notes``)
-    erase_caveats: tuple[str, ...] = ()
 
     def __init__(self, path: str, *, read_only: bool = False, busy_timeout_ms: int = 10_000, cache_mb: int = 64,
                  checkpoint_pages: int = 10_000, background_checkpoints: bool = True) -> None:
         self.path = path
         self.read_only = read_only
         self.driver: Driver = get_driver()
+        self.capabilities = Capabilities(
+            sql_flavour="sqlite", shared=False, in_memory=path == ":memory:",
+            max_parameters=self.driver.max_variables, staged_erase=path != ":memory:",
+        )
         if path != ":memory:":
             _prepare_location(Path(path), read_only)
         self.conn = connect(path, read_only=read_only, busy_timeout_ms=busy_timeout_ms)
@@ -152,7 +152,7 @@ class Database(NestedTransactions):
         head, values = _split_values(sql)
         if not rows:
             return
-        per = max(1, min(500, self.driver.max_variables // len(rows[0])))
+        per = max(1, min(500, self.capabilities.max_parameters // len(rows[0])))
         with self.translate_errors():
             for start in range(0, len(rows), per):
                 part = rows[start : start + per]
@@ -418,6 +418,21 @@ class Database(NestedTransactions):
         if self.path == ":memory:":
             return int(self.scalar("PRAGMA page_count") or 0) * int(self.scalar("PRAGMA page_size") or 0)
         return sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
+
+    def measure_payload(self, method: str, *, columns: Sequence[str], dims: int) -> SizeMeasure:
+        """The live search index's size: ``auto``, ``dbstat`` or ``estimate`` (see :mod:`.space`)."""
+        return space.measure_payload(self, method, columns=columns, dims=dims)
+
+    def reclaim_space(self) -> tuple[int, bool]:
+        """Give freed pages back to the file system (see :mod:`.space`)."""
+        return space.reclaim_space(self)
+
+    def refresh_statistics(self) -> None:
+        """Rebuild ``sqlite_stat4``'s sampled keys, which can hold erased values."""
+        space.refresh_statistics(self)
+
+    def tables_with_column(self, column: str) -> list[str]:
+        return space.tables_with_column(self, column)
 
     # -- metadata --------------------------------------------------------------------------------
 
