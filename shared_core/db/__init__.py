@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from ..config import DatabaseConfig
 from .backend import Backend, Capabilities, SizeMeasure, SqlFlavour
-from .migrations import apply_migrations, latest_version, schema_version
+from .migrations import apply_migrations, latest_version
 from .postgres.url import is_postgres_url
 from .sqlite import Database, Driver, connect, get_driver
 
 __all__ = [
     "Backend", "Capabilities", "Database", "Driver", "SizeMeasure", "SqlFlavour", "apply_migrations", "connect",
-    "get_driver", "is_postgres_url", "latest_version", "open_database", "schema_version",
+    "get_driver", "is_postgres_url", "latest_version", "open_database",
 ]
 
 

@@ -34,8 +34,9 @@ from typing import Any
 
 from ...errors import BusyError, SchemaError, StorageError, StoreClosedError
 from ..backend import Capabilities, SizeMeasure
+from ..migrations import Migration, apply_migrations, latest_version
 from ..transactions import NestedTransactions, busy_error, released, unstorable
-from . import space
+from . import migrate, space
 from .pool import LOCK_TIMEOUT_S, POOLS, PgDriver, Result, psycopg_modules, register_vector
 from .space import ident
 from .translate import Catalog, DialectError, Translated, translate
@@ -453,16 +454,29 @@ class PostgresDatabase(NestedTransactions):
 
     @staticmethod
     def latest_version() -> int:
-        from ..pg_migrations import latest_pg_version
-
-        return latest_pg_version()
+        return latest_version()
 
     def migrate(self, *, dims: int, now_iso: str) -> list[int]:
-        from ..pg_migrations import apply_pg_migrations
-
-        applied = apply_pg_migrations(self, now_iso=now_iso)
+        """Apply the missing numbered migrations (``dims`` is unused: the vector column takes any size)."""
+        applied = apply_migrations(self, dims=dims, now_iso=now_iso)
         self.refresh_catalog()
         return applied
+
+    @staticmethod
+    def migration_statements(migration: Migration, dims: int) -> list[str]:
+        """``migration``'s PostgreSQL statements (see :mod:`.migrate`)."""
+        return migrate.statements(migration, dims)
+
+    @contextlib.contextmanager
+    def migration_session(self) -> Iterator[migrate.PgMigrationSession]:
+        """One connection for the whole run, under a session advisory lock, with the schema created."""
+        with self.connection() as conn:
+            conn.execute("SELECT pg_advisory_lock(%s)", (migrate.MIGRATION_LOCK,))
+            try:
+                conn.execute(f"CREATE SCHEMA IF NOT EXISTS {ident(self.schema)}")
+                yield migrate.PgMigrationSession(conn, self.schema, self.path)
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (migrate.MIGRATION_LOCK,))
 
     def defer_foreign_keys(self) -> None:
         """Check foreign keys at commit, not per statement (the migrations make them deferrable)."""

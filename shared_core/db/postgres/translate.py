@@ -1,7 +1,16 @@
-"""The SQL the domain modules write (SQLite's dialect), translated for PostgreSQL.
+"""The SQL the core writes (SQLite's dialect), translated for PostgreSQL.
 
-The repositories keep one copy of their SQL. Most of it is already portable; this module
-rewrites, token by token (string literals, quoted names and comments are never touched),
+**Why a translator, kept inside the PostgreSQL backend** (issue 22, part 3). The repositories keep
+one copy of their SQL, in SQLite's dialect, and :class:`~.database.PostgresDatabase` translates each
+statement once (then caches it). The alternative, a PostgreSQL copy of every statement, would
+double the SQL each repository owns (about 180 statements today) for differences that are
+mechanical: placeholders, upserts, type names. What is not mechanical is not translated: the
+keyword and vector indexes, the filter compiler and the backend methods (space, catalog,
+migration steps) have their own PostgreSQL SQL, and the migrations have ``-- @postgresql`` blocks.
+Only :class:`~.database.PostgresDatabase` (the statements the core passes it) and the migration
+runner's shared blocks (:mod:`.migrate`) feed this module; nothing outside ``db/postgres`` imports it.
+
+Most of the SQL is already portable; this module rewrites, token by token (string literals, quoted names and comments are never touched),
 what is not:
 
 * placeholders: ``?`` becomes ``%s`` and ``?N`` becomes ``%(pN)s`` (psycopg's styles);

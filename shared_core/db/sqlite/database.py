@@ -24,8 +24,9 @@ from typing import Any
 
 from ...errors import BusyError, DriverError, SchemaError, StorageError, StoreClosedError
 from ..backend import Capabilities, SizeMeasure
+from ..migrations import Migration, apply_migrations, latest_version
 from ..transactions import NestedTransactions, busy_error, released, unstorable
-from . import space
+from . import migrate, space
 from .checkpoints import BackgroundCheckpointer
 from .driver import Driver, connect, connect_companion, get_driver
 from .turns import WriterTurns
@@ -308,25 +309,29 @@ class Database(NestedTransactions):
     # -- schema and maintenance ------------------------------------------------------------------
 
     def applied_versions(self) -> set[int]:
-        from ..migrations import applied_versions
-
         with self.translate_errors():
-            return applied_versions(self.conn)
+            return migrate.applied_versions(self.conn)
 
     def schema_version(self) -> int:
         return max(self.applied_versions(), default=0)
 
     @staticmethod
     def latest_version() -> int:
-        from ..migrations import latest_version
-
         return latest_version()
 
     def migrate(self, *, dims: int, now_iso: str) -> list[int]:
         """Apply the missing numbered migrations; ``dims`` sizes the vector table."""
-        from ..migrations import apply_migrations
+        return apply_migrations(self, dims=dims, now_iso=now_iso)
 
-        return apply_migrations(self.conn, dims=dims, now_iso=now_iso, path=self.path)
+    @staticmethod
+    def migration_statements(migration: Migration, dims: int) -> list[str]:
+        """``migration``'s SQLite statements (see :mod:`.migrate`)."""
+        return migrate.statements(migration, dims)
+
+    @contextlib.contextmanager
+    def migration_session(self) -> Iterator[migrate.SqliteMigrationSession]:
+        """The migration runner's transactions, on this connection."""
+        yield migrate.SqliteMigrationSession(self.conn, self.path)
 
     def defer_foreign_keys(self) -> None:
         """Check foreign keys at commit, not per statement (erasers may run in any order)."""
