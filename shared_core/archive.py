@@ -13,7 +13,7 @@ from typing import Any
 
 from .clock import Clock, to_iso
 from .db import Database
-from .index.keyword import KeywordQuery
+from .index.keyword_query import KeywordQuery
 from .index.scope import Scope
 from .memories import COLUMNS, Memory, MemoryRepository
 

@@ -132,7 +132,7 @@ Filter = Condition | And | Or | Not
 _SCALAR = (str, int, float, bool)
 
 
-def _check_value(field: str, op: str, value: Any) -> None:
+def _check_value(field: str | tuple[str, ...], op: str, value: Any) -> None:
     where = f"filter on {field!r} with {op}"
     for item in value if isinstance(value, (list, tuple)) else [value]:
         if isinstance(item, int) and not isinstance(item, bool) and not -(2**63) <= item < 2**63:

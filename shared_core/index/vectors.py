@@ -27,14 +27,15 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..clock import from_iso
-from ..config import SearchConfig
-from ..db import Database
+from ..config import DatabaseConfig, SearchConfig
+from ..db import Backend, Database
+from ..db.postgres import PostgresDatabase
+from .protocols import RowState, VectorIndex
 from .scope import Scope
 
 try:  # the near-duplicate scan compiled (setup.py builds it where a C compiler is); else numpy
@@ -42,7 +43,7 @@ try:  # the near-duplicate scan compiled (setup.py builds it where a C compiler 
 except ImportError:  # pragma: no cover - exercised by the tests that force numpy
     _speedups = None
 
-__all__ = ["VectorIndex", "RowState", "epoch_of", "stamp_of", "vector_index_for"]
+__all__ = ["SqliteVectorIndex", "epoch_of", "stamp_of", "vector_index_for"]
 
 _VEC0_MAX_K = 4096  # sqlite-vec refuses a KNN query for more neighbours
 _BATCH = 500  # rowids per IN (...) list
@@ -119,17 +120,6 @@ def _least_centred(threshold: float, a: float, shift: float) -> float | None:
     return least if least > 0.0 else None
 
 
-@dataclass(frozen=True)
-class RowState:
-    """What the mirror keeps about a row besides its vector."""
-
-    namespace: str
-    kind: str
-    expires: float  # epoch seconds, inf when the row never expires
-    current: bool  # not superseded
-    stamp: str  # changes whenever the row's vector changes
-
-
 def epoch_of(iso: str | None) -> float:
     """Epoch seconds of a stored timestamp (infinity for none)."""
     when = from_iso(iso)
@@ -194,6 +184,12 @@ class _Mirror:
                 new[: self.size] = old[: self.size]
             return new
 
+        def grow_columns(old: np.ndarray | None, words: int) -> np.ndarray:
+            codes = np.zeros((words, capacity), dtype=np.uint64)
+            if old is not None:
+                codes[:, : self.size] = old[:, : self.size]
+            return codes
+
         d = self.dims
         self.rowids = grow(getattr(self, "rowids", None), (capacity,), np.int64)
         self.alive = grow(getattr(self, "alive", None), (capacity,), bool, False)
@@ -203,11 +199,8 @@ class _Mirror:
         self.current = grow(getattr(self, "current", None), (capacity,), bool, True)
         self.vectors = grow(getattr(self, "vectors", None), (capacity, d), np.float32)
         # column-major: word w of every code is one contiguous array, scanned at memory speed
-        for name, words in (("codes", self.words), ("centred_head", self.head)):
-            codes = np.zeros((words, capacity), dtype=np.uint64)
-            if getattr(self, name, None) is not None:
-                codes[:, : self.size] = getattr(self, name)[:, : self.size]
-            setattr(self, name, codes)
+        self.codes = grow_columns(getattr(self, "codes", None), self.words)
+        self.centred_head = grow_columns(getattr(self, "centred_head", None), self.head)
         self.centred_tail = grow(getattr(self, "centred_tail", None), (capacity, self.words - self.head), np.uint64)
         self.capacity = capacity
 
@@ -454,19 +447,22 @@ def _vec_version(db: Any) -> tuple[int, ...]:
         return (0,)
 
 
-def vector_index_for(db: Any, dims: int, config: SearchConfig, database: Any = None) -> Any:
-    """The vector index for ``db``'s dialect: :class:`VectorIndex` or ``PgVectorIndex``."""
-    if getattr(db, "dialect", "sqlite") == "postgresql":
+def vector_index_for(db: Backend, dims: int, config: SearchConfig,
+                     database: DatabaseConfig | None = None) -> VectorIndex:
+    """The vector index for ``db``'s backend: :class:`SqliteVectorIndex` or ``PgVectorIndex``
+    (``database``: the ``[database]`` section, for pgvector's HNSW settings)."""
+    if isinstance(db, Database):
+        return SqliteVectorIndex(db, dims, config)
+    if isinstance(db, PostgresDatabase):
         from .vectors_pg import PgVectorIndex
 
         return PgVectorIndex(db, dims, config, database)
-    return VectorIndex(db, dims, config)
+    raise TypeError(f"no vector index for a {type(db).__name__} backend")
 
 
-class VectorIndex:
+class SqliteVectorIndex:
     """Reads and writes ``memory_vec``; answers KNN queries within a scope."""
 
-    dialect = "sqlite"
     inline = False  # vectors are rows of their own table, written after the chunk row
 
     def __init__(self, db: Database, dims: int, config: SearchConfig) -> None:
@@ -669,7 +665,7 @@ class VectorIndex:
             distance, code = mirror.centred(query)
             centred = _least_centred(threshold, distance, mirror.centre_norm)
         head_bound = sign_bit_bound(centred, 64 * mirror.head) if mirror is not None and centred is not None else None
-        if mirror is None or centred is None or head_bound is None or mirror.size <= _SMALL_MIRROR:
+        if mirror is None or code is None or centred is None or head_bound is None or mirror.size <= _SMALL_MIRROR:
             best = self.search(query, 1, scope, now=now)
             return best[0] if best and best[0][1] > threshold else None
         bound = sign_bit_bound(centred, 64 * mirror.words) or 64 * mirror.words

@@ -220,7 +220,7 @@ def test_bm25_weights_rare_words_over_common_ones(store):
 def test_a_small_memory_counts_document_frequencies_instead_of_trusting_statistics(store):
     """Below 10,000 rows a word's document frequency is counted: ANALYZE's element frequencies
     are estimates from whenever autovacuum last ran, and the scores must not depend on that."""
-    from shared_core.index.keyword import _idf
+    from shared_core.index.keyword_query import idf
 
     for i in range(300):
         store.add(f"note {i}: the build is {'green' if i % 3 else 'red'}", dedup=False)
@@ -229,7 +229,7 @@ def test_a_small_memory_counts_document_frequencies_instead_of_trusting_statisti
     for i in range(300):
         store.add(f"later note {i}: red again", dedup=False)  # ... now two thirds do
     query = store.keyword_index.prepare("red")
-    assert query.rows == 600 and query.idf == (_idf(600, 400),)
+    assert query.rows == 600 and query.idf == (idf(600, 400),)
 
 
 def test_a_filtered_search_returns_k_when_k_match_on_the_hnsw_path(pg_url):

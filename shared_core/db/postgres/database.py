@@ -36,7 +36,8 @@ from ...errors import BusyError, SchemaError, StorageError, StoreClosedError
 from ..backend import Capabilities, SizeMeasure
 from ..migrations import Migration, apply_migrations, latest_version
 from ..transactions import NestedTransactions, busy_error, released, unstorable
-from . import migrate, space
+from . import space
+from .migrate import MIGRATION_LOCK, PgMigrationSession, statements
 from .pool import LOCK_TIMEOUT_S, POOLS, PgDriver, Result, psycopg_modules, register_vector
 from .space import ident
 from .translate import Catalog, DialectError, Translated, translate
@@ -465,18 +466,18 @@ class PostgresDatabase(NestedTransactions):
     @staticmethod
     def migration_statements(migration: Migration, dims: int) -> list[str]:
         """``migration``'s PostgreSQL statements (see :mod:`.migrate`)."""
-        return migrate.statements(migration, dims)
+        return statements(migration, dims)
 
     @contextlib.contextmanager
-    def migration_session(self) -> Iterator[migrate.PgMigrationSession]:
+    def migration_session(self) -> Iterator[PgMigrationSession]:
         """One connection for the whole run, under a session advisory lock, with the schema created."""
         with self.connection() as conn:
-            conn.execute("SELECT pg_advisory_lock(%s)", (migrate.MIGRATION_LOCK,))
+            conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
             try:
                 conn.execute(f"CREATE SCHEMA IF NOT EXISTS {ident(self.schema)}")
-                yield migrate.PgMigrationSession(conn, self.schema, self.path)
+                yield PgMigrationSession(conn, self.schema, self.path)
             finally:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (migrate.MIGRATION_LOCK,))
+                conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
 
     def defer_foreign_keys(self) -> None:
         """Check foreign keys at commit, not per statement (the migrations make them deferrable)."""

@@ -26,9 +26,10 @@ from ...errors import BusyError, DriverError, SchemaError, StorageError, StoreCl
 from ..backend import Capabilities, SizeMeasure
 from ..migrations import Migration, apply_migrations, latest_version
 from ..transactions import NestedTransactions, busy_error, released, unstorable
-from . import migrate, space
+from . import space
 from .checkpoints import BackgroundCheckpointer
 from .driver import Driver, connect, connect_companion, get_driver
+from .migrate import SqliteMigrationSession, applied_versions, statements
 from .turns import WriterTurns
 
 __all__ = ["Database"]
@@ -47,13 +48,12 @@ class _ErrorTranslation:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
         if exc is not None:
             if isinstance(exc, self._db.driver.Error):
                 raise self._db._translate(exc) from exc
             if isinstance(exc, (UnicodeEncodeError, OverflowError)):
                 raise unstorable(exc) from exc
-        return False
 
 
 class Database(NestedTransactions):
@@ -310,7 +310,7 @@ class Database(NestedTransactions):
 
     def applied_versions(self) -> set[int]:
         with self.translate_errors():
-            return migrate.applied_versions(self.conn)
+            return applied_versions(self.conn)
 
     def schema_version(self) -> int:
         return max(self.applied_versions(), default=0)
@@ -326,12 +326,12 @@ class Database(NestedTransactions):
     @staticmethod
     def migration_statements(migration: Migration, dims: int) -> list[str]:
         """``migration``'s SQLite statements (see :mod:`.migrate`)."""
-        return migrate.statements(migration, dims)
+        return statements(migration, dims)
 
     @contextlib.contextmanager
-    def migration_session(self) -> Iterator[migrate.SqliteMigrationSession]:
+    def migration_session(self) -> Iterator[SqliteMigrationSession]:
         """The migration runner's transactions, on this connection."""
-        yield migrate.SqliteMigrationSession(self.conn, self.path)
+        yield SqliteMigrationSession(self.conn, self.path)
 
     def defer_foreign_keys(self) -> None:
         """Check foreign keys at commit, not per statement (erasers may run in any order)."""
