@@ -15,7 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from .postgres.url import PgTarget
 
 __all__ = ["Backend", "Capabilities", "DriverInfo", "Rows", "SizeMeasure", "SqlFlavour", "INDEX_KEYS",
            "INDEX_ENTRIES"]
@@ -115,6 +118,9 @@ class Backend(Protocol):
 
     def companion_connection(self) -> Any:
         """A plain DB-API connection for another library's tables in the same SQLite file."""
+
+    def postgres_target(self) -> PgTarget | None:
+        """The PostgreSQL server and schema the memory lives in (None for an SQLite file)."""
 
     # -- statements -----------------------------------------------------------------------------
 

@@ -41,7 +41,7 @@ from .migrate import MIGRATION_LOCK, PgMigrationSession, statements
 from .pool import LOCK_TIMEOUT_S, POOLS, PgDriver, Result, psycopg_modules, register_vector
 from .space import ident
 from .translate import Catalog, DialectError, Translated, translate
-from .url import parse_url
+from .url import PgTarget, parse_url
 
 __all__ = ["PostgresDatabase"]
 
@@ -142,6 +142,10 @@ class PostgresDatabase(NestedTransactions):
             "a PostgreSQL memory has no companion SQLite connection; for LangGraph checkpoints use "
             "langgraph-checkpoint-postgres's PostgresSaver on the same URL"
         )
+
+    def postgres_target(self) -> PgTarget:
+        """The server (libpq's connection string) and the schema the memory lives in."""
+        return self.target
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[Any]:

@@ -20,7 +20,7 @@ import unicodedata
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import BusyError, DriverError, SchemaError, StorageError, StoreClosedError
 from ..backend import Capabilities, SizeMeasure
@@ -31,6 +31,9 @@ from .checkpoints import BackgroundCheckpointer
 from .driver import Driver, connect, connect_companion, get_driver
 from .migrate import SqliteMigrationSession, applied_versions, statements
 from .turns import WriterTurns
+
+if TYPE_CHECKING:
+    from ..postgres.url import PgTarget
 
 __all__ = ["Database"]
 
@@ -131,6 +134,10 @@ class Database(NestedTransactions):
         """A separate plain connection to this file, from the same SQLite library (see ``connect_companion``)."""
         self.check_open()
         return connect_companion(self.path)
+
+    def postgres_target(self) -> PgTarget | None:
+        """None: the memory is this file."""
+        return None
 
     # -- statements ----------------------------------------------------------------------------
 
