@@ -30,9 +30,8 @@ from .embed import Embedder, as_matrix, content_hash
 from .embed.hashes import content_hashes
 from .errors import BusyError, NotFoundError
 from .index.filters import Filter, parse_filter
-from .index.protocols import RowState, VectorIndex
+from .index.protocols import RowState, VectorIndex, epoch_of, stamp_of
 from .index.scope import Scope
-from .index.vectors import epoch_of, stamp_of
 from .namespaces import check_namespace
 from .ranking import SCORE_BOUND
 from .restatement import is_restatement

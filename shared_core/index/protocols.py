@@ -8,6 +8,7 @@ a tsvector column and pgvector on PostgreSQL (:mod:`.keyword_pg`, :mod:`.vectors
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -15,10 +16,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..clock import from_iso
 from .keyword_query import KeywordQuery
 from .scope import Scope
 
-__all__ = ["KeywordIndex", "RowState", "VectorIndex"]
+__all__ = ["KeywordIndex", "RowState", "VectorIndex", "content_of", "epoch_of", "stamp_of"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,22 @@ class RowState:
     expires: float  # epoch seconds, inf when the row never expires
     current: bool  # not superseded
     stamp: str  # changes whenever the row's vector changes
+
+
+def epoch_of(iso: str | None) -> float:
+    """Epoch seconds of a stored timestamp (infinity for none)."""
+    when = from_iso(iso)
+    return math.inf if when is None else when.timestamp()
+
+
+def stamp_of(embedded_at: str | None, content_hash: str | None) -> str:
+    """A value that changes whenever a row's vector changes."""
+    return f"{embedded_at or ''}|{content_hash or ''}"
+
+
+def content_of(stamp: str) -> str:
+    """The content hash in a :func:`stamp_of` value."""
+    return stamp.rpartition("|")[2]
 
 
 class KeywordIndex(Protocol):
