@@ -25,7 +25,6 @@ from ..errors import SchemaError
 
 __all__ = [
     "Migration", "MigrationSession", "Migrator", "apply_migrations", "available_migrations", "latest_version",
-    "schema_tables",
 ]
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -151,26 +150,3 @@ def apply_migrations(backend: Migrator, *, dims: int, now_iso: str) -> list[int]
                 raise
             applied.append(migration.version)
     return applied
-
-
-_CREATE = re.compile(r"^\s*CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
-_RENAME = re.compile(r"^\s*ALTER\s+TABLE\s+([A-Za-z_][A-Za-z0-9_]*)\s+RENAME\s+TO\s+([A-Za-z_][A-Za-z0-9_]*)",
-                     re.IGNORECASE)
-_DROP = re.compile(r"^\s*DROP\s+TABLE\s+(?:IF\s+EXISTS\s+)?([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
-
-
-def schema_tables() -> list[str]:
-    """The plain tables the migrations leave behind (the logical schema; virtual tables left out)."""
-    from .sqlite.migrate import statements
-
-    tables: list[str] = []
-    for migration in available_migrations():
-        for statement in statements(migration, dims=1):
-            statement = re.sub(r"--[^\n]*", "", statement)
-            if (match := _CREATE.match(statement)) and "TEMP" not in statement.split("(")[0].upper():
-                tables.append(match.group(1).lower())
-            elif match := _RENAME.match(statement):
-                tables = [match.group(2).lower() if t == match.group(1).lower() else t for t in tables]
-            elif match := _DROP.match(statement):
-                tables = [t for t in tables if t != match.group(1).lower()]
-    return list(dict.fromkeys(tables))

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..db.backend import SqlFlavour
-from .filters import Filter, compile_filter, literal
+from .filter_sql import compile_filter, literal
+from .filters import Filter
 
 __all__ = ["Scope"]
 

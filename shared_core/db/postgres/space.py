@@ -10,13 +10,20 @@ docs/scaling.md.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 from ...errors import StorageError
-from ..backend import INDEX_ENTRIES, INDEX_KEYS, SizeMeasure
+from ..backend import INDEX_ENTRIES, INDEX_KEYS, Backend, SizeMeasure
 
-if TYPE_CHECKING:
-    from .database import PostgresDatabase
+
+class _SchemaBackend(Backend, Protocol):
+    """The PostgreSQL backend as this module uses it."""
+
+    schema: str
+
+    def connection(self) -> AbstractContextManager[Any]: ...
+
 
 __all__ = ["ident", "measure_payload", "reclaim_space", "storage_bytes", "tables_with_column", "vacuum"]
 
@@ -29,7 +36,7 @@ def ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def measure_payload(db: PostgresDatabase, method: str, *, columns: Sequence[str], dims: int) -> SizeMeasure:
+def measure_payload(db: _SchemaBackend, method: str, *, columns: Sequence[str], dims: int) -> SizeMeasure:
     """``auto`` and ``estimate`` both measure with ``pg_column_size``; there is no ``dbstat``."""
     if method == "dbstat":
         raise StorageError("PostgreSQL has no dbstat table; use method='auto' or 'estimate'")
@@ -43,7 +50,7 @@ def measure_payload(db: PostgresDatabase, method: str, *, columns: Sequence[str]
     return SizeMeasure("pg_column_size", sum(parts.values()), rows, parts)
 
 
-def reclaim_space(db: PostgresDatabase) -> tuple[int, bool]:
+def reclaim_space(db: _SchemaBackend) -> tuple[int, bool]:
     """``VACUUM memory_chunks``: (its pages given back, False: nothing to switch on)."""
     if db.read_only:
         return 0, False
@@ -54,7 +61,7 @@ def reclaim_space(db: PostgresDatabase) -> tuple[int, bool]:
     return max(0, before - int(db.scalar(pages) or 0)), False
 
 
-def vacuum(db: PostgresDatabase) -> None:
+def vacuum(db: _SchemaBackend) -> None:
     """VACUUM every table of the memory, so deleted rows' space is pruned and reused."""
     if db.read_only:
         return
@@ -63,7 +70,7 @@ def vacuum(db: PostgresDatabase) -> None:
             conn.execute(f"VACUUM {ident(db.schema)}.{ident(table)}")
 
 
-def storage_bytes(db: PostgresDatabase) -> int:
+def storage_bytes(db: _SchemaBackend) -> int:
     """Bytes the memory's tables, their indexes and TOAST data take on the server."""
     return int(db.scalar(
         "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
@@ -72,7 +79,7 @@ def storage_bytes(db: PostgresDatabase) -> int:
     ) or 0)
 
 
-def tables_with_column(db: PostgresDatabase, column: str) -> list[str]:
+def tables_with_column(db: _SchemaBackend, column: str) -> list[str]:
     """The schema's base tables with ``column``, by name."""
     return [r[0] for r in db.query(
         "SELECT c.table_name FROM information_schema.columns c JOIN information_schema.tables t "

@@ -21,25 +21,30 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager
+from typing import Protocol
 
 from ...errors import StorageError
-from ..backend import INDEX_ENTRIES, INDEX_KEYS, SizeMeasure
-from .driver import Driver
+from ..backend import INDEX_ENTRIES, INDEX_KEYS, Backend, SizeMeasure
+from .driver import Driver, get_driver
 
-if TYPE_CHECKING:
-    from .database import Database
+
+class _FileBackend(Backend, Protocol):
+    """The SQLite backend as this module uses it."""
+
+    def log_to_ourselves(self) -> AbstractContextManager[None]: ...
+
 
 __all__ = ["measure_payload", "reclaim_space", "refresh_statistics", "tables_with_column"]
 
 _FTS_SHADOWS = ("memory_fts_data", "memory_fts_idx", "memory_fts_docsize", "memory_fts_config")
 
 
-def measure_payload(db: Database, method: str, *, columns: Sequence[str], dims: int) -> SizeMeasure:
+def measure_payload(db: _FileBackend, method: str, *, columns: Sequence[str], dims: int) -> SizeMeasure:
     """``auto`` (``dbstat`` when the build has it), ``dbstat`` or ``estimate``."""
-    if method == "dbstat" and not _has_dbstat(db.driver):
+    if method == "dbstat" and not _has_dbstat(get_driver()):
         raise StorageError("this SQLite build has no dbstat table; use method='estimate'")
-    if method == "estimate" or (method == "auto" and not _has_dbstat(db.driver)):
+    if method == "estimate" or (method == "auto" and not _has_dbstat(get_driver())):
         return _estimate(db, columns, dims)
     return _dbstat(db, dims)
 
@@ -57,7 +62,7 @@ def _has_dbstat(driver: Driver) -> bool:
         probe.close()
 
 
-def _live_btrees(db: Database) -> list[str]:
+def _live_btrees(db: _FileBackend) -> list[str]:
     names = [r[0] for r in db.query(
         "SELECT name FROM sqlite_master WHERE (type = 'table' AND name = 'memory_chunks') "
         "OR (type = 'index' AND tbl_name = 'memory_chunks') ORDER BY name")]
@@ -66,7 +71,7 @@ def _live_btrees(db: Database) -> list[str]:
     return names + [n for n in _FTS_SHADOWS if n in present]
 
 
-def _dbstat(db: Database, dims: int) -> SizeMeasure:
+def _dbstat(db: _FileBackend, dims: int) -> SizeMeasure:
     parts: dict[str, int] = {}
     for name in _live_btrees(db):
         try:
@@ -79,7 +84,7 @@ def _dbstat(db: Database, dims: int) -> SizeMeasure:
     return SizeMeasure("dbstat", sum(parts.values()), rows, parts)
 
 
-def _estimate(db: Database, columns: Sequence[str], dims: int) -> SizeMeasure:
+def _estimate(db: _FileBackend, columns: Sequence[str], dims: int) -> SizeMeasure:
     row_bytes = " + ".join(f"coalesce(length(CAST({c} AS BLOB)), 0)" for c in columns)
     key_bytes = " + ".join(f"coalesce(length(CAST({c} AS BLOB)), 0)" for c in INDEX_KEYS)
     rows, data, keys = db.query(
@@ -93,7 +98,7 @@ def _estimate(db: Database, columns: Sequence[str], dims: int) -> SizeMeasure:
     return SizeMeasure("estimate", sum(parts.values()), rows, parts)
 
 
-def reclaim_space(db: Database) -> tuple[int, bool]:
+def reclaim_space(db: _FileBackend) -> tuple[int, bool]:
     """(pages given back, whether this call switched the file to incremental vacuum)."""
     if db.read_only or db.path == ":memory:":
         return 0, False
@@ -119,7 +124,7 @@ def reclaim_space(db: Database) -> tuple[int, bool]:
     return reclaimed, switched
 
 
-def refresh_statistics(db: Database) -> None:
+def refresh_statistics(db: _FileBackend) -> None:
     """``sqlite_stat4`` keeps sampled index keys (namespaces, ids, FTS terms) until ANALYZE runs again;
     rebuilt from the live rows when there are any (a memory copied by migrate-backend has them)."""
     has_stat4 = db.scalar("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat4'")
@@ -127,7 +132,7 @@ def refresh_statistics(db: Database) -> None:
         db.execute("ANALYZE")
 
 
-def tables_with_column(db: Database, column: str) -> list[str]:
+def tables_with_column(db: _FileBackend, column: str) -> list[str]:
     """Plain tables (not virtual ones) with ``column``, by name."""
     tables = [r[0] for r in db.query(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name")]
