@@ -19,12 +19,12 @@ import re
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from importlib import resources
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..errors import SchemaError
 
 __all__ = [
-    "Migration", "MigrationSession", "Migrator", "apply_migrations", "available_migrations", "latest_version",
+    "ConnectionSession", "Migration", "MigrationSession", "Migrator", "apply_migrations", "available_migrations", "latest_version",
 ]
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -80,6 +80,29 @@ class MigrationSession(Protocol):
 
     def record(self, migration: Migration, now_iso: str) -> None:
         """Add ``migration`` to ``_migrations``."""
+
+
+class ConnectionSession:
+    """The transaction statements of a run on one DB-API connection; each backend's session adds its
+    catalog queries and its ``_migrations`` table (:class:`MigrationSession`)."""
+
+    begin_sql = "BEGIN"
+
+    def __init__(self, conn: Any, path: str) -> None:
+        self._conn = conn
+        self._path = path
+
+    def begin(self) -> None:
+        self._conn.execute(self.begin_sql)
+
+    def commit(self) -> None:
+        self._conn.execute("COMMIT")
+
+    def rollback(self) -> None:
+        self._conn.execute("ROLLBACK")
+
+    def run(self, statement: str) -> None:
+        self._conn.execute(statement)
 
 
 class Migrator(Protocol):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import SchemaError
-from ..migrations import Migration
+from ..migrations import ConnectionSession, Migration
 from .translate import Catalog, DialectError, split_statements, tokenize, translate, translate_ddl
 
 __all__ = ["MIGRATION_LOCK", "PgMigrationSession", "statements"]
@@ -60,13 +60,12 @@ def _shared(migration: Migration, statement: str) -> str:
         raise SchemaError(f"migration {migration.version} ({migration.name}): {exc}") from None
 
 
-class PgMigrationSession:
+class PgMigrationSession(ConnectionSession):
     """:class:`~shared_core.db.migrations.MigrationSession` on one connection to the memory's schema."""
 
     def __init__(self, conn: Any, schema: str, path: str) -> None:
-        self._conn = conn
+        super().__init__(conn, path)
         self._schema = schema
-        self._path = path
 
     def applied(self) -> set[int]:
         exists = self._conn.execute(
@@ -87,18 +86,6 @@ class PgMigrationSession:
                 f"the schema {self._schema!r} of {self._path} already has a table named {clash[0]!r} that "
                 "openkoi-memory did not create; use another schema (?schema=name in the URL)"
             )
-
-    def begin(self) -> None:
-        self._conn.execute("BEGIN")
-
-    def commit(self) -> None:
-        self._conn.execute("COMMIT")
-
-    def rollback(self) -> None:
-        self._conn.execute("ROLLBACK")
-
-    def run(self, statement: str) -> None:
-        self._conn.execute(statement)
 
     def create_log(self) -> None:
         self._conn.execute(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import SchemaError
-from ..migrations import Migration
+from ..migrations import ConnectionSession, Migration
 from .driver import get_driver
 
 __all__ = ["SqliteMigrationSession", "applied_versions", "statements"]
@@ -46,12 +46,10 @@ def applied_versions(conn: Any) -> set[int]:
     return {int(row[0]) for row in conn.execute("SELECT version FROM _migrations")}
 
 
-class SqliteMigrationSession:
+class SqliteMigrationSession(ConnectionSession):
     """:class:`~shared_core.db.migrations.MigrationSession` on the store's connection to ``path``."""
 
-    def __init__(self, conn: Any, path: str) -> None:
-        self._conn = conn
-        self._path = path
+    begin_sql = "BEGIN IMMEDIATE"
 
     def applied(self) -> set[int]:
         return applied_versions(self._conn)
@@ -64,18 +62,6 @@ class SqliteMigrationSession:
         if clash:
             raise SchemaError(f"{self._path} already has a table named {clash[0]!r} that openkoi-memory did not "
                               "create; use a different file")
-
-    def begin(self) -> None:
-        self._conn.execute("BEGIN IMMEDIATE")
-
-    def commit(self) -> None:
-        self._conn.execute("COMMIT")
-
-    def rollback(self) -> None:
-        self._conn.execute("ROLLBACK")
-
-    def run(self, statement: str) -> None:
-        self._conn.execute(statement)
 
     def create_log(self) -> None:
         self._conn.execute(

@@ -1,4 +1,5 @@
-"""Space in an SQLite file: the live search index's payload, freed pages given back, sampled keys.
+"""Space in an SQLite file: the live search index's payload, freed pages given back, sampled keys,
+and which tables have a column (for erasing a namespace).
 
 ``measure_payload`` (size pruning's measure) counts what the live rows take:
 
