@@ -2,9 +2,9 @@
 
 Two classes implement it: :class:`~shared_core.db.sqlite.Database` (one SQLite file, the default)
 and :class:`~shared_core.db.postgres.PostgresDatabase` (a schema on a PostgreSQL server). Each owns
-its SQL where the dialects differ (its catalog, space reclaiming, payload measuring, migration
-steps). Code outside ``db/`` and the index factories never compares backend names: it reads
-:attr:`Backend.capabilities` or calls a backend method.
+its SQL where the dialects differ (payload measuring, space reclaiming, which tables have a column,
+migration steps). Code outside ``db/`` and the index factories reads :attr:`Backend.capabilities`
+or calls a backend method instead of comparing backend names.
 
 Statements are SQLite's dialect with ``?`` placeholders on both backends; the PostgreSQL backend
 translates them (see :mod:`shared_core.db.postgres.translate`).
