@@ -13,7 +13,7 @@ def describe() -> str:
     import numpy as np
 
     from shared_core.db import get_driver
-    from shared_core.index import vectors
+    from shared_core.index import mirror
 
     cpu = platform.processor() or platform.machine()
     try:
@@ -31,7 +31,7 @@ def describe() -> str:
     except (OSError, StopIteration):
         pass
     driver = get_driver()
-    scan = f"compiled ({vectors._speedups.near_kernels()[0]})" if vectors._speedups is not None else "numpy"
+    scan = f"compiled ({mirror._speedups.near_kernels()[0]})" if mirror._speedups is not None else "numpy"
     return (f"{cpu}, {os.cpu_count()} logical CPUs{memory}, {platform.system()} {platform.release()}; "
             f"Python {platform.python_version()}, numpy {np.__version__}; SQLite {driver.sqlite_version} via {driver.name}; "
             f"near-duplicate scan {scan}")

@@ -5,7 +5,7 @@
 driver. That matters: where the stdlib ``sqlite3`` cannot load extensions the store uses the
 bundled ``sqlean`` build, and two SQLite builds in one process do not see each other's locks,
 so the checkpointer's commits and the store's could overwrite each other in the shared WAL
-(see ``shared_core.db.driver.connect_companion``). ``OpenKoiAsyncSaver`` does the same for
+(see :mod:`shared_core.companions`). ``OpenKoiAsyncSaver`` does the same for
 LangGraph's ``AsyncSqliteSaver`` (``ainvoke``/``astream``).
 
 On a PostgreSQL memory (``MemoryStore.open("postgresql://...")``) both are LangGraph's
@@ -21,37 +21,27 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from shared_core.db.driver import connect_companion, get_driver
+from shared_core import MemoryStore
+from shared_core.companions import (
+    PgTarget,
+    companion_connection,
+    postgres_location,
+    sqlite_operational_error,
+)
 
 from ._core import core_store
 
 __all__ = ["OpenKoiSaver", "OpenKoiAsyncSaver"]
 
 
+def _location(target: Any) -> str | MemoryStore:
+    """A path or URL as given; otherwise the core store behind the adapter."""
+    return os.fspath(target) if isinstance(target, (str, os.PathLike)) else core_store(target)
+
+
 def _path_of(target: Any) -> str:
-    if isinstance(target, (str, os.PathLike)):
-        return os.fspath(target)
-    return core_store(target).path
-
-
-def _postgres_target(target: Any) -> Any:
-    """The memory's ``PgTarget`` when ``target`` (a store, an adapter, a URL or a path) lives on PostgreSQL."""
-    import shared_core.opening as opening_module
-    from shared_core.db.postgres import is_postgres_url, parse_url
-
-    if isinstance(target, (str, os.PathLike)):
-        location = os.fspath(target)
-        if is_postgres_url(location):
-            return parse_url(location)
-        if location == ":memory:":
-            return None
-        db = opening_module.open_database(location)  # what this path opens as (an SQLite file, normally)
-        try:
-            return getattr(db, "target", None)
-        finally:
-            db.close()
-    db = core_store(target).db
-    return db.target if db.dialect == "postgresql" else None
+    location = _location(target)
+    return location if isinstance(location, str) else location.path
 
 
 def _postgres_saver_classes() -> tuple[Any, Any]:
@@ -65,7 +55,7 @@ def _postgres_saver_classes() -> tuple[Any, Any]:
     return PostgresSaver, AsyncPostgresSaver
 
 
-def _postgres_options(target: Any) -> dict[str, Any]:
+def _postgres_options(target: PgTarget) -> dict[str, Any]:
     """psycopg connection settings for LangGraph's savers, with the memory's schema first on the path."""
     from psycopg.rows import dict_row
 
@@ -73,7 +63,7 @@ def _postgres_options(target: Any) -> dict[str, Any]:
             "options": f"-c search_path={target.schema},public"}
 
 
-def _postgres_saver(target: Any, serde: SerializerProtocol | None) -> Any:
+def _postgres_saver(target: PgTarget, serde: SerializerProtocol | None) -> Any:
     import psycopg
 
     saver_class, _ = _postgres_saver_classes()
@@ -119,21 +109,21 @@ class OpenKoiSaver(SqliteSaver):
     """
 
     def __new__(cls, store: Any, *, serde: SerializerProtocol | None = None) -> Any:
-        target = _postgres_target(store)
+        target = postgres_location(_location(store))
         if target is not None:
             return _postgres_saver(target, serde)
         return super().__new__(cls)
 
     def __init__(self, store: Any, *, serde: SerializerProtocol | None = None) -> None:
         self.path = _path_of(store)
-        super().__init__(connect_companion(self.path), serde=serde)
+        super().__init__(companion_connection(self.path), serde=serde)
 
     def setup(self) -> None:
         # SqliteSaver tolerates its idempotent ALTER TABLE by catching the stdlib's
         # OperationalError; the store's driver may raise its own class for the same error.
         try:
             super().setup()
-        except get_driver().OperationalError as exc:
+        except sqlite_operational_error() as exc:
             outcome = _tolerated(exc)
             if outcome is None:
                 raise
@@ -161,7 +151,7 @@ class OpenKoiAsyncSaver:
         self.path = _path_of(store)
         self.serde = serde
         self._conn: Any = None
-        self._postgres = _postgres_target(store)
+        self._postgres = postgres_location(_location(store))
 
     async def __aenter__(self) -> Any:
         if self._postgres is not None:
@@ -183,7 +173,7 @@ class OpenKoiAsyncSaver:
             async def setup(self) -> None:
                 try:
                     await super().setup()
-                except get_driver().OperationalError as exc:
+                except sqlite_operational_error() as exc:
                     outcome = _tolerated(exc)
                     if outcome is None:
                         raise
@@ -191,7 +181,7 @@ class OpenKoiAsyncSaver:
                     self.is_setup = True
 
         path = self.path
-        self._conn = aiosqlite.Connection(lambda: connect_companion(path), iter_chunk_size=64)
+        self._conn = aiosqlite.Connection(lambda: companion_connection(path), iter_chunk_size=64)
         await self._conn
         return _Saver(self._conn, serde=self.serde)
 

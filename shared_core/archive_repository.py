@@ -8,7 +8,8 @@ from typing import Any
 
 from .clock import Clock, from_iso, to_iso
 from .db import Database
-from .index.keyword import KeywordQuery, keyword_index_for
+from .index.keyword import keyword_index_for
+from .index.keyword_query import KeywordQuery
 from .index.scope import Scope
 from .memories import COLUMNS, Memory
 from .memory_repository import MemoryRepository
@@ -66,7 +67,7 @@ class ArchiveRepository:
         return [(archived_memory(row[:-1]), float(row[-1])) for row in rows]
 
     def select(self, scope: Scope, *, limit: int | None = None, offset: int = 0) -> list[Memory]:
-        sql, params = scope.sql("c", self.db.dialect)
+        sql, params = scope.sql("c", self.db.capabilities.sql_flavour)
         tail = " LIMIT ? OFFSET ?" if limit is not None else ""
         extra: list[Any] = [limit, offset] if limit is not None else []
         rows = self.db.query(

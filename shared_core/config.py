@@ -645,7 +645,7 @@ class DatabaseConfig:
     exact_scan_rows: int = 2000  # scopes up to this many rows skip the index: an exact scan, fast at this size
     cache_mb: int = 64  # SQLite page cache per connection (SQLite's own default is 2 MB)
     checkpoint_pages: int = 10_000  # WAL pages that trigger a checkpoint (SQLite's default 1,000; 4 KB each)
-    background_checkpoints: bool = True  # copy committed WAL pages from a thread as well (shared_core/db/checkpoints.py)
+    background_checkpoints: bool = True  # copy committed WAL pages from a thread as well (shared_core/db/sqlite/checkpoints.py)
     busy_timeout_s: float = 10.0  # how long a write waits for another writer before BusyError (REST: 503)
 
     def __post_init__(self) -> None:

@@ -126,7 +126,7 @@ class Erasure:
     def erase(self, namespace: str) -> EraseReport:
         check_namespace(namespace)
         kernel, db = self.kernel, self.db
-        sqlite_file = db.dialect == "sqlite" and db.path != ":memory:"
+        staged = db.capabilities.staged_erase  # the file is rewritten and its log cut after the commit
         with kernel.session():
             if db.in_transaction:
                 raise StorageError("erase_namespace cannot run inside store.transaction(): it rewrites the file "
@@ -143,18 +143,17 @@ class Erasure:
                         eraser(namespace)
                     kernel.keyword.optimize()
                     kernel.vectors.purge_deleted()
-                    if db.dialect == "sqlite":
-                        _refresh_samples(db)
-                    if sqlite_file:
+                    db.refresh_statistics()
+                    if staged:
                         db.set_meta(PENDING_KEY, json.dumps({"stage": "vacuum", "since": to_iso(kernel.clock.now())}))
                 kernel.vectors.reset()
             files = tuple(sorted(str(p) for p in before if not p.exists()))
-            if db.dialect == "postgresql":
-                db.compact()
-        finish = self.finish() if sqlite_file else EraseReport(None)
+            if not staged:  # nothing to wait for: vacuum now (PostgreSQL's tables; nothing in memory)
+                db.vacuum()
+        finish = self.finish() if staged else EraseReport(None)
         rows_left, files_left = self._leftovers(namespace)
         return EraseReport(namespace, deleted, files, (*rows_left, *files_left, *finish.remaining),
-                           tuple(getattr(db, "erase_caveats", ())))
+                           db.capabilities.erase_caveats)
 
     # -- finish ------------------------------------------------------------------------------------
 
@@ -171,12 +170,12 @@ class Erasure:
             remaining = self._finish_once(_FINISH_WAIT, vacuum_wait=_FINISH_WAIT)
         if remaining:
             self._start_finisher()
-        return EraseReport(None, remaining=remaining, notes=tuple(getattr(self.db, "erase_caveats", ())))
+        return EraseReport(None, remaining=remaining, notes=self.db.capabilities.erase_caveats)
 
     def resume(self) -> None:
         """On open: one quick try at an erase another process left pending (never fails the open)."""
         db = self.db
-        if db.dialect != "sqlite" or db.path == ":memory:" or db.read_only or db.get_meta(PENDING_KEY) is None:
+        if not db.capabilities.staged_erase or db.read_only or db.get_meta(PENDING_KEY) is None:
             return
         try:
             remaining = self._finish_once(0.0, vacuum_wait=0.0)
@@ -190,7 +189,7 @@ class Erasure:
         """One try: the rewrite if it is still due (waiting for the writer's turn ``vacuum_wait``
         seconds, default the busy timeout), then the log cut (letting readers finish ``wait`` s)."""
         db = self.db
-        if db.dialect != "sqlite" or db.path == ":memory:" or db.read_only:
+        if not db.capabilities.staged_erase or db.read_only:
             return ()
         with self.kernel.session():
             pending = _pending(db)
@@ -256,7 +255,7 @@ class Erasure:
             check_namespace(namespace)
             rows_left, files_left = self._leftovers(namespace)
         bytes_left: tuple[str, ...] = ()
-        if db.dialect == "sqlite" and db.path != ":memory:":
+        if db.capabilities.staged_erase:
             with self.kernel.session():
                 pending = _pending(db)
             if pending is not None:
@@ -264,14 +263,14 @@ class Erasure:
                               f"{db.path}-wal may still hold old pages of erased rows; run openkoi-memory erase "
                               "--finish (store.finish_erase()) once no other connection holds a long read",)
         return EraseReport(namespace, remaining=(*rows_left, *files_left, *bytes_left),
-                           notes=tuple(getattr(db, "erase_caveats", ())), action="verify")
+                           notes=db.capabilities.erase_caveats, action="verify")
 
     # -- what a namespace has ------------------------------------------------------------------------
 
     def _row_counts(self, namespace: str) -> dict[str, int]:
         db = self.db
         counts = {table: int(db.scalar(f'SELECT count(*) FROM "{table}" WHERE namespace = ?', (namespace,)) or 0)
-                  for table in _namespace_tables(db)}
+                  for table in db.tables_with_column("namespace")}
         counts["run_locks"] = int(db.scalar("SELECT count(*) FROM run_locks WHERE key = ?",
                                             (LOCK_PREFIX + namespace,)) or 0)
         return counts
@@ -321,26 +320,6 @@ def _pending(db: Any) -> dict[str, Any] | None:
     except ValueError:
         value = None
     return value if isinstance(value, dict) else {"stage": "vacuum"}
-
-
-def _namespace_tables(db: Any) -> list[str]:
-    """The tables with a ``namespace`` column (virtual tables have none)."""
-    if db.dialect == "postgresql":
-        return [r[0] for r in db.query(
-            "SELECT c.table_name FROM information_schema.columns c JOIN information_schema.tables t "
-            "USING (table_schema, table_name) WHERE c.table_schema = ? AND c.column_name = 'namespace' "
-            "AND t.table_type = 'BASE TABLE' ORDER BY c.table_name", (db.schema,))]
-    tables = [r[0] for r in db.query(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name")]
-    return [t for t in tables if any(col[1] == "namespace" for col in db.query(f'PRAGMA table_info("{t}")'))]
-
-
-def _refresh_samples(db: Any) -> None:
-    """``sqlite_stat4`` keeps sampled index keys (namespaces, ids, FTS terms) until ANALYZE runs again;
-    rebuilt from the live rows when there are any (a memory copied by migrate-backend has them)."""
-    has_stat4 = db.scalar("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat4'")
-    if has_stat4 and db.scalar("SELECT 1 FROM sqlite_stat4 LIMIT 1"):
-        db.execute("ANALYZE")
 
 
 def _transcripts_of(conversations: Conversations, namespace: str) -> set[Path]:

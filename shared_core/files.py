@@ -62,9 +62,9 @@ def data_dir_of(path: str) -> Path:
 def data_dir_for(db: Any, cfg: Config) -> Path | None:
     """The data folder of the memory ``db``: its file's, or one under the data dir for a PostgreSQL
     memory (named after its URL); None for ``:memory:``."""
-    if db.dialect == "postgresql" and db.alias is None:
+    if db.capabilities.shared:
         return Path(cfg.data_dir) / "postgres" / _slug(db.path)
-    if db.path == ":memory:":
+    if db.capabilities.in_memory:
         return None
     return data_dir_of(db.path)
 

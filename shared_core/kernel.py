@@ -35,8 +35,9 @@ from .db import Database
 from .embed import Embedder
 from .errors import OpenKoiError
 from .files import data_dir_for
-from .index.keyword import KeywordIndex, keyword_index_for
-from .index.vectors import VectorIndex, vector_index_for
+from .index.keyword import keyword_index_for
+from .index.protocols import KeywordIndex, VectorIndex
+from .index.vectors import vector_index_for
 from .llm import TextModel
 from .memories import Memory
 from .memory_repository import MemoryRepository

@@ -19,8 +19,8 @@ from .db import Database
 from .embed import Embedder, as_matrix, content_hash
 from .embed.hashes import content_hashes
 from .errors import BusyError, NotFoundError
+from .index.protocols import RowState, VectorIndex, epoch_of, stamp_of
 from .index.scope import Scope
-from .index.vectors import RowState, VectorIndex, epoch_of, stamp_of
 from .memories import (
     COLUMNS,
     SELECT_COLUMNS,
@@ -172,7 +172,7 @@ class MemoryRepository:
 
     def select(self, scope: Scope, *, order_by: str = "created_at", descending: bool = False,
                limit: int | None = None, offset: int = 0) -> list[Memory]:
-        sql, params = scope.sql("c", self.db.dialect)
+        sql, params = scope.sql("c", self.db.capabilities.sql_flavour)
         if order_by not in {"created_at", "updated_at", "score", "access_count", "id", "last_hit_at", "chunk_rowid"}:
             raise ValueError(f"cannot order by {order_by!r}")
         direction = "DESC" if descending else "ASC"
@@ -191,11 +191,11 @@ class MemoryRepository:
         return [Memory.from_row(r) for r in rows]
 
     def count(self, scope: Scope) -> int:
-        sql, params = scope.sql("c", self.db.dialect)
+        sql, params = scope.sql("c", self.db.capabilities.sql_flavour)
         return int(self.db.scalar(f"SELECT count(*) FROM memory_chunks c WHERE {sql}", params) or 0)
 
     def rowids(self, scope: Scope) -> list[int]:
-        sql, params = scope.sql("c", self.db.dialect)
+        sql, params = scope.sql("c", self.db.capabilities.sql_flavour)
         return [int(r[0]) for r in self.db.query(f"SELECT c.chunk_rowid FROM memory_chunks c WHERE {sql}", params)]
 
     def expired_rowids(self, now_iso: str) -> list[int]:
@@ -208,7 +208,7 @@ class MemoryRepository:
         return int(self.db.scalar("SELECT count(*) FROM memory_chunks") or 0)
 
     def count_by_namespace(self, scope: Scope) -> dict[str, int]:
-        sql, params = scope.sql("c", self.db.dialect)
+        sql, params = scope.sql("c", self.db.capabilities.sql_flavour)
         rows = self.db.query(
             f"SELECT c.namespace, count(*) FROM memory_chunks c WHERE {sql} GROUP BY c.namespace ORDER BY c.namespace",
             params,
@@ -232,7 +232,7 @@ class MemoryRepository:
 
     def categories(self, scope: Scope) -> list[str]:
         """The categories of the rows in ``scope``, most used first."""
-        sql, params = scope.sql("c", self.db.dialect)
+        sql, params = scope.sql("c", self.db.capabilities.sql_flavour)
         return [r[0] for r in self.db.query(
             f"SELECT c.category, count(*) AS n FROM memory_chunks c WHERE {sql} AND c.category IS NOT NULL "
             "AND c.category != '' GROUP BY c.category ORDER BY n DESC, c.category", params)]

@@ -21,9 +21,8 @@ import numpy as np
 from .clock import Clock, days_between
 from .config import Config
 from .embed import Embedder, as_vector, profile_of
-from .index.keyword import KeywordIndex
+from .index.protocols import KeywordIndex, VectorIndex
 from .index.scope import Scope
-from .index.vectors import VectorIndex
 from .memories import Memory
 from .memory_repository import MemoryRepository
 from .ranking import FUSIONS, feedback_weight, fuse, maximal_marginal_relevance, recency_weight

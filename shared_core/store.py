@@ -481,8 +481,8 @@ class MemoryStore:
         with self.kernel.session():
             by_kind = self.kernel.memories.count_by_kind()
             by_ns = self.namespaces()
-            size = 0 if self.path == ":memory:" and db.dialect == "sqlite" else db.storage_bytes()
-            vector_index = "pgvector-hnsw" if db.dialect == "postgresql" else self.config.search.vector_index
+            size = 0 if db.capabilities.in_memory else db.storage_bytes()
+            vector_index = self.kernel.vectors.name
             return StoreStats(
                 path=self.path, file_bytes=size, schema_version=db.schema_version(),
                 driver=db.driver.name, sqlite_version=db.driver.sqlite_version,

@@ -142,9 +142,9 @@ def speedups(request, monkeypatch) -> str:
         pytest.importorskip("shared_core._speedups")  # built where a C compiler was at install
     else:
         from shared_core.embed import hashes, hashing
-        from shared_core.index import vectors
+        from shared_core.index import mirror
 
-        monkeypatch.setattr(vectors, "_speedups", None)
+        monkeypatch.setattr(mirror, "_speedups", None)
         monkeypatch.setattr(hashes, "_compiled_fnv", None)
         monkeypatch.setattr(hashing, "_compiled_signs", None)
         monkeypatch.setattr(hashing, "_compiled_project", None)

@@ -158,7 +158,7 @@ class Conversations:
         cfg, db = self.kernel.config.conversations, self.kernel.backend
         in_memory = db.path == ":memory:"
         # a PostgreSQL memory is shared by several machines: a local transcript would hold only a part
-        shared = db.dialect == "postgresql" and getattr(db, "alias", None) is None
+        shared = db.capabilities.shared
         if cfg.transcripts == "off" or db.read_only or (cfg.transcripts == "auto" and (in_memory or shared)):
             return None
         if cfg.transcript_dir:

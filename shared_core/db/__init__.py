@@ -1,27 +1,26 @@
-"""The SQL layer: driver choice, connection and transactions, numbered migrations.
+"""The SQL layer: the :class:`Backend` protocol, its two implementations, numbered migrations.
 
-Two backends share one interface: :class:`Database` (an SQLite file, the default) and
-:class:`~shared_core.db.postgres.PostgresDatabase` (a PostgreSQL schema, for a memory shared
-by several machines). :func:`open_database` picks one from the target.
+:class:`Database` (``db/sqlite``: an SQLite file, the default) and
+:class:`~shared_core.db.postgres.PostgresDatabase` (``db/postgres``: a PostgreSQL schema, for a
+memory shared by several machines) implement :class:`Backend`; :func:`open_database` picks one
+from the target. The core asks a backend's :class:`Capabilities` where the two differ.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..config import DatabaseConfig
-from .database import Database
-from .driver import Driver, connect, get_driver
-from .migrations import apply_migrations, latest_version, schema_version
-from .postgres import is_postgres_url
+from .backend import Backend, Capabilities, SizeMeasure, SqlFlavour
+from .migrations import apply_migrations, latest_version
+from .postgres.url import is_postgres_url
+from .sqlite import Database, Driver, connect, get_driver
 
 __all__ = [
-    "Database", "Driver", "connect", "get_driver", "apply_migrations", "latest_version", "schema_version",
-    "open_database", "is_postgres_url",
+    "Backend", "Capabilities", "Database", "Driver", "SizeMeasure", "SqlFlavour", "apply_migrations", "connect",
+    "get_driver", "is_postgres_url", "latest_version", "open_database",
 ]
 
 
-def open_database(target: str, *, read_only: bool = False, settings: DatabaseConfig | None = None) -> Any:
+def open_database(target: str, *, read_only: bool = False, settings: DatabaseConfig | None = None) -> Backend:
     """A ``postgresql://`` URL opens :class:`PostgresDatabase`; anything else is an SQLite file (or ``:memory:``).
 
     ``settings``: the ``[database]`` section (pool size, page cache, checkpoints); defaults when None.

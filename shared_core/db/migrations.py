@@ -1,25 +1,35 @@
-"""Numbered SQL migrations, applied on open, one transaction each, recorded in ``_migrations``.
+"""Numbered SQL migrations for both backends, applied on open, one transaction each, recorded in ``_migrations``.
 
-A migration is a file ``NNNN_name.sql`` in ``shared_core/db/migrations/``. Released
-migrations are never edited; a change is a new file. ``@DIMS@`` in a file stands for
+A migration is one file ``NNNN_name.sql`` in ``shared_core/db/migrations/``, written once for both
+backends in SQLite's dialect (the PostgreSQL backend maps its column types and statements, see
+:mod:`.postgres.translate`). Where the SQL really differs (FTS5 and sqlite-vec tables, triggers,
+PostgreSQL's functions and generated columns), a line ``-- @sqlite`` or ``-- @postgresql`` starts
+a block for that backend only, and ``-- @both`` returns to shared statements; the blocks run in
+file order. Released migrations are never edited; a change is a new file. ``@DIMS@`` stands for
 the embedder's dimensions (the vector table is sized to it).
+
+One runner (:func:`apply_migrations`) serves both backends: the backend splits a migration into
+its statements and gives a :class:`MigrationSession` (its connection, its transaction and its
+catalog), and the runner decides what to apply.
 """
 
 from __future__ import annotations
 
 import re
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import SchemaError
 
 __all__ = [
-    "Migration", "available_migrations", "latest_version", "apply_migrations", "schema_version", "applied_versions",
-    "schema_tables",
+    "ConnectionSession", "Migration", "MigrationSession", "Migrator", "apply_migrations", "available_migrations", "latest_version",
 ]
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+_MARKER = re.compile(r"^--\s*@(sqlite|postgresql|both)\s*$")
+BACKENDS = ("sqlite", "postgresql")
 
 
 @dataclass(frozen=True)
@@ -28,25 +38,82 @@ class Migration:
     name: str
     sql: str
 
-    def statements(self, dims: int) -> list[str]:
-        """The file split into statements (trigger bodies stay whole)."""
-        from .driver import get_driver
-
-        complete = get_driver().module.complete_statement
-        text = self.sql.replace("@DIMS@", str(int(dims)))
-        out: list[str] = []
-        buffer = ""
-        for line in text.splitlines(keepends=True):
-            stripped = line.strip()
-            if not buffer and (not stripped or stripped.startswith("--")):
+    def blocks(self, dialect: str) -> list[tuple[str, bool]]:
+        """The file's text for ``dialect`` in order, as (text, shared by both backends) blocks."""
+        if dialect not in BACKENDS:
+            raise ValueError(f"unknown backend {dialect!r}; migrations are written for {', '.join(BACKENDS)}")
+        out: list[tuple[str, bool]] = []
+        current, lines = "both", []
+        for line in self.sql.splitlines(keepends=True):
+            marker = _MARKER.match(line.strip())
+            if marker is None:
+                lines.append(line)
                 continue
-            buffer += line
-            if complete(buffer):
-                out.append(buffer.strip())
-                buffer = ""
-        if buffer.strip():
-            raise SchemaError(f"migration {self.version} ({self.name}) ends with an incomplete statement")
+            if current in ("both", dialect) and "".join(lines).strip():
+                out.append(("".join(lines), current == "both"))
+            current, lines = marker.group(1), []
+        if current in ("both", dialect) and "".join(lines).strip():
+            out.append(("".join(lines), current == "both"))
         return out
+
+
+class MigrationSession(Protocol):
+    """The backend's side of a migration run: one connection, held for the whole run."""
+
+    def applied(self) -> set[int]:
+        """The versions recorded in ``_migrations`` (empty without the table)."""
+
+    def refuse_foreign_tables(self) -> None:
+        """Raise :class:`SchemaError` when tables of our names exist that we did not create."""
+
+    def begin(self) -> None:
+        """Begin a migration's transaction, taking the write lock."""
+
+    def commit(self) -> None: ...
+
+    def rollback(self) -> None: ...
+
+    def run(self, statement: str) -> None: ...
+
+    def create_log(self) -> None:
+        """Create ``_migrations`` if it does not exist."""
+
+    def record(self, migration: Migration, now_iso: str) -> None:
+        """Add ``migration`` to ``_migrations``."""
+
+
+class ConnectionSession:
+    """The transaction statements of a run on one DB-API connection; each backend's session adds its
+    catalog queries and its ``_migrations`` table (:class:`MigrationSession`)."""
+
+    begin_sql = "BEGIN"
+
+    def __init__(self, conn: Any, path: str) -> None:
+        self._conn = conn
+        self._path = path
+
+    def begin(self) -> None:
+        self._conn.execute(self.begin_sql)
+
+    def commit(self) -> None:
+        self._conn.execute("COMMIT")
+
+    def rollback(self) -> None:
+        self._conn.execute("ROLLBACK")
+
+    def run(self, statement: str) -> None:
+        self._conn.execute(statement)
+
+
+class Migrator(Protocol):
+    """What a backend gives the runner."""
+
+    path: str
+
+    def migration_statements(self, migration: Migration, dims: int) -> list[str]:
+        """``migration``'s statements for this backend, ready to run."""
+
+    def migration_session(self) -> AbstractContextManager[MigrationSession]: ...
 
 
 def available_migrations() -> list[Migration]:
@@ -62,95 +129,47 @@ def available_migrations() -> list[Migration]:
     return found
 
 
-_CREATE = re.compile(r"^\s*CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
-_RENAME = re.compile(r"^\s*ALTER\s+TABLE\s+([A-Za-z_][A-Za-z0-9_]*)\s+RENAME\s+TO\s+([A-Za-z_][A-Za-z0-9_]*)",
-                     re.IGNORECASE)
-_DROP = re.compile(r"^\s*DROP\s+TABLE\s+(?:IF\s+EXISTS\s+)?([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
-
-
-def schema_tables() -> list[str]:
-    """The plain tables the migrations leave behind (the logical schema; virtual tables left out)."""
-    from .pg_translate import split_statements
-
-    tables: list[str] = []
-    for migration in available_migrations():
-        for statement in split_statements(migration.sql):
-            statement = re.sub(r"--[^\n]*", "", statement)
-            if (match := _CREATE.match(statement)) and "TEMP" not in statement.split("(")[0].upper():
-                tables.append(match.group(1).lower())
-            elif match := _RENAME.match(statement):
-                tables = [match.group(2).lower() if t == match.group(1).lower() else t for t in tables]
-            elif match := _DROP.match(statement):
-                tables = [t for t in tables if t != match.group(1).lower()]
-    return list(dict.fromkeys(tables))
-
-
 def latest_version() -> int:
     migrations = available_migrations()
     return migrations[-1].version if migrations else 0
 
 
-def applied_versions(conn: Any) -> set[int]:
-    """Every migration recorded in ``_migrations`` (empty for a database without our tables)."""
-    exists = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
-    ).fetchone()
-    if not exists:
-        return set()
-    return {int(row[0]) for row in conn.execute("SELECT version FROM _migrations")}
+def apply_migrations(backend: Migrator, *, dims: int, now_iso: str) -> list[int]:
+    """Bring the schema up to date; return the versions applied. Refuses a newer schema.
 
-
-def schema_version(conn: Any) -> int:
-    """The highest applied migration (0 for a database without our tables)."""
-    return max(applied_versions(conn), default=0)
-
-
-def apply_migrations(conn: Any, *, dims: int, now_iso: str, path: str) -> list[int]:
-    """Bring the schema up to date; return the versions applied. Refuses a newer schema."""
-    current = schema_version(conn)
-    newest = latest_version()
-    if current > newest:
-        raise SchemaError(
-            f"{path} was written by a newer openkoi-memory (schema version {current}; this version "
-            f"knows up to {newest}); upgrade with: pip install -U openkoi-memory"
-        )
-    applied = []
-    done = applied_versions(conn)
-    for migration in available_migrations():
-        if migration.version in done:  # every missing version runs, not only those above the highest
-            continue
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            present = applied_versions(conn)  # read under the write lock: other processes may be opening it too
-            if migration.version in present:  # another process got here first
-                conn.execute("COMMIT")
-                continue
-            if not present:
-                _refuse_foreign_tables(conn, path)
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS _migrations ("
-                "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    Every missing version runs, not only those above the highest applied. Each runs in its own
+    transaction; the versions applied are read again inside it, since other processes (other
+    servers) may be opening the same memory at the same time.
+    """
+    migrations = available_migrations()
+    newest = migrations[-1].version if migrations else 0
+    with backend.migration_session() as session:
+        done = session.applied()
+        current = max(done, default=0)
+        if current > newest:
+            raise SchemaError(
+                f"{backend.path} was written by a newer openkoi-memory (schema version {current}; this version "
+                f"knows up to {newest}); upgrade with: pip install -U openkoi-memory"
             )
-            for statement in migration.statements(dims):
-                conn.execute(statement)
-            conn.execute(
-                "INSERT INTO _migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                (migration.version, migration.name, now_iso),
-            )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        applied.append(migration.version)
+        # every statement prepared before the first change: one that cannot be stops nothing half-way
+        plan = [(m, backend.migration_statements(m, dims)) for m in migrations if m.version not in done]
+        applied = []
+        for migration, statements in plan:
+            session.begin()
+            try:
+                present = session.applied()
+                if migration.version in present:  # another process got here first
+                    session.commit()
+                    continue
+                if not present:
+                    session.refuse_foreign_tables()
+                session.create_log()
+                for statement in statements:
+                    session.run(statement)
+                session.record(migration, now_iso)
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+            applied.append(migration.version)
     return applied
-
-
-def _refuse_foreign_tables(conn: Any, path: str) -> None:
-    """A file without our ``_migrations`` but with tables of our names belongs to something else."""
-    clash = conn.execute(
-        "SELECT name FROM sqlite_master WHERE name IN ('memory_chunks', 'learnings', 'tasks')"
-    ).fetchone()
-    if clash:
-        raise SchemaError(
-            f"{path} already has a table named {clash[0]!r} that openkoi-memory did not create; use a different file"
-        )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +27,8 @@ import numpy as np
 from ..clock import SystemClock, to_iso
 from ..errors import OpenKoiError, SchemaError
 from . import open_database
-from .migrations import schema_tables
+from .migrations import available_migrations
+from .sqlite.migrate import statements
 
 __all__ = ["TableCheck", "TransferReport", "migrate_backend", "verify"]
 
@@ -75,6 +77,27 @@ class TransferReport:
             lines.append(f"  not copied (not openkoi-memory's tables): {', '.join(self.skipped)}")
         lines.append("verified: counts and checksums match" if self.ok else "verification FAILED")
         return "\n".join(lines)
+
+
+_CREATE = re.compile(r"^\s*CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
+_RENAME = re.compile(r"^\s*ALTER\s+TABLE\s+([A-Za-z_][A-Za-z0-9_]*)\s+RENAME\s+TO\s+([A-Za-z_][A-Za-z0-9_]*)",
+                     re.IGNORECASE)
+_DROP = re.compile(r"^\s*DROP\s+TABLE\s+(?:IF\s+EXISTS\s+)?([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
+
+
+def _schema_tables() -> list[str]:
+    """The plain tables the migrations leave behind (the logical schema; virtual tables left out)."""
+    tables: list[str] = []
+    for migration in available_migrations():
+        for statement in statements(migration, dims=1):
+            statement = re.sub(r"--[^\n]*", "", statement)
+            if (match := _CREATE.match(statement)) and "TEMP" not in statement.split("(")[0].upper():
+                tables.append(match.group(1).lower())
+            elif match := _RENAME.match(statement):
+                tables = [match.group(2).lower() if t == match.group(1).lower() else t for t in tables]
+            elif match := _DROP.match(statement):
+                tables = [t for t in tables if t != match.group(1).lower()]
+    return list(dict.fromkeys(tables))
 
 
 # -- what each backend says about its tables -----------------------------------------------------------
@@ -313,7 +336,7 @@ def _migrate(src: Any, dst: Any, source: str, target: str, batch_size: int,
     dims_text = src.get_meta("embedder_dims")
     dims = int(dims_text) if dims_text else 0
     report = TransferReport(src.path, dst.path)
-    ours = [t for t in schema_tables() if t not in _DERIVED]
+    ours = [t for t in _schema_tables() if t not in _DERIVED]
     resuming = dst.schema_version() > 0 and _PROGRESS in _tables(dst)
     if not resuming and dst.schema_version() > 0:
         present = set(_tables(dst))
@@ -443,7 +466,7 @@ def verify(source: str, target: str) -> list[TableCheck]:
     src, dst = _open(source), _open(target)
     try:
         shared = set(_tables(src)) & set(_tables(dst))
-        return verify_open(src, dst, [t for t in schema_tables() if t in shared and t not in _DERIVED])
+        return verify_open(src, dst, [t for t in _schema_tables() if t in shared and t not in _DERIVED])
     finally:
         src.close()
         dst.close()

@@ -1,4 +1,4 @@
-"""The filter language every search takes, and its translation to SQL.
+"""The filter language every search takes (rendered as SQL by :mod:`.filter_sql`).
 
 Filters are written as dicts, in the Mongo-like style LangChain users know::
 
@@ -26,14 +26,11 @@ Python, JSON ``true``/``false`` compare equal to 1/0 with numbers.
 
 from __future__ import annotations
 
-import functools
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..db.driver import get_driver
 from ..errors import FilterError, TooLargeError
 from ..validation import LIMITS
 
@@ -46,8 +43,6 @@ __all__ = [
     "OPERATORS",
     "BUILTIN_FIELDS",
     "parse_filter",
-    "compile_filter",
-    "literal",
 ]
 
 OPERATORS = (
@@ -131,7 +126,7 @@ Filter = Condition | And | Or | Not
 _SCALAR = (str, int, float, bool)
 
 
-def _check_value(field: str, op: str, value: Any) -> None:
+def _check_value(field: str | tuple[str, ...], op: str, value: Any) -> None:
     where = f"filter on {field!r} with {op}"
     for item in value if isinstance(value, (list, tuple)) else [value]:
         if isinstance(item, int) and not isinstance(item, bool) and not -(2**63) <= item < 2**63:
@@ -262,173 +257,3 @@ def _parse(spec: Mapping[str, Any] | Filter | None) -> Filter | None:
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else And(tuple(parts))
-
-
-# -- SQL -----------------------------------------------------------------------------------------
-
-
-class _Field:
-    """SQL snippets for one field of the chunk table aliased ``alias``."""
-
-    def __init__(self, name: str | tuple[str, ...], alias: str) -> None:
-        self.params: list[Any] = []
-        if isinstance(name, str) and name.startswith("@"):
-            column, kind = BUILTIN_FIELDS[name]
-            ref = f"{alias}.{column}"
-            if kind == "json":
-                self.value = ref
-                self.type = f"json_type({ref})"
-                self.each = f"json_each({ref})"
-            else:
-                self.value = ref
-                self.type = (
-                    f"(CASE typeof({ref}) WHEN 'null' THEN NULL WHEN 'integer' THEN 'integer' "
-                    f"WHEN 'real' THEN 'real' ELSE 'text' END)"
-                )
-                self.each = f"json_each(json_quote({ref}))"
-            self.path_params: list[Any] = []
-        else:
-            parts = name if isinstance(name, tuple) else name.split(".")
-            if any('"' in part for part in parts) and not _escaped_labels():
-                raise FilterError(
-                    f"the SQLite {get_driver().sqlite_version} in use cannot address a metadata key containing a "
-                    "double quote (that needs SQLite 3.45+); rename the key, or set OPENKOI_SQLITE_DRIVER=sqlean"
-                )
-            path = "$" + "".join('."' + part.replace("\\", "\\\\").replace('"', '\\"') + '"' for part in parts)
-            self.value = f"json_extract({alias}.metadata, ?)"
-            self.type = f"json_type({alias}.metadata, ?)"
-            self.each = f"json_each({alias}.metadata, ?)"
-            self.path_params = [path]
-
-
-@functools.lru_cache(maxsize=1)
-def _escaped_labels() -> bool:
-    """JSON paths with backslash-escaped quotes inside labels work from SQLite 3.45 on."""
-    version = tuple(int(x) for x in get_driver().sqlite_version.split(".")[:2])
-    return version >= (3, 45)
-
-
-def literal(value: bool, dialect: str = "sqlite") -> str:
-    """A constant condition in ``dialect``: SQLite's 1/0, PostgreSQL's TRUE/FALSE."""
-    if dialect == "postgresql":
-        return "TRUE" if value else "FALSE"
-    return "1" if value else "0"
-
-
-def compile_filter(node: Filter | None, alias: str = "c", dialect: str = "sqlite") -> tuple[str, list[Any]]:
-    """SQL boolean expression over the chunk table ``alias`` and its parameters (true for no filter).
-
-    ``dialect`` is the database's (``db.dialect``): ``"sqlite"`` (JSON1 functions) or
-    ``"postgresql"`` (jsonb; see :mod:`.filters_pg`). Both give the same answers.
-    """
-    if node is None:
-        return literal(True, dialect), []
-    if isinstance(node, And):
-        parts = [compile_filter(child, alias, dialect) for child in node.filters]
-        return "(" + " AND ".join(p[0] for p in parts) + ")", [x for p in parts for x in p[1]]
-    if isinstance(node, Or):
-        parts = [compile_filter(child, alias, dialect) for child in node.filters]
-        return "(" + " OR ".join(p[0] for p in parts) + ")", [x for p in parts for x in p[1]]
-    if isinstance(node, Not):
-        sql, params = compile_filter(node.filter, alias, dialect)
-        return f"(NOT {sql})", params
-    if isinstance(node, Condition):
-        if dialect == "postgresql":
-            from .filters_pg import pg_condition
-
-            return pg_condition(node, alias)
-        return _condition(node, alias)
-    raise FilterError(f"not a filter: {node!r}")
-
-
-def _condition(cond: Condition, alias: str) -> tuple[str, list[Any]]:
-    f = _Field(cond.field, alias)
-    p = f.path_params  # each use of value/type/each needs its own copy of the path parameter
-    op, value = cond.op, cond.value
-
-    def typed_compare(symbol: str, operand: Any) -> tuple[str, list[Any]]:
-        if isinstance(operand, str):
-            return f"(coalesce({f.type} = 'text' AND {f.value} {symbol} ?, 0))", [*p, *p, operand]
-        return (
-            f"(coalesce({f.type} IN {_NUMERIC} AND {f.value} {symbol} ?, 0))",
-            [*p, *p, operand],
-        )
-
-    def contains(item: Any) -> tuple[str, list[Any]]:
-        if isinstance(item, str):
-            return (
-                f"(CASE {f.type} WHEN 'array' THEN EXISTS (SELECT 1 FROM {f.each} WHERE value = ?) "
-                f"WHEN 'text' THEN instr({f.value}, ?) > 0 ELSE 0 END)",
-                [*p, *p, item, *p, item],
-            )
-        return (
-            f"(coalesce(EXISTS (SELECT 1 FROM {f.each} WHERE value = ?), 0))",
-            [*p, _sql_value(item)],
-        )
-
-    def is_empty() -> tuple[str, list[Any]]:
-        return (
-            f"({f.type} IS NULL OR {f.type} = 'null' "
-            f"OR ({f.type} = 'array' AND NOT EXISTS (SELECT 1 FROM {f.each})) "
-            f"OR ({f.type} = 'object' AND NOT EXISTS (SELECT 1 FROM {f.each})) "
-            f"OR ({f.type} = 'text' AND {f.value} = ''))",
-            [*p, *p, *p, *p, *p, *p, *p, *p],
-        )
-
-    if op in ("$eq", "$ne"):
-        if value is None:
-            sql, params = f"({f.type} IS NULL OR {f.type} = 'null')", [*p, *p]
-        elif isinstance(value, (list, dict)):
-            # CASE, not AND: SQLite may evaluate json() of a plain string (malformed JSON) otherwise
-            sql = f"(CASE WHEN {f.type} IN ('array', 'object') THEN json({f.value}) = json(?) ELSE 0 END)"
-            params = [*p, *p, json.dumps(value, separators=(",", ":"))]
-        elif isinstance(value, str):
-            sql, params = f"(coalesce({f.type} = 'text' AND {f.value} = ?, 0))", [*p, *p, value]
-        else:  # numbers and booleans: true == 1 and false == 0, as in Python
-            sql = f"(coalesce({f.type} IN {_NUMERIC} AND {f.value} = ?, 0))"
-            params = [*p, *p, _sql_value(value)]
-        return (sql, params) if op == "$eq" else (f"(NOT {sql})", params)
-    if op in ("$gt", "$gte", "$lt", "$lte"):
-        return typed_compare({"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[op], value)
-    if op == "$between":
-        low_sql, low_params = typed_compare(">=", value[0])
-        high_sql, high_params = typed_compare("<=", value[1])
-        return f"({low_sql} AND {high_sql})", [*low_params, *high_params]
-    if op in ("$in", "$nin"):
-        values = [_sql_value(v) for v in value]
-        if not values:
-            return ("0", []) if op == "$in" else ("1", [])
-        marks = ", ".join("?" for _ in values)
-        sql = f"(coalesce({f.type} NOT IN ('array', 'object') AND {f.value} IN ({marks}), 0))"
-        params = [*p, *p, *values]
-        return (sql, params) if op == "$in" else (f"(NOT {sql})", params)
-    if op == "$contains":
-        return contains(value)
-    if op in ("$any", "$all"):
-        values = list(dict.fromkeys(value))
-        if not values:  # nothing to contain: "any of none" never holds, "all of none" needs a value
-            return ("0", []) if op == "$any" else (f"(NOT ({f.type} IS NULL OR {f.type} = 'null'))", [*p, *p])
-        parts = [contains(item) for item in values]
-        joiner = " OR " if op == "$any" else " AND "
-        return "(" + joiner.join(sql for sql, _ in parts) + ")", [x for _, params in parts for x in params]
-    if op == "$text_match":
-        return f"(coalesce({f.type} = 'text' AND instr({f.value}, ?) > 0, 0))", [*p, *p, value]
-    if op == "$text_match_insensitive":
-        return (
-            f"(coalesce({f.type} = 'text' AND instr(casefold({f.value}), casefold(?)) > 0, 0))",
-            [*p, *p, value],
-        )
-    if op == "$is_empty":
-        sql, params = is_empty()
-        return (sql, params) if value else (f"(NOT {sql})", params)
-    if op == "$exists":
-        sql, params = f"({f.type} IS NOT NULL)", [*p]
-        return (sql, params) if value else (f"(NOT {sql})", params)
-    raise FilterError(f"unknown filter operator {op!r}")  # pragma: no cover - checked in Condition
-
-
-_NUMERIC = "('integer', 'real', 'true', 'false')"  # json_type()s that compare as numbers
-
-
-def _sql_value(value: Any) -> Any:
-    return int(value) if isinstance(value, bool) else value

@@ -21,7 +21,7 @@ relative to the query's best match.
 The document-frequency gate works as on SQLite: words found in more than
 ``max_df_ratio`` of the rows (and more than ``df_gate_min_rows``) are dropped from the
 query, but only when they are that common within the searched scope too
-(:func:`.keyword.gate_in_scope`). A word's document frequency is counted on the GIN index; in
+(:func:`.keyword_query.gate_in_scope`). A word's document frequency is counted on the GIN index; in
 a table of 10,000 rows or more it comes from ANALYZE's statistics instead when it is one of the
 column's most common lexemes (counting it would read a long posting list; a rare word's list is
 short).
@@ -35,7 +35,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..config import SearchConfig
-from .keyword import KeywordQuery, _idf, gate_in_scope
+from ..db.postgres import PostgresDatabase
+from .keyword_query import KeywordQuery, gate_in_scope, idf
 from .sanitize import query_terms
 from .scope import Scope
 
@@ -55,9 +56,7 @@ def fold(term: str) -> str:
 class PgKeywordIndex:
     """Keyword search and its statistics for a PostgreSQL memory."""
 
-    dialect = "postgresql"
-
-    def __init__(self, db: Any, config: SearchConfig | None = None) -> None:
+    def __init__(self, db: PostgresDatabase, config: SearchConfig | None = None) -> None:
         self.db = db
         self.config = config or SearchConfig()
         self._n = 0
@@ -89,16 +88,16 @@ class PgKeywordIndex:
                                       *self._scope_counters(scope, dict(zip(terms, queries, strict=True))))
                 gated = [i for i in used if terms[i] in again]
             used = gated
-        idf = tuple(_idf(rows, counts[i]) for i in used)
-        full = sum(weight for i, weight in zip(used, idf, strict=True) if counts[i] > 0)  # as on SQLite
+        idfs = tuple(idf(rows, counts[i]) for i in used)
+        full = sum(weight for i, weight in zip(used, idfs, strict=True) if counts[i] > 0)  # as on SQLite
         parts = tuple(queries[i] for i in used)
         combined = " | ".join(f"({q})" for q in parts)
         return KeywordQuery(tuple(terms), tuple(terms[i] for i in used), combined, full_match=full, rows=rows,
-                            idf=idf, parts=parts)
+                            idf=idfs, parts=parts)
 
     def _scope_counters(self, scope: Scope, tsqueries: dict[str, str]
                         ) -> tuple[Callable[[int | None], int], Callable[[str, int], int]]:
-        """:func:`.keyword.gate_in_scope`'s two counts for ``scope`` (a big scope's remembered for a minute)."""
+        """:func:`.keyword_query.gate_in_scope`'s two counts for ``scope`` (a big scope's remembered for a minute)."""
         scope_sql, params = scope.sql("c", "postgresql")
         key = (scope_sql, tuple(p for p in params if p is not scope.live_at))
         cached = self._scope_cache
@@ -177,12 +176,12 @@ class PgKeywordIndex:
         top = max(self.config.tags_weight, self.config.text_weight, self.config.source_weight) or 1.0
         norm = f"(CAST({1 - _B} AS float8) + CAST({_B} AS float8) * {alias}.search_length / CAST(? AS float8))"
         terms, scores, tf_params, score_params = [], [], [], []
-        for i, (part, idf) in enumerate(zip(query.parts, query.idf, strict=True)):
+        for i, (part, term_idf) in enumerate(zip(query.parts, query.idf, strict=True)):
             terms.append(f"CAST(? AS float8) * ts_rank_cd(CAST(? AS real[]), {alias}.search_text, CAST(? AS tsquery), 0) "
                          f"AS t{i}")
             tf_params += [top, weights, part]
             scores.append(f"CAST(? AS float8) * (r.t{i} * CAST({_K1 + 1} AS float8)) / (r.t{i} + CAST({_K1} AS float8) * {norm})")
-            score_params += [idf, self._average_length()]
+            score_params += [term_idf, self._average_length()]
         # OFFSET 0 keeps the planner from inlining the subquery, which would compute each tf twice
         lateral = f"LATERAL (SELECT {', '.join(terms) or '0 AS t'} OFFSET 0) r"
         return (" + ".join(scores) or "0"), lateral, score_params, tf_params

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .filters import Filter, compile_filter, literal
+from ..db.backend import SqlFlavour
+from .filter_sql import compile_filter, literal
+from .filters import Filter
 
 __all__ = ["Scope"]
 
@@ -34,9 +36,9 @@ class Scope:
         """True when the vector mirror cannot decide membership on its own columns."""
         return self.ids is not None or self.where is not None
 
-    def sql(self, alias: str = "c", dialect: str = "sqlite") -> tuple[str, list[Any]]:
-        """A boolean SQL expression over the chunk table ``alias`` in ``dialect`` (``db.dialect``)."""
-        false = literal(False, dialect)
+    def sql(self, alias: str = "c", flavour: SqlFlavour = "sqlite") -> tuple[str, list[Any]]:
+        """A boolean SQL expression over the chunk table ``alias`` in ``flavour`` (``db.capabilities.sql_flavour``)."""
+        false = literal(False, flavour)
         clauses: list[str] = []
         params: list[Any] = []
         if self.namespaces is not None:
@@ -60,10 +62,10 @@ class Scope:
         if self.current_only:
             clauses.append(f"{alias}.valid_to IS NULL")
         if self.where is not None:
-            where_sql, where_params = compile_filter(self.where, alias, dialect)
+            where_sql, where_params = compile_filter(self.where, alias, flavour)
             clauses.append(where_sql)
             params.extend(where_params)
-        return (" AND ".join(clauses) if clauses else literal(True, dialect)), params
+        return (" AND ".join(clauses) if clauses else literal(True, flavour)), params
 
     def admits_namespace(self, namespace: str) -> bool:
         if self.namespaces is not None and namespace not in self.namespaces:

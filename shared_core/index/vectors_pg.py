@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 
 from ..config import DatabaseConfig, SearchConfig
+from ..db.postgres import PostgresDatabase
+from .protocols import RowState
 from .scope import Scope
 
 __all__ = ["PgVectorIndex"]
@@ -35,11 +37,12 @@ _MAX_EF = 1000  # pgvector's limit for hnsw.ef_search
 class PgVectorIndex:
     """Reads and writes ``memory_chunks.embedding``; answers KNN queries within a scope."""
 
-    dialect = "postgresql"
     inline = True  # the vector is a column of the row: INSERTs carry it
     uses_mirror = False
+    name = "pgvector-hnsw"  # what store.stats() reports as the vector index
 
-    def __init__(self, db: Any, dims: int, config: SearchConfig, database: DatabaseConfig | None = None) -> None:
+    def __init__(self, db: PostgresDatabase, dims: int, config: SearchConfig,
+                 database: DatabaseConfig | None = None) -> None:
         self.db = db
         self.dims = int(dims)
         self.config = config
@@ -73,10 +76,10 @@ class PgVectorIndex:
 
     # -- writes (inside the caller's transaction) -----------------------------------------
 
-    def put(self, rowid: int, vector: np.ndarray, state: Any, *, replace: bool) -> None:
+    def put(self, rowid: int, vector: np.ndarray, state: RowState, *, replace: bool) -> None:
         self.db.execute("UPDATE memory_chunks SET embedding = ? WHERE chunk_rowid = ?", (_vec(vector), rowid))
 
-    def put_many(self, rows: list[tuple[int, np.ndarray, Any]]) -> None:
+    def put_many(self, rows: list[tuple[int, np.ndarray, RowState]]) -> None:
         self.db.executemany(
             "UPDATE memory_chunks SET embedding = ? WHERE chunk_rowid = ?", [(_vec(v), r) for r, v, _ in rows]
         )

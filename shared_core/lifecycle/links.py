@@ -184,7 +184,7 @@ class LinkGraph:
 
     def _in_scope(self, ids: list[str], scope: Scope) -> list[Memory]:
         db = self.kernel.backend
-        sql, params = scope.sql("c", db.dialect)
+        sql, params = scope.sql("c", db.capabilities.sql_flavour)
         out: list[Memory] = []
         for start in range(0, len(ids), 400):
             part = ids[start : start + 400]

@@ -5,25 +5,16 @@ memories by ``exp(score x 0.2) x 1/(1 + days x 0.01)``. Pinned memories are neve
 What is measured is the *live* searchable data, not the file: the file never shrinks by
 itself, and the archive lives in the same file, so a file-size rule would archive forever.
 
-* ``dbstat`` (when the SQLite build has the virtual table, as the bundled sqlean one does):
-  the payload bytes of ``memory_chunks``, its indexes and the FTS5 index's shadow tables.
-  Payload, not pages: deleting 1 % of the rows frees almost no pages (they are spread over
-  all of them), while payload falls by exactly what was removed, so pruning converges.
-* ``estimate`` (otherwise): the bytes of every column of every live row, the key columns
-  of the indexes (plus 8 bytes a row each), and the FTS5 index's blocks, read exactly.
-* vectors, either way: live rows x dims x 4 bytes. sqlite-vec stores vectors in
-  preallocated chunks of 1024 and frees a chunk only once it is empty, so its pages say
-  little about the live vectors.
-* on PostgreSQL (``pg_column_size``): the stored bytes of every live row, its vector and
-  its tsvector counted apart, plus the index keys as in ``estimate``.
+The backend measures it (``measure_payload``): on SQLite the payload bytes of ``memory_chunks``,
+its indexes and the FTS5 index (``dbstat`` when the build has it, else an exact ``estimate``),
+on PostgreSQL the stored bytes of the live rows (``pg_column_size``); vectors as live rows x
+dims x 4 bytes or as stored. Payload, not pages: deleting 1 % of the rows frees almost no pages,
+while payload falls by exactly what was removed, so pruning converges.
 
-After archiving, the FTS5 index is merged (``optimize``: deleted rows leave tombstones
-until then) and the freed pages go back to the file system with ``PRAGMA
-incremental_vacuum`` (on PostgreSQL: ``VACUUM`` of the table). That needs ``auto_vacuum = INCREMENTAL``, which SQLite only accepts
-before the first table exists or through a full ``VACUUM``; a WAL-mode file has its header
-written before our first migration runs, so the first prune that archives anything on a
-file that is not yet incremental switches it with one ``VACUUM`` (reported as
-``switched_to_incremental``); every later prune is incremental.
+After archiving, the keyword index is merged (FTS5's ``optimize``: deleted rows leave
+tombstones until then) and the backend gives the freed space back (``reclaim_space``: SQLite's
+incremental vacuum, switched on by one ``VACUUM`` the first time and reported as
+``switched_to_incremental``; PostgreSQL's ``VACUUM`` of the table).
 
 Runs are safe from several processes: the measure, the choice and the archiving happen
 in one write transaction, together with the record of the run, so a second process sees
@@ -35,11 +26,12 @@ from __future__ import annotations
 import heapq
 import html
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from ..clock import days_between, from_iso, to_iso
+from ..db.backend import SizeMeasure
 from ..errors import StorageError
 from ..memories import COLUMNS
 from ..ranking import prune_count, prune_weight
@@ -53,24 +45,7 @@ __all__ = ["Pruner", "PruneReport", "SizeMeasure", "JOB"]
 
 JOB = "size-prune"
 REASON = "size-prune"
-_FTS_SHADOWS = ("memory_fts_data", "memory_fts_idx", "memory_fts_docsize", "memory_fts_config")
-_INDEX_KEYS = (  # key columns of memory_chunks' indexes, for the estimate
-    "namespace", "kind", "namespace", "content_hash", "namespace", "category", "namespace", "created_at",
-    "id", "owner_id", "expires_at",
-)
-_INDEX_ENTRIES = 7  # indexes per row (the two partial ones counted as if always present)
-
 logger = logging.getLogger("openkoi.lifecycle")
-
-
-@dataclass(frozen=True)
-class SizeMeasure:
-    """How big the live data is, and how that was measured (``dbstat`` or ``estimate``)."""
-
-    method: str
-    total: int
-    rows: int
-    parts: dict[str, int] = field(default_factory=dict)  # table/index bytes, keyword index, vectors
 
 
 @dataclass(frozen=True)
@@ -138,7 +113,6 @@ class Pruner:
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
-        self._has_dbstat: bool | None = None
 
     @property
     def _db(self) -> Any:
@@ -174,70 +148,7 @@ class Pruner:
         if method not in ("auto", "dbstat", "estimate"):
             raise ValueError(f"unknown measure method {method!r}; use auto, dbstat or estimate")
         with self.kernel.session() as db:
-            if db.dialect == "postgresql":
-                if method == "dbstat":
-                    raise StorageError("PostgreSQL has no dbstat table; use method='auto' or 'estimate'")
-                return self._pg_payload()
-            if method == "dbstat" and not self._dbstat_available():
-                raise StorageError("this SQLite build has no dbstat table; use method='estimate'")
-            if method == "estimate" or (method == "auto" and not self._dbstat_available()):
-                return self._estimate()
-            return self._dbstat()
-
-    def _dbstat_available(self) -> bool:
-        if self._has_dbstat is None:
-            try:
-                self._db.query("SELECT 1 FROM dbstat LIMIT 1")
-                self._has_dbstat = True
-            except StorageError:
-                self._has_dbstat = False
-        return self._has_dbstat
-
-    def _live_btrees(self) -> list[str]:
-        names = [r[0] for r in self._db.query(
-            "SELECT name FROM sqlite_master WHERE (type = 'table' AND name = 'memory_chunks') "
-            "OR (type = 'index' AND tbl_name = 'memory_chunks') ORDER BY name")]
-        present = {r[0] for r in self._db.query(
-            f"SELECT name FROM sqlite_master WHERE name IN ({', '.join('?' for _ in _FTS_SHADOWS)})", _FTS_SHADOWS)}
-        return names + [n for n in _FTS_SHADOWS if n in present]
-
-    def _vector_bytes(self, rows: int) -> int:
-        return rows * self.kernel.embedder.dims * 4
-
-    def _dbstat(self) -> SizeMeasure:
-        parts: dict[str, int] = {}
-        for name in self._live_btrees():
-            try:
-                value = self._db.scalar("SELECT payload FROM dbstat WHERE name = ? AND aggregate = 1", (name,))
-            except StorageError:  # SQLite before 3.31 has no aggregate column
-                value = self._db.scalar("SELECT sum(payload) FROM dbstat WHERE name = ?", (name,))
-            parts[name] = int(value or 0)
-        rows = int(self._db.scalar("SELECT count(*) FROM memory_chunks") or 0)
-        parts["vectors"] = self._vector_bytes(rows)
-        return SizeMeasure("dbstat", sum(parts.values()), rows, parts)
-
-    def _pg_payload(self) -> SizeMeasure:
-        key_bytes = " + ".join(f"coalesce(octet_length({c}), 0)" for c in _INDEX_KEYS)
-        rows, whole, vectors, keywords, keys = self._db.query(
-            "SELECT count(*), coalesce(sum(pg_column_size(c.*)), 0), coalesce(sum(pg_column_size(c.embedding)), 0), "
-            f"coalesce(sum(pg_column_size(c.search_text)), 0), coalesce(sum({key_bytes}), 0) FROM memory_chunks c")[0]
-        rows = int(rows)
-        parts = {"rows": int(whole) - int(vectors) - int(keywords), "indexes": int(keys) + rows * _INDEX_ENTRIES * 8,
-                 "keyword_index": int(keywords), "vectors": int(vectors)}
-        return SizeMeasure("pg_column_size", sum(parts.values()), rows, parts)
-
-    def _estimate(self) -> SizeMeasure:
-        row_bytes = " + ".join(f"coalesce(length(CAST({c} AS BLOB)), 0)" for c in COLUMNS)
-        key_bytes = " + ".join(f"coalesce(length(CAST({c} AS BLOB)), 0)" for c in _INDEX_KEYS)
-        rows, data, keys = self._db.query(
-            f"SELECT count(*), coalesce(sum({row_bytes}), 0), coalesce(sum({key_bytes}), 0) FROM memory_chunks")[0]
-        fts = int(self._db.scalar("SELECT coalesce(sum(length(block)), 0) FROM memory_fts_data") or 0)
-        fts += int(self._db.scalar("SELECT coalesce(sum(length(sz)), 0) FROM memory_fts_docsize") or 0)
-        fts += int(self._db.scalar("SELECT coalesce(sum(length(CAST(term AS BLOB)) + 16), 0) FROM memory_fts_idx") or 0)
-        rows = int(rows)
-        parts = {"rows": int(data), "indexes": int(keys) + rows * _INDEX_ENTRIES * 8, "keyword_index": fts,
-                 "vectors": self._vector_bytes(rows)}
-        return SizeMeasure("estimate", sum(parts.values()), rows, parts)
+            return db.measure_payload(method, columns=COLUMNS, dims=self.kernel.embedder.dims)
 
     # -- pruning -------------------------------------------------------------------------
 
@@ -346,39 +257,9 @@ class Pruner:
         self.kernel.keyword.optimize()
 
     def _reclaim(self) -> tuple[int, bool]:
-        """Give freed pages back to the file system (after the archiving has committed)."""
-        db = self._db
-        if db.read_only:
-            return 0, False
-        if db.dialect == "postgresql":
-            pages = "SELECT pg_relation_size('memory_chunks') / current_setting('block_size')::bigint"
-            before = int(db.scalar(pages) or 0)
-            with db.connection() as conn:
-                conn.execute("VACUUM memory_chunks")
-            return max(0, before - int(db.scalar(pages) or 0)), False
-        if self._db.path == ":memory:":
-            return 0, False
+        """Give freed space back (after the archiving has committed)."""
         try:
-            mode = int(db.scalar("PRAGMA auto_vacuum") or 0)
-            if mode == 1:  # FULL: SQLite already gave the pages back at commit
-                return 0, False
-            with db.log_to_ourselves():
-                if mode != 2:
-                    pages_before = int(db.scalar("PRAGMA page_count") or 0)
-                    db.execute("PRAGMA auto_vacuum = INCREMENTAL")
-                    db.execute("VACUUM")  # the one full rewrite that makes incremental vacuum possible
-                    reclaimed, switched = max(0, pages_before - int(db.scalar("PRAGMA page_count") or 0)), True
-                else:
-                    reclaimed = int(db.scalar("PRAGMA freelist_count") or 0)
-                    left = reclaimed
-                    while left:  # SQLite 3.40 can end a pass with pages that moving the others freed
-                        db.query("PRAGMA incremental_vacuum")  # fetch all: each step frees pages
-                        left, before = int(db.scalar("PRAGMA freelist_count") or 0), left
-                        if left >= before:
-                            break
-                    switched = False
-                db.query("PRAGMA wal_checkpoint(TRUNCATE)")
-            return reclaimed, switched
+            return self._db.reclaim_space()
         except StorageError as exc:  # another connection is busy: the archive is done, space comes next time
             logger.warning("size-prune archived rows but could not reclaim space now: %s", exc)
             return 0, False

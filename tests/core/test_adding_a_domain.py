@@ -2,7 +2,8 @@
 
 The ``goals`` package beside this test is such a domain. The fixture gives the store its registry
 line (``domains=(*DOMAINS, GOALS)``) and its migration file (the runner's migrations plus
-``goals/0100_goals.sql``, which inside the library would sit in ``shared_core/db/migrations/``);
+``goals/0100_goals.sql``, one file for both backends, which inside the library would sit in
+``shared_core/db/migrations/``);
 everything else is the library as it is: the kernel builds the service, search indexes its kind,
 and ``erase_namespace`` runs its eraser.
 """
@@ -15,7 +16,7 @@ import pytest
 from goals import GOALS, MIGRATION, Goals
 
 from shared_core import MemoryStore, NotFoundError
-from shared_core.db import migrations, pg_migrations
+from shared_core.db import migrations
 from shared_core.registry import DOMAINS
 
 
@@ -25,7 +26,6 @@ def goals_store(tmp_path, monkeypatch):
     goals_migration = migrations.Migration(int(MIGRATION[:4]), MIGRATION[5:-4], sql)
     core = migrations.available_migrations
     monkeypatch.setattr(migrations, "available_migrations", lambda: [*core(), goals_migration])
-    monkeypatch.setattr(pg_migrations, "available_migrations", lambda: [*core(), goals_migration])
     with MemoryStore.open(tmp_path / "goals.db", domains=(*DOMAINS, GOALS)) as store:
         yield store
 

@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from shared_core import MemoryStore
-from shared_core.db.driver import connect_companion, get_driver
+from shared_core.db.sqlite.driver import connect_companion, get_driver
 
 pytestmark = pytest.mark.sqlite_only  # companion connections share an SQLite file's locks
 

@@ -257,8 +257,8 @@ def test_a_second_store_writing_inside_the_first_ones_transaction_fails_at_once(
 def test_a_lock_held_for_good_is_an_error_after_the_busy_timeout(tmp_path):
     """Retries after a busy error stay within the busy timeout in all (they once cost 50 full
     waits: 32 s for a 0.2 s timeout, nine minutes for the default 10 s)."""
-    from shared_core.db.database import Database
-    from shared_core.db.driver import connect_companion
+    from shared_core.db.sqlite import Database
+    from shared_core.db.sqlite.driver import connect_companion
     from shared_core.errors import StorageError
 
     path = str(tmp_path / "held.db")

@@ -57,7 +57,7 @@ def test_tuple_fields_address_keys_literally(store):
     assert found(("a.b",), 1) == ["odd"]
     assert found(("@kind",), 2) == ["odd"]
     assert found(("$x",), 3) == ["odd"]
-    from shared_core.index.filters import _escaped_labels
+    from shared_core.index.filters_sqlite import _escaped_labels
 
     if _escaped_labels():
         assert found(('q"uote',), 4) == ["odd"]

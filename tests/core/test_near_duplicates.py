@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 
 from shared_core import MemoryStore
-from shared_core.index import vectors as vectors_module
+from shared_core.index import mirror as mirror_module
+from shared_core.index.mirror import centred_threshold, popcount, sign_bit_bound, sign_code
+from shared_core.index.protocols import RowState
 from shared_core.index.scope import Scope
-from shared_core.index.vectors import _popcount, centred_threshold, sign_bit_bound, sign_code
 
-_KERNELS = vectors_module._speedups.near_kernels() if vectors_module._speedups is not None else ()
+_KERNELS = mirror_module._speedups.near_kernels() if mirror_module._speedups is not None else ()
 
 
 @pytest.fixture(params=["avx2", "popcnt", "portable"])
@@ -21,9 +22,9 @@ def kernel(request):
     pytest.importorskip("shared_core._speedups")  # built where a C compiler was at install
     if request.param not in _KERNELS:
         pytest.skip(f"this CPU cannot run the {request.param} kernel")
-    before = vectors_module._speedups.use_near_kernel(request.param)
+    before = mirror_module._speedups.use_near_kernel(request.param)
     yield request.param
-    vectors_module._speedups.use_near_kernel(before)
+    mirror_module._speedups.use_near_kernel(before)
 
 
 def test_sign_bit_bound_numbers():
@@ -48,27 +49,27 @@ def test_popcount_without_numpy_2_counts_the_same_bits(monkeypatch):
     words = np.random.default_rng(5).integers(0, 2**63, size=(7, 4), dtype=np.uint64)
     expected = [[bin(int(w)).count("1") for w in row] for row in words]
     monkeypatch.delattr(np, "bitwise_count", raising=False)  # numpy 1.x has none: the table path
-    assert _popcount(words).tolist() == expected
-    assert _popcount(words[:, 0].copy()).tolist() == [row[0] for row in expected]
+    assert popcount(words).tolist() == expected
+    assert popcount(words[:, 0].copy()).tolist() == [row[0] for row in expected]
 
 
-def _numpy_near(mirror: vectors_module._Mirror, code: np.ndarray, head_bound: int, bound: int) -> tuple[np.ndarray, np.ndarray]:
-    saved, vectors_module._speedups = vectors_module._speedups, None
+def _numpy_near(mirror: mirror_module.Mirror, code: np.ndarray, head_bound: int, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    saved, mirror_module._speedups = mirror_module._speedups, None
     try:
         return mirror.near_centred(code, head_bound, bound)
     finally:
-        vectors_module._speedups = saved
+        mirror_module._speedups = saved
 
 
 @pytest.mark.parametrize("dims", [128, 384, 400])  # no tail; four tail words; a padded last word
 @pytest.mark.parametrize("size", [0, 3, 1001, 6003])  # sizes that are not a multiple of the four rows per step
 def test_the_compiled_scan_finds_what_numpy_finds(dims, size, kernel):
     rng = np.random.default_rng(size + dims)
-    mirror = vectors_module._Mirror(dims)
+    mirror = mirror_module.Mirror(dims)
     rows = _unit(rng, size, dims)
     if size:
         rows[: size // 3] = [_at_similarity(rng, rows[-1], c) for c in rng.uniform(0.3, 1.0, size // 3)]
-        mirror.bulk_load(np.arange(1, size + 1), [vectors_module.RowState("a", "fact", math.inf, True, "")] * size,
+        mirror.bulk_load(np.arange(1, size + 1), [RowState("a", "fact", math.inf, True, "")] * size,
                          rows)
     query = rows[-1] if size else _unit(rng, 1, dims)[0]
     code = mirror.centred(query)[1]
@@ -82,15 +83,15 @@ def test_the_compiled_scan_finds_what_numpy_finds(dims, size, kernel):
 def test_the_compiled_scores_are_numpys():
     pytest.importorskip("shared_core._speedups")  # built where a C compiler was at install
     rng = np.random.default_rng(4)
-    mirror = vectors_module._Mirror(384)
+    mirror = mirror_module.Mirror(384)
     rows = _unit(rng, 3000)
-    mirror.bulk_load(np.arange(1, 3001), [vectors_module.RowState("a", "fact", math.inf, True, "")] * 3000, rows)
+    mirror.bulk_load(np.arange(1, 3001), [RowState("a", "fact", math.inf, True, "")] * 3000, rows)
     query, slots = rows[7], np.array([7, 2999, 0, 1500, 7] + list(range(100, 300)))
     assert np.allclose(mirror.scores(slots, query), rows[slots] @ query, rtol=0, atol=1e-6)
     assert mirror.scores(slots, query)[0] == pytest.approx(1.0, abs=1e-6)
     assert mirror.scores(np.array([], dtype=np.int64), query).size == 0
     with pytest.raises(ValueError, match="slot 4096 is not one of the 4096 rows"):
-        vectors_module._speedups.similarities(mirror.vectors, np.array([4096]), query, np.empty(1))
+        mirror_module._speedups.similarities(mirror.vectors, np.array([4096]), query, np.empty(1))
 
 
 def test_the_compiled_scan_refuses_buffers_too_short_for_its_rows():
@@ -98,15 +99,15 @@ def test_the_compiled_scan_refuses_buffers_too_short_for_its_rows():
     head, code = np.zeros(8, np.uint64), np.zeros(2, np.uint64)
     slots, dist = np.empty(4, np.int64), np.empty(4, np.uint16)
     with pytest.raises(ValueError, match="head0 holds 64 bytes, fewer than the 80"):
-        vectors_module._speedups.near(head, head, head, 0, 10, code, 5, 5, slots, dist)
+        mirror_module._speedups.near(head, head, head, 0, 10, code, 5, 5, slots, dist)
     with pytest.raises(ValueError, match="code holds 16 bytes, fewer than the 24"):
-        vectors_module._speedups.near(head, head, head, 1, 8, code, 5, 5, slots, dist)
+        mirror_module._speedups.near(head, head, head, 1, 8, code, 5, 5, slots, dist)
     slots.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):  # numpy's words for an output it may not write
-        vectors_module._speedups.near(head, head, head, 0, 8, code, 5, 5, slots, dist)
+        mirror_module._speedups.near(head, head, head, 0, 8, code, 5, 5, slots, dist)
     with pytest.raises(ValueError, match="no kernel 'sse9' on this CPU"):
-        vectors_module._speedups.use_near_kernel("sse9")
-    assert vectors_module._speedups.near_kernels()[-1] == "portable"
+        mirror_module._speedups.use_near_kernel("sse9")
+    assert mirror_module._speedups.near_kernels()[-1] == "portable"
 
 
 def _unit(rng: np.random.Generator, n: int, dims: int = 384) -> np.ndarray:

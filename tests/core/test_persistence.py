@@ -19,7 +19,7 @@ from shared_core import (
     SchemaError,
     StorageError,
 )
-from shared_core.db import Database, apply_migrations, latest_version, schema_version
+from shared_core.db import Database, apply_migrations, latest_version
 from shared_core.db.migrations import available_migrations
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +42,7 @@ def test_migrations_from_an_empty_file(tmp_path):
 
 @pytest.mark.sqlite_only  # the SQLite migration file itself
 def test_migration_1_is_the_seed_schema_sized_to_the_embedder():
-    sql = available_migrations()[0].statements(dims=64)
+    sql = Database.migration_statements(available_migrations()[0], dims=64)
     vec = next(s for s in sql if "memory_vec" in s)
     assert "embedding float[64]" in vec and "id TEXT PRIMARY KEY" in vec
     assert sum(s.startswith("CREATE TABLE") for s in sql) == 9
@@ -55,7 +55,7 @@ def test_migration_2_carries_data_written_under_migration_1(tmp_path):
     migrations = available_migrations()
     db.execute("BEGIN IMMEDIATE")
     db.execute("CREATE TABLE _migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)")
-    for statement in migrations[0].statements(dims=384):
+    for statement in Database.migration_statements(migrations[0], dims=384):
         db.execute(statement)
     db.execute("INSERT INTO _migrations VALUES (1, 'openkoi_base', '2025-01-01')")
     db.execute("INSERT INTO memory_chunks (id, source, text, created_at) VALUES ('old-1', 'migration', 'legacy zebra fact', '2025-01-01T00:00:00.000000Z')")
@@ -64,7 +64,7 @@ def test_migration_2_carries_data_written_under_migration_1(tmp_path):
     db.execute("COMMIT")
     db.close()
     with MemoryStore.open(path) as store:
-        assert schema_version(store.db.conn) == latest_version()
+        assert store.db.schema_version() == latest_version()
         memory = store.get("old-1")
         assert memory.text == "legacy zebra fact" and memory.kind == "fact" and memory.namespace == "default"
         assert store.search("zebra", fusion="keyword").ids == ["old-1"]
@@ -98,7 +98,7 @@ def test_migration_43_moves_every_vector_into_chunks_of_256(tmp_path):
     assert db.scalar("SELECT count(*) FROM memory_vec_chunks") == 1
     db.close()
     with MemoryStore.open(path) as store:
-        assert schema_version(store.db.conn) == latest_version()
+        assert store.db.schema_version() == latest_version()
         assert store.db.scalar("SELECT count(*) FROM memory_vec_chunks") == 3  # 700 vectors, 256 to a chunk
         assert store.db.query("SELECT chunk_rowid, embedding FROM memory_vec ORDER BY chunk_rowid") == vectors
         query = np.frombuffer(vectors[500][1], dtype=np.float32)
@@ -343,10 +343,8 @@ def test_a_missing_lower_numbered_migration_still_runs(tmp_path):
     db = Database(str(path))
     db.execute("DELETE FROM _migrations WHERE version = ?", (lower,))
     db.close()
-    from shared_core.db.migrations import applied_versions
-
     db = Database(str(path))
-    assert lower not in applied_versions(db.conn) and highest in applied_versions(db.conn)
+    assert lower not in db.applied_versions() and highest in db.applied_versions()
     calls = []
     real = available_migrations()
     import shared_core.db.migrations as migrations
@@ -356,7 +354,7 @@ def test_a_missing_lower_numbered_migration_still_runs(tmp_path):
         # replace the lower migration by a harmless marker so re-running it is observable
         marker = migrations.Migration(lower, "marker", "CREATE TABLE gap_marker (x);")
         migrations.available_migrations = lambda: [marker if m.version == lower else m for m in real]
-        assert apply_migrations(db.conn, dims=384, now_iso="now", path=str(path)) == [lower]
+        assert apply_migrations(db, dims=384, now_iso="now") == [lower]
         calls.append(db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'gap_marker'"))
     finally:
         migrations.available_migrations = original
@@ -474,7 +472,7 @@ def test_closing_never_hangs_on_a_stuck_background_checkpoint(caplog):
     import threading
     import time
 
-    from shared_core.db.checkpoints import BackgroundCheckpointer
+    from shared_core.db.sqlite.checkpoints import BackgroundCheckpointer
 
     release, entered = threading.Event(), threading.Event()
 
@@ -486,7 +484,7 @@ def test_closing_never_hangs_on_a_stuck_background_checkpoint(caplog):
     checkpointer.committed(1)
     assert entered.wait(5)
     started = time.monotonic()
-    with caplog.at_level("WARNING", logger="shared_core.db.checkpoints"):
+    with caplog.at_level("WARNING", logger="shared_core.db.sqlite.checkpoints"):
         checkpointer.close(timeout=0.2)
     assert time.monotonic() - started < 5
     assert "did not stop within" in caplog.text and "release.wait(30)" in caplog.text
@@ -501,7 +499,7 @@ def test_closing_while_the_checkpoint_thread_wakes_up_stops_it():
     import threading
     import time
 
-    from shared_core.db.checkpoints import BackgroundCheckpointer
+    from shared_core.db.sqlite.checkpoints import BackgroundCheckpointer
 
     checkpointer = BackgroundCheckpointer("racing.db", _FakeConnection, interval=0.0, start_after=0)
     closer = threading.Thread(target=checkpointer.close, kwargs={"timeout": 3.0})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared_core.db.pg_translate import (
+from shared_core.db.postgres.translate import (
     Catalog,
     DialectError,
     split_statements,

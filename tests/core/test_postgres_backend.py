@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shared_core import MemoryStore, SchemaError
-from shared_core.db.pg_migrations import pg_migrations
+from shared_core.db.migrations import available_migrations
 from shared_core.db.postgres import parse_url
 from shared_core.index.sanitize import query_terms
 
@@ -78,7 +78,7 @@ def test_open_by_url_or_environment(pg_url, monkeypatch):
 def test_a_new_schema_gets_every_migration_and_the_hnsw_index(fresh_url):
     with MemoryStore.open(fresh_url) as store:
         db = store.db
-        assert sorted(db.applied_versions()) == [m.version for m in pg_migrations()]
+        assert sorted(db.applied_versions()) == [m.version for m in available_migrations()]
         tables = {r[0] for r in db.query(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = ?", (db.schema,))}
         assert {"memory_chunks", "memory_archive", "raw_messages", "learnings", "kv_entries", "memory_vec"} <= tables
@@ -86,7 +86,7 @@ def test_a_new_schema_gets_every_migration_and_the_hnsw_index(fresh_url):
         assert {f"idx_chunks_embedding_{store.embedder.dims}", "idx_chunks_search_text",
                 "idx_raw_messages_message_id"} <= indexes
     with MemoryStore.open(fresh_url) as again:  # a second open migrates nothing
-        assert again.db.schema_version() == max(m.version for m in pg_migrations())
+        assert again.db.schema_version() == max(m.version for m in available_migrations())
 
 
 def test_a_newer_schema_and_foreign_tables_are_refused(fresh_url, pg_server):
@@ -110,8 +110,8 @@ def test_a_newer_schema_and_foreign_tables_are_refused(fresh_url, pg_server):
 def test_a_missing_lower_numbered_migration_still_runs(fresh_url, pg_server):
     MemoryStore.open(fresh_url).close()
     schema = parse_url(fresh_url).schema
-    versions = [m.version for m in pg_migrations()]
-    lower = next(m.version for m in pg_migrations() if m.name == "key_value")  # creates kv_entries
+    versions = [m.version for m in available_migrations()]
+    lower = next(m.version for m in available_migrations() if m.name == "key_value")  # creates kv_entries
     assert lower < versions[-1]  # later migrations stay applied
     with psycopg.connect(pg_server, autocommit=True) as conn:
         conn.execute(f'DELETE FROM "{schema}"._migrations WHERE version = %s', (lower,))
@@ -220,7 +220,7 @@ def test_bm25_weights_rare_words_over_common_ones(store):
 def test_a_small_memory_counts_document_frequencies_instead_of_trusting_statistics(store):
     """Below 10,000 rows a word's document frequency is counted: ANALYZE's element frequencies
     are estimates from whenever autovacuum last ran, and the scores must not depend on that."""
-    from shared_core.index.keyword import _idf
+    from shared_core.index.keyword_query import idf
 
     for i in range(300):
         store.add(f"note {i}: the build is {'green' if i % 3 else 'red'}", dedup=False)
@@ -229,7 +229,7 @@ def test_a_small_memory_counts_document_frequencies_instead_of_trusting_statisti
     for i in range(300):
         store.add(f"later note {i}: red again", dedup=False)  # ... now two thirds do
     query = store.kernel.keyword.prepare("red")
-    assert query.rows == 600 and query.idf == (_idf(600, 400),)
+    assert query.rows == 600 and query.idf == (idf(600, 400),)
 
 
 def test_a_filtered_search_returns_k_when_k_match_on_the_hnsw_path(pg_url):

@@ -223,13 +223,13 @@ def test_vector_scan_beside_the_keyword_query_finds_the_same_hits(tmp_path, cloc
 
     monkeypatch.setattr(vectors, "_CPUS", 2)  # a one-CPU runner would never use the worker
     names = []
-    scan = vectors.VectorIndex._scan
+    scan = vectors.SqliteVectorIndex._scan
 
     def spy(self, *args):
         names.append(threading.current_thread().name)
         return scan(self, *args)
 
-    monkeypatch.setattr(vectors.VectorIndex, "_scan", spy)
+    monkeypatch.setattr(vectors.SqliteVectorIndex, "_scan", spy)
     path = tmp_path / "m.db"
     with _spread_store(path, clock, parallel_scan_rows=0) as serial:
         _fill(serial)
@@ -257,7 +257,7 @@ def test_a_failed_keyword_query_waits_for_the_vector_scan(tmp_path, clock, monke
 
     monkeypatch.setattr(vectors, "_CPUS", 2)
     finished = []
-    scan = vectors.VectorIndex._scan
+    scan = vectors.SqliteVectorIndex._scan
 
     def slow(self, *args):
         time.sleep(0.2)
@@ -271,8 +271,8 @@ def test_a_failed_keyword_query_waits_for_the_vector_scan(tmp_path, clock, monke
     with _spread_store(tmp_path / "m.db", clock, parallel_scan_rows=100) as store:
         _fill(store)
         store.search("warm the mirror up", fusion="vector")
-        monkeypatch.setattr(vectors.VectorIndex, "_scan", slow)
-        monkeypatch.setattr(keyword.KeywordIndex, "search", broken)
+        monkeypatch.setattr(vectors.SqliteVectorIndex, "_scan", slow)
+        monkeypatch.setattr(keyword.SqliteKeywordIndex, "search", broken)
         with pytest.raises(RuntimeError, match="keyword side failed"):
             store.search("deploy tea")
         assert finished == [True]  # the scan had ended before the error left the store's lock
@@ -325,7 +325,7 @@ def test_search_reads_whole_rows_for_its_hits_only(store, monkeypatch):
 
 def test_the_idf_of_a_word_counted_in_more_rows_than_the_total_is_the_floor():
     """PostgreSQL counts N and n in separate statements: another process's rows can land between them."""
-    from shared_core.index.keyword import _idf
+    from shared_core.index.keyword_query import idf
 
-    assert _idf(10, 12) == _idf(10, 10) == 1e-6
-    assert _idf(1000, 10) == pytest.approx(4.5468, abs=1e-4)  # ln(990.5 / 10.5)
+    assert idf(10, 12) == idf(10, 10) == 1e-6
+    assert idf(1000, 10) == pytest.approx(4.5468, abs=1e-4)  # ln(990.5 / 10.5)

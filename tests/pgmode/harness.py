@@ -137,12 +137,13 @@ class Harness:
 
     def _migrated_tables(self) -> set[str]:
         if Harness._tables is None:
-            from shared_core.db.pg_migrations import pg_migrations
-            from shared_core.db.pg_translate import tokenize
+            from shared_core.db.migrations import available_migrations
+            from shared_core.db.postgres import PostgresDatabase
+            from shared_core.db.postgres.translate import tokenize
 
             names = {"_migrations"}
-            for migration in pg_migrations():
-                for statement in migration.statements:
+            for migration in available_migrations():
+                for statement in PostgresDatabase.migration_statements(migration, 0):
                     words = [t.text for t in tokenize(statement) if t.kind not in ("space", "comment")]
                     if [w.upper() for w in words[:2]] == ["CREATE", "TABLE"]:
                         names.add(words[2].lower())
@@ -153,9 +154,9 @@ class Harness:
 
     def _latest(self) -> int:
         if Harness._latest_version is None:
-            from shared_core.db.pg_migrations import latest_pg_version
+            from shared_core.db.migrations import latest_version
 
-            Harness._latest_version = latest_pg_version()
+            Harness._latest_version = latest_version()
         return Harness._latest_version
 
     def release_test(self, test: str) -> None:
@@ -172,12 +173,13 @@ class Harness:
         import shared_core.opening as opening_module
         from shared_core.db import postgres
         from shared_core.db.postgres import PostgresDatabase
+        from shared_core.db.postgres.pool import POOLS
         from shared_core.errors import StorageError
 
         original = opening_module.open_database
         if getattr(original, "_openkoi_redirect", False):
             return
-        postgres._POOLS.linger = True
+        POOLS.linger = True
         harness = self
 
         def open_database(target: str, *, read_only: bool = False, settings: Any = None) -> Any:

@@ -36,6 +36,7 @@ CREATE TABLE memory_archive (
 CREATE INDEX idx_archive_namespace_kind ON memory_archive(namespace, kind);
 CREATE INDEX idx_archive_owner ON memory_archive(owner_id) WHERE owner_id IS NOT NULL;
 
+-- @sqlite
 CREATE VIRTUAL TABLE memory_archive_fts USING fts5(
     text, tags, source,
     content='memory_archive', content_rowid='archive_rowid',
@@ -53,3 +54,14 @@ CREATE TRIGGER memory_archive_fts_update AFTER UPDATE OF text, tags, source ON m
         VALUES ('delete', old.archive_rowid, old.text, old.tags, old.source);
     INSERT INTO memory_archive_fts (rowid, text, tags, source) VALUES (new.archive_rowid, new.text, new.tags, new.source);
 END;
+-- @postgresql
+-- The archive's keyword index: a generated tsvector with memory_chunks' weights (migration 2).
+ALTER TABLE memory_archive ADD COLUMN search_text tsvector GENERATED ALWAYS AS (
+        setweight(to_tsvector('openkoi', openkoi_fold(text)), 'B')
+        || setweight(to_tsvector('openkoi', openkoi_fold(tags)), 'A')
+        || setweight(to_tsvector('openkoi', openkoi_fold(source)), 'C')
+    ) STORED;
+ALTER TABLE memory_archive ADD COLUMN search_length INTEGER GENERATED ALWAYS AS (
+        openkoi_tokens(text) + openkoi_tokens(tags) + openkoi_tokens(source)
+    ) STORED;
+CREATE INDEX idx_archive_search_text ON memory_archive USING gin (search_text);

@@ -21,6 +21,7 @@ CREATE TABLE memory_links (
 CREATE INDEX idx_links_related ON memory_links(related_id);
 CREATE INDEX idx_links_namespace ON memory_links(namespace);
 
+-- @sqlite
 CREATE TRIGGER memory_links_drop_on_delete AFTER DELETE ON memory_chunks
 WHEN NOT EXISTS (SELECT 1 FROM memory_archive WHERE id = old.id) BEGIN
     DELETE FROM memory_links WHERE memory_id = old.id;
@@ -31,3 +32,20 @@ WHEN NOT EXISTS (SELECT 1 FROM memory_chunks WHERE id = old.id) BEGIN
     DELETE FROM memory_links WHERE memory_id = old.id;
     DELETE FROM memory_links WHERE related_id = old.id;
 END;
+-- @postgresql
+CREATE FUNCTION memory_links_drop_on_delete() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN
+    IF TG_TABLE_NAME = 'memory_chunks' AND EXISTS (SELECT 1 FROM memory_archive WHERE id = OLD.id) THEN
+        RETURN NULL;
+    END IF;
+    IF TG_TABLE_NAME = 'memory_archive' AND EXISTS (SELECT 1 FROM memory_chunks WHERE id = OLD.id) THEN
+        RETURN NULL;
+    END IF;
+    DELETE FROM memory_links WHERE memory_id = OLD.id;
+    DELETE FROM memory_links WHERE related_id = OLD.id;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER memory_links_drop_on_delete AFTER DELETE ON memory_chunks
+    FOR EACH ROW EXECUTE FUNCTION memory_links_drop_on_delete();
+CREATE TRIGGER memory_links_drop_on_archive_delete AFTER DELETE ON memory_archive
+    FOR EACH ROW EXECUTE FUNCTION memory_links_drop_on_delete();

@@ -42,6 +42,7 @@ CREATE INDEX idx_insight_access_namespace_at ON insight_access(namespace, at);
 
 -- An insight lives as long as its index entry: deleting the memory for good (store.delete,
 -- erase_namespace) deletes the insight and, by cascade, its access log. Archiving does not.
+-- @sqlite
 CREATE TRIGGER insights_drop_on_chunk_delete AFTER DELETE ON memory_chunks
 WHEN old.kind = 'insight' AND old.owner_id IS NOT NULL
      AND NOT EXISTS (SELECT 1 FROM memory_archive WHERE id = old.id) BEGIN
@@ -52,3 +53,21 @@ WHEN old.kind = 'insight' AND old.owner_id IS NOT NULL
      AND NOT EXISTS (SELECT 1 FROM memory_chunks WHERE id = old.id) BEGIN
     DELETE FROM insights WHERE id = old.owner_id;
 END;
+-- @postgresql
+CREATE FUNCTION insights_drop_on_delete() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN
+    IF TG_TABLE_NAME = 'memory_chunks' AND EXISTS (SELECT 1 FROM memory_archive WHERE id = OLD.id) THEN
+        RETURN NULL;
+    END IF;
+    IF TG_TABLE_NAME = 'memory_archive' AND EXISTS (SELECT 1 FROM memory_chunks WHERE id = OLD.id) THEN
+        RETURN NULL;
+    END IF;
+    DELETE FROM insights WHERE id = OLD.owner_id;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER insights_drop_on_chunk_delete AFTER DELETE ON memory_chunks
+    FOR EACH ROW WHEN (OLD.kind = 'insight' AND OLD.owner_id IS NOT NULL)
+    EXECUTE FUNCTION insights_drop_on_delete();
+CREATE TRIGGER insights_drop_on_archive_delete AFTER DELETE ON memory_archive
+    FOR EACH ROW WHEN (OLD.kind = 'insight' AND OLD.owner_id IS NOT NULL)
+    EXECUTE FUNCTION insights_drop_on_delete();

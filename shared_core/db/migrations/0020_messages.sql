@@ -83,6 +83,8 @@ CREATE INDEX idx_raw_messages_pinned ON raw_messages(is_pinned);
 CREATE INDEX idx_raw_messages_summary ON raw_messages(summary_ref_id) WHERE summary_ref_id IS NOT NULL;
 
 -- The message's index chunk is the one place its vector lives; mirror its bookkeeping.
+-- (Triggers here; on PostgreSQL, PL/pgSQL functions that the triggers run.)
+-- @sqlite
 CREATE TRIGGER raw_messages_chunk_insert AFTER INSERT ON memory_chunks WHEN new.kind = 'message' BEGIN
     UPDATE raw_messages SET
         embedding_model = new.embedding_model,
@@ -114,3 +116,41 @@ CREATE TRIGGER raw_messages_chunk_access
         last_access_at = new.last_access_at
     WHERE message_id = new.owner_id;
 END;
+-- @postgresql
+CREATE FUNCTION raw_messages_from_chunk() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN
+    UPDATE raw_messages SET
+        embedding_model = NEW.embedding_model,
+        embedding_content_hash = NEW.content_hash,
+        embedding_updated_at = NEW.embedded_at,
+        embedding_dimensions = (SELECT CAST(value AS BIGINT) FROM store_meta WHERE key = 'embedder_dims'),
+        archived_at = CASE WHEN TG_OP = 'INSERT' THEN NULL ELSE archived_at END
+    WHERE message_id = NEW.owner_id;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER raw_messages_chunk_insert AFTER INSERT ON memory_chunks
+    FOR EACH ROW WHEN (NEW.kind = 'message') EXECUTE FUNCTION raw_messages_from_chunk();
+CREATE TRIGGER raw_messages_chunk_embedded AFTER UPDATE OF embedded_at, content_hash, embedding_model ON memory_chunks
+    FOR EACH ROW WHEN (NEW.kind = 'message') EXECUTE FUNCTION raw_messages_from_chunk();
+
+-- a switch of embedder records the new dims after re-embedding every chunk
+CREATE FUNCTION raw_messages_embedder_dims() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN
+    UPDATE raw_messages SET embedding_dimensions = CAST(NEW.value AS BIGINT) WHERE embedding_model IS NOT NULL;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER raw_messages_embedder_dims AFTER UPDATE OF value ON store_meta
+    FOR EACH ROW WHEN (NEW.key = 'embedder_dims') EXECUTE FUNCTION raw_messages_embedder_dims();
+
+-- seed 003's access tracking: a message returned by any search counts as retrieved
+CREATE FUNCTION raw_messages_chunk_access() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN
+    UPDATE raw_messages SET
+        access_count = access_count + (NEW.access_count - OLD.access_count),
+        last_access_at = NEW.last_access_at
+    WHERE message_id = NEW.owner_id;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER raw_messages_chunk_access AFTER UPDATE OF access_count ON memory_chunks
+    FOR EACH ROW WHEN (NEW.kind = 'message' AND NEW.access_count > OLD.access_count)
+    EXECUTE FUNCTION raw_messages_chunk_access();

@@ -6,6 +6,8 @@
 -- 985-1,024, four interleaved pairs), sqlite-vec's exact KNN 94 ms instead of 105, and
 -- loading the vector mirror 1.2 s instead of 1.6-2.7. The vectors are copied once (about
 -- 3 s per 100k); vec0 tables cannot be renamed, so they wait in a temporary table.
+-- PostgreSQL: nothing to do; pgvector keeps each vector in its row.
+-- @sqlite
 CREATE TEMP TABLE memory_vec_old AS SELECT chunk_rowid, embedding FROM memory_vec;
 DROP TABLE memory_vec;
 CREATE VIRTUAL TABLE memory_vec USING vec0(

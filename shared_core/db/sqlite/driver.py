@@ -18,7 +18,7 @@ from typing import Any
 
 import sqlite_vec
 
-from ..errors import DriverError, SchemaError
+from ...errors import DriverError, SchemaError
 
 __all__ = ["Driver", "get_driver", "connect", "connect_companion"]
 

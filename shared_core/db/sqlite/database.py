@@ -2,7 +2,7 @@
 
 Every public store method runs under ``Database.lock`` (an ``RLock``), so a store is
 safe to share between threads. Writes run in ``transaction()``: writers of one file
-queue on an OS file lock (fair turns, see ``_WriterTurns``), then ``BEGIN IMMEDIATE``
+queue on an OS file lock (fair turns, see ``WriterTurns``), then ``BEGIN IMMEDIATE``
 takes the write lock up front (no failed lock upgrades between processes), nested
 calls become savepoints, and callbacks registered with ``after_commit`` run only
 once the outermost transaction has committed (the vector mirror uses this, so a
@@ -20,17 +20,20 @@ import unicodedata
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import BusyError, DriverError, SchemaError, StorageError, StoreClosedError
+from ...errors import BusyError, DriverError, SchemaError, StorageError, StoreClosedError
+from ..backend import Capabilities, SizeMeasure
+from ..migrations import Migration, apply_migrations, latest_version
+from ..transactions import NestedTransactions, busy_error, released, unstorable
+from . import space
 from .checkpoints import BackgroundCheckpointer
 from .driver import Driver, connect, connect_companion, get_driver
-from .transactions import NestedTransactions, busy_error, released, unstorable
+from .migrate import SqliteMigrationSession, applied_versions, statements
+from .turns import WriterTurns
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: SQLite's own locking alone
-    fcntl = None  # type: ignore[assignment]
+if TYPE_CHECKING:
+    from ..postgres.url import PgTarget
 
 __all__ = ["Database"]
 
@@ -48,31 +51,28 @@ class _ErrorTranslation:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
         if exc is not None:
             if isinstance(exc, self._db.driver.Error):
                 raise self._db._translate(exc) from exc
             if isinstance(exc, (UnicodeEncodeError, OverflowError)):
                 raise unstorable(exc) from exc
-        return False
 
 
 class Database(NestedTransactions):
-    """A connection to one openkoi-memory file (or ``:memory:``).
-
-    :class:`~shared_core.db.postgres.PostgresDatabase` has the same interface for a memory on
-    PostgreSQL; code that must differ between the two checks ``db.dialect``.
-    """
+    """A connection to one openkoi-memory file (or ``:memory:``): the SQLite :class:`~shared_core.db.Backend`."""
 
     dialect = "sqlite"
-    #: what an erase cannot promise on this backend: nothing (``EraseReport.notes``)
-    erase_caveats: tuple[str, ...] = ()
 
     def __init__(self, path: str, *, read_only: bool = False, busy_timeout_ms: int = 10_000, cache_mb: int = 64,
                  checkpoint_pages: int = 10_000, background_checkpoints: bool = True) -> None:
         self.path = path
         self.read_only = read_only
         self.driver: Driver = get_driver()
+        self.capabilities = Capabilities(
+            sql_flavour="sqlite", shared=False, in_memory=path == ":memory:",
+            max_parameters=self.driver.max_variables, staged_erase=path != ":memory:",
+        )
         if path != ":memory:":
             _prepare_location(Path(path), read_only)
         self.conn = connect(path, read_only=read_only, busy_timeout_ms=busy_timeout_ms)
@@ -85,7 +85,7 @@ class Database(NestedTransactions):
         # pages made bulk loads 15 % faster than SQLite's 1,000 and left single writes as they were
         self.conn.execute(f"PRAGMA wal_autocheckpoint = {int(checkpoint_pages)}")
         self.lock = threading.RLock()
-        self._turns = _WriterTurns(None if read_only or path == ":memory:" else path)
+        self._turns = WriterTurns(None if read_only or path == ":memory:" else path)
         self._checkpointer = (
             BackgroundCheckpointer(path, lambda: connect_companion(path, busy_timeout_ms=busy_timeout_ms))
             if background_checkpoints and not read_only and path != ":memory:" else None
@@ -135,6 +135,10 @@ class Database(NestedTransactions):
         self.check_open()
         return connect_companion(self.path)
 
+    def postgres_target(self) -> PgTarget | None:
+        """None: the memory is this file."""
+        return None
+
     # -- statements ----------------------------------------------------------------------------
 
     def execute(self, sql: str, params: Any = ()) -> Any:
@@ -156,7 +160,7 @@ class Database(NestedTransactions):
         head, values = _split_values(sql)
         if not rows:
             return
-        per = max(1, min(500, self.driver.max_variables // len(rows[0])))
+        per = max(1, min(500, self.capabilities.max_parameters // len(rows[0])))
         with self.translate_errors():
             for start in range(0, len(rows), per):
                 part = rows[start : start + per]
@@ -312,8 +316,6 @@ class Database(NestedTransactions):
     # -- schema and maintenance ------------------------------------------------------------------
 
     def applied_versions(self) -> set[int]:
-        from .migrations import applied_versions
-
         with self.translate_errors():
             return applied_versions(self.conn)
 
@@ -322,15 +324,21 @@ class Database(NestedTransactions):
 
     @staticmethod
     def latest_version() -> int:
-        from .migrations import latest_version
-
         return latest_version()
 
     def migrate(self, *, dims: int, now_iso: str) -> list[int]:
         """Apply the missing numbered migrations; ``dims`` sizes the vector table."""
-        from .migrations import apply_migrations
+        return apply_migrations(self, dims=dims, now_iso=now_iso)
 
-        return apply_migrations(self.conn, dims=dims, now_iso=now_iso, path=self.path)
+    @staticmethod
+    def migration_statements(migration: Migration, dims: int) -> list[str]:
+        """``migration``'s SQLite statements (see :mod:`.migrate`)."""
+        return statements(migration, dims)
+
+    @contextlib.contextmanager
+    def migration_session(self) -> Iterator[SqliteMigrationSession]:
+        """The migration runner's transactions, on this connection."""
+        yield SqliteMigrationSession(self.conn, self.path)
 
     def defer_foreign_keys(self) -> None:
         """Check foreign keys at commit, not per statement (erasers may run in any order)."""
@@ -423,6 +431,21 @@ class Database(NestedTransactions):
             return int(self.scalar("PRAGMA page_count") or 0) * int(self.scalar("PRAGMA page_size") or 0)
         return sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
 
+    def measure_payload(self, method: str, *, columns: Sequence[str], dims: int) -> SizeMeasure:
+        """The live search index's size: ``auto``, ``dbstat`` or ``estimate`` (see :mod:`.space`)."""
+        return space.measure_payload(self, method, columns=columns, dims=dims)
+
+    def reclaim_space(self) -> tuple[int, bool]:
+        """Give freed pages back to the file system (see :mod:`.space`)."""
+        return space.reclaim_space(self)
+
+    def refresh_statistics(self) -> None:
+        """Rebuild ``sqlite_stat4``'s sampled keys, which can hold erased values."""
+        space.refresh_statistics(self)
+
+    def tables_with_column(self, column: str) -> list[str]:
+        return space.tables_with_column(self, column)
+
     # -- metadata --------------------------------------------------------------------------------
 
     def get_meta(self, key: str) -> str | None:
@@ -436,161 +459,7 @@ class Database(NestedTransactions):
         )
 
 
-# which thread of this process holds the write turn of each file, through which store object
-_TURN_HOLDERS: dict[tuple[int, int], tuple[int, _WriterTurns]] = {}
-_TURN_HOLDERS_LOCK = threading.Lock()
-
-
-class _WriterTurns:
-    """Writers to one file queue on an OS lock (``flock`` of ``<file>-lock``) before ``BEGIN IMMEDIATE``.
-
-    SQLite lets a writer that finds the file locked sleep and poll (1, 2, 5, ... 100 ms), and the
-    writer that just committed usually wins the next round: with several busy writers, one can
-    starve for seconds. The kernel wakes ``flock`` waiters as soon as the lock is free, which
-    keeps the wait near the time of the transactions ahead. It is only a queue: SQLite's own
-    lock still decides, so connections that do not take it (other libraries, other SQLite
-    builds) stay correct, and a killed process releases it with its file descriptors.
-    ``OPENKOI_WRITER_TURNS=off`` leaves it out (for file systems whose ``flock`` misbehaves).
-
-    A wait has a deadline: past it, :class:`~shared_core.errors.BusyError`, whatever holds the
-    turn (a process stopped in a debugger, a notebook in ``with store.transaction():``). The
-    threads of one store take turns on a mutex first. A thread that holds a file's turn through
-    one store object and asks for it through another would wait for itself: that is an error
-    at once (with or without the ``flock``).
-    """
-
-    def __init__(self, path: str | None) -> None:
-        self._fd: int | None = None
-        self._held: int | None = None  # the descriptor whose flock this store holds now
-        self._lock_path: str | None = None
-        self._mutex = threading.Lock()
-        self._file: tuple[int, int] | None = None  # the database file's identity, however it was named
-        _ALL_TURNS.add(self)
-        if path is None:
-            return
-        with contextlib.suppress(OSError):
-            stat = os.stat(path)
-            self._file = (stat.st_dev, stat.st_ino)
-        if fcntl is None or os.environ.get("OPENKOI_WRITER_TURNS", "").lower() in ("off", "0", "no"):
-            return
-        try:
-            self._lock_path = f"{path}-lock"
-            self._fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | _CLOEXEC, 0o600)
-        except OSError:  # a read-only directory, say: SQLite's locking alone
-            self._fd = None
-        else:  # closed with the object when nobody calls close()
-            self._finalizer = weakref.finalize(self, os.close, self._fd)
-            self._finalizer.atexit = False
-
-    def acquire(self, deadline: float, name: str) -> None:
-        """This store's turn to write, by ``deadline`` (``time.monotonic()``), or :class:`BusyError`."""
-        me = threading.get_ident()
-        if self._file is not None:
-            with _TURN_HOLDERS_LOCK:
-                holder = _TURN_HOLDERS.get(self._file)
-            if holder is not None and holder[0] == me and holder[1] is not self:
-                # this thread's own open transaction would have to end first: it never would
-                raise StorageError(
-                    "this thread already has a write transaction open on the same file through another "
-                    "store object; commit it first (leave its transaction block), or use one MemoryStore per file"
-                )
-        if not self._mutex.acquire(timeout=max(0.0, deadline - time.monotonic())):
-            raise busy_error(name)
-        try:
-            if self._fd is not None:
-                self._held = self._flock(deadline, name)
-        except BaseException:
-            self._mutex.release()
-            raise
-        if self._file is not None:
-            with _TURN_HOLDERS_LOCK:
-                _TURN_HOLDERS[self._file] = (me, self)
-
-    def _flock(self, deadline: float, name: str) -> int:
-        """The descriptor that now holds the file's flock: ours at once when it is free, else one of
-        its own that a helper thread waits on, so that giving up leaves nothing held behind."""
-        assert self._fd is not None and self._lock_path is not None
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return self._fd
-        except BlockingIOError:
-            if deadline <= time.monotonic():  # a try that cannot wait
-                raise busy_error(name) from None
-        waiter = _FlockWaiter(os.open(self._lock_path, os.O_RDWR | _CLOEXEC))
-        if waiter.wait(max(0.0, deadline - time.monotonic())):
-            return waiter.fd
-        raise busy_error(name)
-
-    def release(self) -> None:
-        if self._file is not None:
-            with _TURN_HOLDERS_LOCK:
-                if _TURN_HOLDERS.get(self._file, (0, None))[1] is self:
-                    del _TURN_HOLDERS[self._file]
-        held, self._held = self._held, None
-        if held is not None:
-            fcntl.flock(held, fcntl.LOCK_UN)
-            if held != self._fd:
-                os.close(held)
-        if self._mutex.locked():
-            self._mutex.release()
-
-    def close(self) -> None:
-        if self._fd is not None:
-            self._finalizer()  # os.close, once
-            self._fd = None
-
-
-class _FlockWaiter:
-    """A blocking ``flock`` on a descriptor of its own, on a helper thread, that can be abandoned."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self._done = threading.Event()
-        self._abandoned = False
-        self._guard = threading.Lock()
-        threading.Thread(target=self._run, name="openkoi-writer-turn", daemon=True).start()
-
-    def _run(self) -> None:
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-        except OSError:
-            os.close(self.fd)
-            return
-        with self._guard:
-            if not self._abandoned:
-                self._done.set()
-                return
-        fcntl.flock(self.fd, fcntl.LOCK_UN)  # the caller gave up before the turn came
-        os.close(self.fd)
-
-    def wait(self, timeout: float) -> bool:
-        """True when the flock is held within ``timeout`` seconds; otherwise it is let go when it comes."""
-        if self._done.wait(timeout):
-            return True
-        with self._guard:
-            if self._done.is_set():
-                return True
-            self._abandoned = True
-        return False
-
-
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_ALL_TURNS: weakref.WeakSet[_WriterTurns] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    """A child holds no turn, whatever its parent's threads held."""
-    _TURN_HOLDERS.clear()
-    for turns in list(_ALL_TURNS):
-        turns._mutex = threading.Lock()
-        turns._held = None
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def _release(conn: Any, turns: _WriterTurns, checkpointer: BackgroundCheckpointer | None) -> None:
+def _release(conn: Any, turns: WriterTurns, checkpointer: BackgroundCheckpointer | None) -> None:
     """What a :class:`Database` collected without ``close()`` lets go of: never waits, never raises.
 
     No ``PRAGMA optimize`` (the collector may run inside another store's write transaction on

@@ -2,7 +2,7 @@
 
 The repositories call ``query``/``execute``/``scalar``/``executemany`` with SQLite SQL and
 run writes in ``transaction()``; here every statement is translated once (and cached) by
-:mod:`.pg_translate`, and runs on a pooled connection:
+:mod:`.translate`, and runs on a pooled connection:
 
 * outside a transaction each statement borrows a connection and commits on its own
   (autocommit), like SQLite's autocommit mode;
@@ -23,265 +23,52 @@ arrays.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import re
 import threading
 import time
 import weakref
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-import numpy as np
+from ...errors import BusyError, SchemaError, StorageError, StoreClosedError
+from ..backend import Capabilities, SizeMeasure
+from ..migrations import Migration, apply_migrations, latest_version
+from ..transactions import NestedTransactions, busy_error, released, unstorable
+from . import space
+from .migrate import MIGRATION_LOCK, PgMigrationSession, statements
+from .pool import LOCK_TIMEOUT_S, POOLS, PgDriver, Result, psycopg_modules, register_vector
+from .space import ident
+from .translate import Catalog, DialectError, Translated, translate
+from .url import PgTarget, parse_url
 
-from ..errors import BusyError, DriverError, SchemaError, StorageError, StoreClosedError
-from .pg_translate import Catalog, DialectError, Translated, translate
-from .transactions import NestedTransactions, busy_error, released, unstorable
+__all__ = ["PostgresDatabase"]
 
-__all__ = ["PostgresDatabase", "is_postgres_url", "parse_url", "PgTarget"]
-
-_URL = re.compile(r"^postgres(?:ql)?(?:\+psycopg)?://", re.IGNORECASE)
 _LOCK_CLASS = 0x4F4B4F49  # "OKOI" (fits a signed int4): the advisory lock class of this library
 _CACHE_SIZE = 4096
 BUSY_TIMEOUT_S = 10  # how long a writer waits for its turn (the memory's advisory lock), as SQLite's busy timeout
-LOCK_TIMEOUT_S = 60  # how long a statement inside a transaction waits for a row lock before giving up
-
-
-def is_postgres_url(target: Any) -> bool:
-    return isinstance(target, str) and bool(_URL.match(target.strip()))
-
-
-@dataclass(frozen=True)
-class PgTarget:
-    """A parsed ``postgresql://`` URL: what libpq gets, and the schema the memory lives in."""
-
-    conninfo: str
-    schema: str
-    display: str  # the URL without its password
-
-
-def parse_url(url: str) -> PgTarget:
-    """Split ``postgresql://user:pw@host:port/db?schema=name&sslmode=...`` for psycopg."""
-    parts = urlsplit(url.strip())
-    scheme = "postgresql"
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    schema = "public"
-    kept = []
-    for key, value in query:
-        if key == "schema":
-            schema = value
-        else:
-            kept.append((key, value))
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]{0,62}", schema):
-        raise ValueError(f"schema={schema!r} is not a plain PostgreSQL name; use letters, digits and underscores")
-    netloc = parts.netloc
-    conninfo = urlunsplit((scheme, netloc, parts.path, urlencode(kept), ""))
-    shown = netloc
-    if "@" in netloc:
-        creds, host = netloc.rsplit("@", 1)
-        shown = (creds.split(":", 1)[0] + "@" if creds else "") + host
-    display = urlunsplit((scheme, shown, parts.path, urlencode([*kept, ("schema", schema)]), ""))
-    return PgTarget(conninfo, schema, display)
-
-
-def _psycopg() -> Any:
-    try:
-        import psycopg
-        import psycopg_pool
-    except ImportError as exc:
-        raise DriverError(
-            "a postgresql:// memory needs psycopg 3 and psycopg-pool; install them with: "
-            'pip install "psycopg[binary]" psycopg-pool'
-        ) from exc
-    return psycopg, psycopg_pool
-
-
-# -- adapters: values in and out as the SQLite driver has them --------------------------------
-
-
-def _adapters(conn: Any) -> None:
-    from psycopg.adapt import Dumper, Loader
-
-    class BoolAsInt(Dumper):  # SQLite stores True as 1; our INTEGER columns are bigint
-        oid = 20
-
-        def dump(self, obj: bool) -> bytes:
-            return b"1" if obj else b"0"
-
-    class NumericLoader(Loader):  # sum()/avg() of integers: int when whole, like SQLite
-        def load(self, data: Any) -> Any:
-            text = bytes(data).decode()
-            if text in ("NaN", "Infinity", "-Infinity"):
-                return float(text.replace("Infinity", "inf"))
-            return float(text) if any(c in text for c in ".eE") else int(text)
-
-    class FloatLoader(Loader):  # numpy scalars never appear: plain float, as SQLite gives
-        def load(self, data: Any) -> float:
-            return float(bytes(data).decode())
-
-    conn.adapters.register_dumper(bool, BoolAsInt)
-    conn.adapters.register_loader("numeric", NumericLoader)
-    conn.adapters.register_loader("float4", FloatLoader)
-
-
-def _register_vector(conn: Any) -> bool:
-    """numpy arrays <-> pgvector's binary format on this connection (False before the extension exists)."""
-    from psycopg.adapt import Dumper, Loader
-    from psycopg.pq import Format
-
-    row = conn.execute("SELECT to_regtype('vector')::oid").fetchone()
-    oid = row[0] if row else None
-    if not oid:
-        return False
-
-    class VectorDumper(Dumper):
-        format = Format.BINARY
-
-        def dump(self, obj: np.ndarray) -> bytes:
-            vector = np.asarray(obj, dtype=">f4").ravel()
-            return len(vector).to_bytes(2, "big") + b"\x00\x00" + vector.tobytes()
-
-    VectorDumper.oid = oid
-
-    class VectorLoader(Loader):
-        format = Format.BINARY
-
-        def load(self, data: Any) -> np.ndarray:
-            return np.frombuffer(bytes(data)[4:], dtype=">f4").astype(np.float32)
-
-    class VectorTextLoader(Loader):
-        def load(self, data: Any) -> np.ndarray:
-            text = bytes(data).decode().strip("[]")
-            return np.array([float(x) for x in text.split(",")] if text else [], dtype=np.float32)
-
-    conn.adapters.register_dumper(np.ndarray, VectorDumper)
-    conn.adapters.register_loader(oid, VectorLoader)
-    conn.adapters.register_loader(oid, VectorTextLoader)
-    return True
-
-
-# -- shared pools ------------------------------------------------------------------------------
-
-
-class _Pools:
-    """One pool per (conninfo, schema) in a process, shared by every store open on it.
-
-    ``linger``: keep a pool (and its open connections) after its last store closes, for
-    programs that open and close stores on the same memory over and over (test suites,
-    request handlers); closed at exit.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pools: dict[tuple[str, str, int, bool], list[Any]] = {}
-        self.linger = False
-
-    def acquire(self, target: PgTarget, size: int, search_path: Callable[[Any], str], read_only: bool = False) -> Any:
-        key = (target.conninfo, target.schema, size, read_only)
-        with self._lock:
-            entry = self._pools.get(key)
-            if entry is not None:
-                entry[1] += 1
-                return entry[0]
-            _, psycopg_pool = _psycopg()
-
-            def configure(conn: Any) -> None:
-                _adapters(conn)
-                conn.execute(f"SET search_path TO {search_path(conn)}")
-                conn.execute(f"SET lock_timeout = '{LOCK_TIMEOUT_S}s'")  # SQLite's busy timeout, roughly
-                if read_only:
-                    conn.execute("SET default_transaction_read_only = on")
-                conn._openkoi_vector = _register_vector(conn)  # type: ignore[attr-defined]
-
-            pool = psycopg_pool.ConnectionPool(
-                target.conninfo, min_size=1, max_size=size, kwargs={"autocommit": True}, configure=configure,
-                open=False, name=f"openkoi:{target.schema}", timeout=30.0, num_workers=1,
-            )
-            try:
-                pool.open(wait=True, timeout=30.0)
-            except Exception as exc:
-                pool.close()
-                raise StorageError(
-                    f"cannot connect to PostgreSQL at {target.display} ({exc}); check the URL, that the server "
-                    "is running, and the user's password"
-                ) from None
-            self._pools[key] = [pool, 1]
-            return pool
-
-    def release(self, pool: Any) -> None:
-        with self._lock:
-            for key, entry in list(self._pools.items()):
-                if entry[0] is pool:
-                    entry[1] -= 1
-                    if entry[1] <= 0 and not self.linger:
-                        del self._pools[key]
-                        pool.close()
-                    return
-
-    def close_all(self) -> None:
-        with self._lock:
-            pools, self._pools = list(self._pools.values()), {}
-        for pool, _ in pools:
-            with contextlib.suppress(Exception):
-                pool.close()
-
-
-_POOLS = _Pools()
-atexit.register(_POOLS.close_all)
-
-
-@dataclass(frozen=True)
-class PgDriver:
-    """What ``store.db.driver`` says on PostgreSQL (``sqlite_version`` holds the server's version)."""
-
-    name: str
-    sqlite_version: str
-    Error: type[Exception]  # noqa: N815 - mirrors the DB-API name
-
-
-class Result:
-    """A finished statement: rows fetched eagerly (the connection went back to the pool)."""
-
-    def __init__(self, rows: list[Any], rowcount: int, lastrowid: int | None, description: Any) -> None:
-        self._rows = rows
-        self._next = 0
-        self.rowcount = rowcount
-        self.lastrowid = lastrowid
-        self.description = description
-
-    def fetchone(self) -> Any:
-        if self._next >= len(self._rows):
-            return None
-        row = self._rows[self._next]
-        self._next += 1
-        return row
-
-    def fetchall(self) -> list[Any]:
-        rows = self._rows[self._next :]
-        self._next = len(self._rows)
-        return rows
-
-    def fetchmany(self, size: int = 1) -> list[Any]:
-        rows = self._rows[self._next : self._next + size]
-        self._next += len(rows)
-        return rows
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.fetchall())
+_MAX_PARAMETERS = 65_535  # the protocol's limit of bound values per statement
+#: what an erase cannot promise on this backend (``EraseReport.notes``; docs/privacy.md)
+_ERASE_CAVEATS = (
+    "PostgreSQL: the rows are deleted and the memory's tables vacuumed; their old versions can stay in "
+    "the table files until PostgreSQL reuses that space (VACUUM FULL rewrites them), and in the server's "
+    "WAL, WAL archive, replicas and backups until those are recycled",
+)
 
 
 class PostgresDatabase(NestedTransactions):
-    """A memory in a PostgreSQL schema, with the interface of :class:`shared_core.db.Database`."""
+    """A memory in a PostgreSQL schema: the PostgreSQL :class:`~shared_core.db.Backend`.
+
+    ``alias``: the name the memory goes by instead of its URL (the test suite's stand-in for a file
+    path); a memory with one is not treated as shared between machines.
+    """
 
     dialect = "postgresql"
 
     def __init__(self, url: str, *, read_only: bool = False, alias: str | None = None, pool_size: int = 8,
                  busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
-        psycopg, psycopg_pool = _psycopg()
+        psycopg, psycopg_pool = psycopg_modules()
         self._pool_timeout = psycopg_pool.PoolTimeout
         self._busy_timeout_s = busy_timeout_s
         self.url = url
@@ -290,6 +77,10 @@ class PostgresDatabase(NestedTransactions):
         self.alias = alias
         self.path = alias or self.target.display
         self.read_only = read_only
+        self.capabilities = Capabilities(
+            sql_flavour="postgresql", shared=alias is None, in_memory=False, max_parameters=_MAX_PARAMETERS,
+            staged_erase=False, erase_caveats=_ERASE_CAVEATS,
+        )
         self.lock = threading.RLock()
         self._psycopg = psycopg
         self._local = threading.local()
@@ -305,9 +96,9 @@ class PostgresDatabase(NestedTransactions):
         self._stale_catalog = False
         self._translated: OrderedDict[tuple[str, bool, int], Translated] = OrderedDict()
         self._lock_key = zlib.crc32(self.schema.encode()) - (1 << 31)
-        self._pool = _POOLS.acquire(self.target, pool_size, self._search_path, read_only)
+        self._pool = POOLS.acquire(self.target, pool_size, self._search_path, read_only)
         # dropped without close(): the garbage collector gives the pool back instead
-        self._release = weakref.finalize(self, _POOLS.release, self._pool)
+        self._release = weakref.finalize(self, POOLS.release, self._pool)
         self._release.atexit = False
         try:
             version = self._scalar_raw("SHOW server_version")
@@ -327,7 +118,7 @@ class PostgresDatabase(NestedTransactions):
             parts.append(row[0])
         if "public" not in parts:
             parts.append("public")
-        return ", ".join(_ident(p) for p in parts)
+        return ", ".join(ident(p) for p in parts)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -336,7 +127,7 @@ class PostgresDatabase(NestedTransactions):
             if self._closed:
                 return
             self._closed = True
-            self._release()  # _POOLS.release, once
+            self._release()  # POOLS.release, once
 
     @property
     def closed(self) -> bool:
@@ -351,6 +142,10 @@ class PostgresDatabase(NestedTransactions):
             "a PostgreSQL memory has no companion SQLite connection; for LangGraph checkpoints use "
             "langgraph-checkpoint-postgres's PostgresSaver on the same URL"
         )
+
+    def postgres_target(self) -> PgTarget:
+        """The server (libpq's connection string) and the schema the memory lives in."""
+        return self.target
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[Any]:
@@ -377,7 +172,7 @@ class PostgresDatabase(NestedTransactions):
 
     def _ready(self, conn: Any) -> None:
         if not getattr(conn, "_openkoi_vector", False):
-            conn._openkoi_vector = _register_vector(conn)
+            conn._openkoi_vector = register_vector(conn)
 
     # -- statements ----------------------------------------------------------------------------
 
@@ -653,7 +448,7 @@ class PostgresDatabase(NestedTransactions):
 
     def applied_versions(self) -> set[int]:
         exists = self._scalar_raw(
-            f"SELECT to_regclass('{_ident(self.schema)}._migrations') IS NOT NULL"
+            f"SELECT to_regclass('{ident(self.schema)}._migrations') IS NOT NULL"
         )
         if not exists:
             return set()
@@ -664,56 +459,63 @@ class PostgresDatabase(NestedTransactions):
 
     @staticmethod
     def latest_version() -> int:
-        from .pg_migrations import latest_pg_version
-
-        return latest_pg_version()
+        return latest_version()
 
     def migrate(self, *, dims: int, now_iso: str) -> list[int]:
-        from .pg_migrations import apply_pg_migrations
-
-        applied = apply_pg_migrations(self, now_iso=now_iso)
+        """Apply the missing numbered migrations (``dims`` is unused: the vector column takes any size)."""
+        applied = apply_migrations(self, dims=dims, now_iso=now_iso)
         self.refresh_catalog()
         return applied
 
-    def storage_bytes(self) -> int:
-        """Bytes the memory's tables, their indexes and TOAST data take on the server."""
-        return int(self.scalar(
-            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ? AND c.relkind = 'r'",
-            (self.schema,),
-        ) or 0)
+    @staticmethod
+    def migration_statements(migration: Migration, dims: int) -> list[str]:
+        """``migration``'s PostgreSQL statements (see :mod:`.migrate`)."""
+        return statements(migration, dims)
+
+    @contextlib.contextmanager
+    def migration_session(self) -> Iterator[PgMigrationSession]:
+        """One connection for the whole run, under a session advisory lock, with the schema created."""
+        with self.connection() as conn:
+            conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+            try:
+                conn.execute(f"CREATE SCHEMA IF NOT EXISTS {ident(self.schema)}")
+                yield PgMigrationSession(conn, self.schema, self.path)
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
 
     def defer_foreign_keys(self) -> None:
         """Check foreign keys at commit, not per statement (the migrations make them deferrable)."""
         self.execute("SET CONSTRAINTS ALL DEFERRED")
 
-    #: what an erase cannot promise on this backend (``EraseReport.notes``; docs/privacy.md)
-    erase_caveats = (
-        "PostgreSQL: the rows are deleted and the memory's tables vacuumed; their old versions can stay in "
-        "the table files until PostgreSQL reuses that space (VACUUM FULL rewrites them), and in the server's "
-        "WAL, WAL archive, replicas and backups until those are recycled",
-    )
+    def tables_with_column(self, column: str) -> list[str]:
+        return space.tables_with_column(self, column)
+
+    # -- space -----------------------------------------------------------------------------------
+
+    def storage_bytes(self) -> int:
+        """Bytes the memory's tables, their indexes and TOAST data take on the server."""
+        return space.storage_bytes(self)
+
+    def measure_payload(self, method: str, *, columns: Sequence[str], dims: int) -> SizeMeasure:
+        """The live search index's size, by ``pg_column_size`` (see :mod:`.space`)."""
+        return space.measure_payload(self, method, columns=columns, dims=dims)
+
+    def reclaim_space(self) -> tuple[int, bool]:
+        """VACUUM ``memory_chunks`` after deletes (see :mod:`.space`)."""
+        return space.reclaim_space(self)
 
     @contextlib.contextmanager
     def secure_delete(self) -> Iterator[None]:
-        """Nothing to switch on: :meth:`compact` vacuums what was deleted."""
+        """Nothing to switch on: :meth:`vacuum` prunes what was deleted."""
         yield
 
-    def compact(self) -> None:
-        """VACUUM the memory's tables, so deleted rows' space is pruned and reused.
+    def refresh_statistics(self) -> None:
+        """Nothing to do: ANALYZE's statistics are not rebuilt on request (see the erase caveats)."""
 
-        Plain VACUUM, which never blocks the other servers; to rewrite the files with no trace
-        of deleted rows (VACUUM FULL takes an exclusive lock), see docs/scaling.md.
-        """
-        if self.read_only:
-            return
-        with self.connection() as conn:
-            tables = [r[0] for r in conn.execute(
-                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = %s AND c.relkind = 'r'", (self.schema,))]
-            for table in tables:
-                conn.execute(f"VACUUM {_ident(self.schema)}.{_ident(table)}")
+    def vacuum(self, *, wait: float | None = None) -> None:
+        """VACUUM every table of the memory (plain VACUUM: it never blocks the other servers)."""
+        space.vacuum(self)
 
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+    def truncate_log(self, *, wait: float = 0.0) -> bool:
+        """True: the server's WAL is not the memory's to cut (see the erase caveats)."""
+        return True

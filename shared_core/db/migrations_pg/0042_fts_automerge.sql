@@ -1,2 +1,0 @@
--- Migration 42 on PostgreSQL: nothing to do. The SQLite migration tunes FTS5's segment
--- merging; PostgreSQL's keyword index (a GIN index on a tsvector column) has no segments.

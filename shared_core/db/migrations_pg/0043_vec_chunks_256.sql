@@ -1,2 +1,0 @@
--- Migration 43 on PostgreSQL: nothing to do. The SQLite migration sets the chunk size of
--- sqlite-vec's vec0 table; pgvector keeps each vector in its row.
