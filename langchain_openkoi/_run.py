@@ -12,7 +12,7 @@ never stored under literally.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ensure_config
@@ -31,7 +31,7 @@ def run_values(config: RunnableConfig | Mapping[str, Any] | None = None, runtime
     outside a run). ``runtime``: a LangGraph ``Runtime``/``ToolRuntime`` (default: the one LangGraph
     put in the config); its ``context`` wins over the config.
     """
-    config = ensure_config(config if isinstance(config, dict) or config is None else dict(config))
+    config = ensure_config(cast(RunnableConfig | None, config if isinstance(config, dict) or config is None else dict(config)))
     if runtime is None:
         runtime = (config.get("configurable") or {}).get(_RUNTIME_KEY)
     context = getattr(runtime, "context", None)

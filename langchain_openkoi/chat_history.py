@@ -86,7 +86,7 @@ class OpenKoiChatMessageHistory(BaseChatMessageHistory):
         try:
             self.context_manager: ContextManager | None = None
             if context is not None:
-                overrides = {} if window_tokens is None else {"window_tokens": window_tokens}
+                overrides: dict[str, Any] = {} if window_tokens is None else {"window_tokens": window_tokens}
                 if isinstance(context, ContextPolicy) and overrides:
                     raise ValueError("window_tokens applies to presets; build the ContextPolicy with it instead")
                 self.context_manager = self.memory_store.memory_manager.context_manager(

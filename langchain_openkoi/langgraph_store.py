@@ -45,6 +45,7 @@ import os
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -327,7 +328,7 @@ class OpenKoiStore(BaseStore):
             raise ValueError(f"a store key must be a non-empty string, got {op.key!r}")
         value = dict(op.value)
         ttl = _check_ttl(op.ttl)
-        common = dict(
+        common: dict[str, Any] = dict(
             id=item_id(op.namespace, op.key),
             namespace=encode_namespace(op.namespace),
             metadata={"key": op.key, "value": value, "ttl_minutes": ttl},
@@ -472,17 +473,22 @@ def _translate(spec: Mapping[str, Any], prefix: str, fields: Mapping[str, str]) 
 
 
 def _item(memory: Memory) -> Item:
-    return Item(
-        namespace=decode_namespace(memory.namespace), key=item_key(memory), value=item_value(memory),
-        created_at=memory.created_at, updated_at=memory.updated_at,
-    )
+    created, updated = _stamps(memory)
+    return Item(namespace=decode_namespace(memory.namespace), key=item_key(memory), value=item_value(memory),
+                created_at=created, updated_at=updated)
 
 
 def _search_item(memory: Memory, score: float | None) -> SearchItem:
-    return SearchItem(
-        namespace=decode_namespace(memory.namespace), key=item_key(memory), value=item_value(memory),
-        created_at=memory.created_at, updated_at=memory.updated_at, score=score,
-    )
+    created, updated = _stamps(memory)
+    return SearchItem(namespace=decode_namespace(memory.namespace), key=item_key(memory), value=item_value(memory),
+                      created_at=created, updated_at=updated, score=score)
+
+
+def _stamps(memory: Memory) -> tuple[datetime, datetime]:
+    """A stored memory's creation and update times (a stored row always has its creation time)."""
+    if memory.created_at is None:
+        raise ValueError(f"memory {memory.id!r} has no creation time; only stored memories become items")
+    return memory.created_at, memory.updated_at or memory.created_at
 
 
 def _content(op: PutOp) -> str:

@@ -97,7 +97,6 @@ def _args_model(spec: ToolSpec) -> type[BaseModel]:
         kind = _PY_TYPES[param.type]
         if param.nullable or (not param.required and param.default is None):
             kind = kind | None
-        constraints = {k: v for k, v in (("ge", param.minimum), ("le", param.maximum)) if v is not None}
         default = ... if param.required else param.default
-        fields[param.name] = (kind, Field(default=default, description=param.description, **constraints))
+        fields[param.name] = (kind, Field(default, description=param.description, ge=param.minimum, le=param.maximum))
     return create_model(f"{spec.name}_args", **fields)

@@ -112,7 +112,7 @@ class OpenKoiVectorStore(VectorStore):
         texts: Iterable[str],
         metadatas: list[dict[str, Any]] | None = None,
         *,
-        ids: list[str | None] | None = None,
+        ids: list[str] | None = None,
         **kwargs: Any,
     ) -> list[str]:
         """Embed and store ``texts``; a given id replaces what it named (``batch_size`` per transaction)."""
@@ -143,7 +143,7 @@ class OpenKoiVectorStore(VectorStore):
         texts: Iterable[str],
         metadatas: list[dict[str, Any]] | None = None,
         *,
-        ids: list[str | None] | None = None,
+        ids: list[str] | None = None,
         **kwargs: Any,
     ) -> list[str]:
         return await asyncio.to_thread(self.add_texts, list(texts), metadatas, ids=ids, **kwargs)
@@ -271,7 +271,7 @@ class OpenKoiVectorStore(VectorStore):
         embedding: Embeddings | None = None,
         metadatas: list[dict[str, Any]] | None = None,
         *,
-        ids: list[str | None] | None = None,
+        ids: list[str] | None = None,
         **kwargs: Any,
     ) -> OpenKoiVectorStore:
         """A vector store (``path=``, ``store=``, ``namespace=``, ... as for the constructor) holding ``texts``."""
@@ -286,7 +286,7 @@ class OpenKoiVectorStore(VectorStore):
         embedding: Embeddings | None = None,
         metadatas: list[dict[str, Any]] | None = None,
         *,
-        ids: list[str | None] | None = None,
+        ids: list[str] | None = None,
         **kwargs: Any,
     ) -> OpenKoiVectorStore:
         return await asyncio.to_thread(cls.from_texts, texts, embedding, metadatas, ids=ids, **kwargs)

@@ -50,6 +50,9 @@ __all__ = ["OpenKoiChatStore", "OpenKoiDBChatStore"]
 class _Conversations:
     """What both chat stores share: the file, the namespace, and the conversation API."""
 
+    namespace: str
+    _handle: StoreHandle
+
     @property
     def client(self) -> MemoryStore:
         """The underlying :class:`~shared_core.MemoryStore`."""

@@ -92,7 +92,7 @@ def _child(item: Any) -> Filter | None:
 
 def _condition(item: MetadataFilter) -> Condition:
     operator = item.operator
-    op = OPERATOR_MAP.get(operator)  # type: ignore[call-overload]
+    op = OPERATOR_MAP.get(operator)
     name = getattr(operator, "name", repr(operator))
     if op is None:
         supported = ", ".join(o.name for o in OPERATOR_MAP)

@@ -96,8 +96,8 @@ class OpenKoiVectorStore(BasePydanticVectorStore):
         ranking: bool = False,
         **open_kwargs: Any,
     ) -> None:
-        super().__init__(namespace=namespace_of(namespace, "OpenKoiVectorStore"), kinds=_kinds(kinds),
-                         ranking=ranking)
+        super().__init__(stores_text=True, namespace=namespace_of(namespace, "OpenKoiVectorStore"),
+                         kinds=_kinds(kinds), ranking=ranking)
         self._handle = StoreHandle(store, path, embed_dim, **open_kwargs)
 
     @classmethod
@@ -221,7 +221,7 @@ class OpenKoiVectorStore(BasePydanticVectorStore):
             rank=self.ranking, track_access=self.ranking, **options,  # plain vector-store reads never write
         )
         if options.get("fusion") == "vector" and not self.ranking:
-            similarities = [float(hit.parts.similarity) for hit in hits]  # type: ignore[arg-type]
+            similarities = [float(hit.parts.similarity or 0.0) for hit in hits]
         else:
             similarities = unit_scores(store, hits)
         nodes = [memory_to_node(hit.memory) for hit in hits]

@@ -5,115 +5,70 @@
 ...     mid = store.add("The production server runs on Fly.io in Frankfurt", tags=["infra"])
 ...     store.search("where does production run?")[0].id == mid
 True
+
+What a user imports lives here (the list is pinned by ``tests/core/test_public_surface.py``);
+each domain's records come from its package (``from shared_core.learnings import Learning``).
 """
 
-from .categories import Categorizer
 from .clock import Clock, ManualClock, SystemClock
 from .config import Config
-from .context import (
-    ContextAddendum,
-    ContextManager,
-    ContextPolicy,
-    ContextResult,
-    ContextStatus,
-    MemoryManager,
-    StoredFact,
-)
-from .conversations import (
-    Conversations,
-    MemorySummary,
-    Message,
-    MessageHit,
-    MessageResults,
-    NewMessage,
-    Session,
-    WorkingMemory,
-    WorkingSummary,
-)
-from .documents import DocumentError, IngestReport, KnowledgeBase, KnowledgeHit, load_document
-from .embed import (
-    Embedder,
-    EmbedderProfile,
-    EmbeddingError,
-    HashingEmbedder,
-    SentenceTransformerEmbedder,
-)
-from .episodes import Episode
+from .context import ContextManager, ContextPolicy
+from .documents import DocumentError
+from .embed import Embedder, EmbeddingError, HashingEmbedder, SentenceTransformerEmbedder
 from .erasure import EraseReport
 from .errors import (
+    BusyError,
     ConfigError,
     DriverError,
     EmbedderMismatchError,
     FilterError,
+    InputError,
     NotFoundError,
     OpenKoiError,
     SchemaError,
     StorageError,
     StoreClosedError,
+    TooLargeError,
 )
 from .index.filters import And, Condition, Not, Or
-from .insights import ExtractionResult, Insight, InsightData, InsightWeights, RankedInsight
-from .learning_records import DecayReport, Learning, LearningType
-from .lifecycle.cron import CronSchedule
-from .lifecycle.forgetting import ForgettingEngine, ForgettingReport
-from .lifecycle.links import Link
-from .lifecycle.pruning import PruneReport, SizeMeasure
 from .memories import DEFAULT_NAMESPACE, AddResult, Memory, NewMemory
-from .procedures import Procedure
-from .recall import Recall
 from .search import Hit, ScoreParts, SearchResults
 from .store import MemoryStore, StoreStats
-from .tasks import TaskOutcome, TaskRecord
 from .tools import MemoryTools, ToolSpec
-from .workspace import Workspace
 
 __version__ = "0.1.0"
 
 __all__ = [
+    # the store and what it returns
     "MemoryStore",
+    "StoreStats",
     "Memory",
     "NewMemory",
     "AddResult",
     "Hit",
     "ScoreParts",
     "SearchResults",
-    "StoreStats",
     "EraseReport",
+    "DEFAULT_NAMESPACE",
+    # filters for search, list and delete
+    "Condition",
+    "And",
+    "Or",
+    "Not",
+    # what a store is opened with
     "Config",
     "Clock",
     "SystemClock",
     "ManualClock",
     "Embedder",
-    "EmbedderProfile",
     "HashingEmbedder",
     "SentenceTransformerEmbedder",
-    "Condition",
-    "And",
-    "Or",
-    "Not",
-    "DEFAULT_NAMESPACE",
-    "Insight",
-    "InsightData",
-    "InsightWeights",
-    "RankedInsight",
-    "ExtractionResult",
-    "PruneReport",
-    "SizeMeasure",
-    "Link",
-    "CronSchedule",
-    "LearningType",
-    "Learning",
-    "DecayReport",
-    "TaskRecord",
-    "TaskOutcome",
-    "Recall",
-    "Procedure",
-    "Episode",
-    "KnowledgeBase",
-    "KnowledgeHit",
-    "IngestReport",
-    "DocumentError",
-    "load_document",
+    # an agent's context window and tools
+    "ContextManager",
+    "ContextPolicy",
+    "MemoryTools",
+    "ToolSpec",
+    # errors
     "OpenKoiError",
     "ConfigError",
     "DriverError",
@@ -122,29 +77,11 @@ __all__ = [
     "EmbeddingError",
     "NotFoundError",
     "FilterError",
+    "InputError",
+    "TooLargeError",
     "StorageError",
+    "BusyError",
     "StoreClosedError",
-    "Conversations",
-    "Session",
-    "Message",
-    "NewMessage",
-    "MessageHit",
-    "MessageResults",
-    "WorkingMemory",
-    "WorkingSummary",
-    "MemorySummary",
-    "ForgettingEngine",
-    "ForgettingReport",
-    "MemoryManager",
-    "ContextManager",
-    "ContextPolicy",
-    "ContextStatus",
-    "ContextResult",
-    "ContextAddendum",
-    "StoredFact",
-    "Categorizer",
-    "Workspace",
-    "MemoryTools",
-    "ToolSpec",
+    "DocumentError",
     "__version__",
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import threading
 from datetime import datetime, timedelta, timezone
-from typing import Protocol, runtime_checkable
+from typing import Protocol, overload, runtime_checkable
 
 __all__ = ["Clock", "SystemClock", "ManualClock", "to_iso", "from_iso", "days_between"]
 
@@ -76,6 +76,18 @@ def _coerce(value: datetime | str) -> datetime:
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)
     return value.astimezone(timezone.utc)
+
+
+@overload
+def to_iso(when: datetime) -> str: ...
+
+
+@overload
+def to_iso(when: None) -> None: ...
+
+
+@overload
+def to_iso(when: datetime | None) -> str | None: ...
 
 
 def to_iso(when: datetime | None) -> str | None:

@@ -6,6 +6,7 @@ Everything runs locally on the default hashing embedder: no server, no key, no n
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from .clock import ManualClock
 from .store import MemoryStore
@@ -38,7 +39,7 @@ def run_demo(path: str, echo: Callable[[str], None] = print) -> None:
         again = store.add("the production server runs on fly.io in Frankfurt!", namespace="user:alice")
         echo(f"adding a near-duplicate fact reinforced the existing one: [id:{again}] ({again.event})\n")
 
-        def show(query: str, **kwargs: object) -> None:
+        def show(query: str, **kwargs: Any) -> None:
             echo(f"search {query!r}")
             for hit in store.search(query, namespace="user:alice", limit=3, **kwargs):
                 echo(f"  [id:{hit.id}] {hit.score:.3f}  {hit.text}")

@@ -1,7 +1,7 @@
 """The kernel: what every service of one memory needs, and the one way in to its backend.
 
-A :class:`Kernel` holds the backend (the SQLite :class:`~shared_core.db.Database` or the
-:class:`~shared_core.db.postgres.PostgresDatabase`, which shares its interface), the clock, the
+A :class:`Kernel` holds the backend (a :class:`~shared_core.db.Backend`: the SQLite
+:class:`~shared_core.db.Database` or the :class:`~shared_core.db.postgres.PostgresDatabase`), the clock, the
 config, the embedder, the optional text model, the search machinery (vector and keyword indexes,
 the memory repository, the archive, the searcher) and the :class:`Hooks`. Services are built with
 the kernel, never with the :class:`~shared_core.store.MemoryStore` that users open: the kernel
@@ -31,7 +31,7 @@ from .archive_repository import ArchiveRepository
 from .categories import Categorizer
 from .clock import Clock
 from .config import Config
-from .db import Database
+from .db import Backend
 from .embed import Embedder
 from .errors import OpenKoiError
 from .files import data_dir_for
@@ -84,7 +84,7 @@ class Domain(Generic[S]):
 class Kernel:
     """The backend, clock, config, embedder, text model, search index, hooks and domains of one memory."""
 
-    def __init__(self, backend: Database, *, embedder: Embedder, config: Config, clock: Clock,
+    def __init__(self, backend: Backend, *, embedder: Embedder, config: Config, clock: Clock,
                  text_model: TextModel | None = None, domains: Sequence[Domain[Any]] = ()) -> None:
         self.backend = backend
         self.config = config
@@ -178,7 +178,7 @@ class Kernel:
     # -- the backend ----------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def session(self, *, write: bool = False) -> Iterator[Database]:
+    def session(self, *, write: bool = False) -> Iterator[Backend]:
         """The backend under the memory's lock, checked open; ``write=True``: in one transaction."""
         backend = self.backend
         with backend.lock:

@@ -12,7 +12,7 @@ from typing import Any
 
 from .clock import Clock, SystemClock, to_iso
 from .config import Config
-from .db import Database, is_postgres_url, open_database
+from .db import Backend, is_postgres_url, open_database
 from .embed import Embedder, HashingEmbedder, check_dims, check_embedder, embedder_from_name
 from .erasure import Erasure
 from .errors import EmbedderMismatchError, SchemaError
@@ -55,7 +55,7 @@ def open_kernel(
         raise
 
 
-def _attach(db: Database, embedder: Embedder | None, cfg: Config, clock: Clock, reembed: bool,
+def _attach(db: Backend, embedder: Embedder | None, cfg: Config, clock: Clock, reembed: bool,
             text_model: TextModel | None, domains: Sequence[Domain[Any]], *, dims_checked: bool = False) -> Kernel:
     """Migrate the opened database, settle its embedder and build its kernel."""
     version = db.schema_version()

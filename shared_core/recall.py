@@ -239,8 +239,9 @@ class Historian:
         + 1 and a fresh decay clock; skills with a SKILL.md and past tasks get seed 002's +3.
         Items without a memory (a skill known only from its scores) are skipped.
         """
+        ids: list[str | None]
         if isinstance(items, Recall):
-            ids = items.ids
+            ids = list(items.ids)
         elif isinstance(items, (RecalledItem, str)):
             ids = [items.id if isinstance(items, RecalledItem) else items]
         else:

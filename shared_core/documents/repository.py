@@ -6,6 +6,7 @@ text and vectors are written through the store's index in the same transaction.
 
 from __future__ import annotations
 
+import builtins
 import json
 import math
 from collections.abc import Sequence
@@ -148,7 +149,7 @@ class DocumentRepository:
 
     # -- chunks ------------------------------------------------------------------------------
 
-    def chunk_ids(self, document_id: str) -> list[str]:
+    def chunk_ids(self, document_id: str) -> builtins.list[str]:
         return [r[0] for r in self.db.query(
             "SELECT id FROM rag_chunks WHERE document_id = ? ORDER BY chunk_index", (document_id,))]
 
@@ -163,7 +164,7 @@ class DocumentRepository:
     def delete_chunks(self, document_id: str) -> None:
         self.db.execute("DELETE FROM rag_chunks WHERE document_id = ?", (document_id,))
 
-    def chunks(self, document_id: str) -> list[DocumentChunk]:
+    def chunks(self, document_id: str) -> builtins.list[DocumentChunk]:
         rows = self.db.query(
             "SELECT r.id, r.document_id, r.namespace, r.chunk_index, m.text, r.start_offset, r.end_offset, r.metadata "
             "FROM rag_chunks r JOIN memory_chunks m ON m.id = r.id WHERE r.document_id = ? ORDER BY r.chunk_index",
@@ -174,7 +175,7 @@ class DocumentRepository:
 
     # -- keyword statistics for the knowledge-base threshold ------------------------------------
 
-    def term_weights(self, terms: Sequence[str], candidates: Sequence[int]) -> list[tuple[float, set[int]]]:
+    def term_weights(self, terms: Sequence[str], candidates: Sequence[int]) -> builtins.list[tuple[float, set[int]]]:
         """For each query term: FTS5's BM25 idf over the whole index, and which candidate rows contain it.
 
         idf = ln((N - n + 0.5) / (n + 0.5)), at least 1e-6 as in FTS5, where N is the number of

@@ -56,7 +56,8 @@ class Limits:
     def from_config(cls, config: Any) -> Limits:
         """From a :class:`~shared_core.config.KnowledgeBaseConfig` (or anything with these attributes;
         those it lacks keep their defaults)."""
-        return cls(**{f.name: getattr(config, f.name, f.default) for f in fields(cls)})
+        values: dict[str, Any] = {f.name: getattr(config, f.name, f.default) for f in fields(cls)}
+        return cls(**values)
 
 
 def limit_error(setting: str, limit: float, found: str, *, shown: str | None = None, reason: str = "too-large",

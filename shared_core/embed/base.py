@@ -8,13 +8,15 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..errors import OpenKoiError
+
 __all__ = ["Embedder", "EmbedderProfile", "profile_of", "as_matrix", "as_vector", "check_dims", "check_embedder",
            "EmbeddingError"]
 
 _PROBE = "openkoi dimension probe"
 
 
-class EmbeddingError(ValueError):
+class EmbeddingError(OpenKoiError, ValueError):
     """An embedding has the wrong shape, is not finite, or is all zeros."""
 
 

@@ -207,7 +207,7 @@ class HashingEmbedder:
 
     def _negative(self, keys: np.ndarray) -> np.ndarray:
         """For each key, which of the ``dims`` directions' components are -1 (a splitmix64 mix of key and salt)."""
-        x = keys[:, None] ^ self._salts[None, :]
+        x: np.ndarray = keys[:, None] ^ self._salts[None, :]
         x ^= x >> np.uint64(30)
         x *= _MIX1
         x ^= x >> np.uint64(27)
