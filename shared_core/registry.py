@@ -3,7 +3,7 @@
 Each :class:`~shared_core.kernel.Domain` names the domain (``store.<name>``), the service built
 with the kernel on first use, the memory kinds it owns and its hooks (eraser, embedding texts,
 closer, what runs when the memory opens). Adding a domain is one package, one line here and one
-migration file per backend (docs/architecture.md).
+migration file (docs/architecture.md).
 """
 
 from __future__ import annotations
