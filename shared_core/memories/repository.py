@@ -13,15 +13,20 @@ from typing import Any
 
 import numpy as np
 
-from .clock import Clock, from_iso, to_iso
-from .config import Config
-from .db import Database
-from .embed import Embedder, as_matrix, content_hash
-from .embed.hashes import content_hashes
-from .errors import BusyError, NotFoundError
-from .index.protocols import RowState, VectorIndex, epoch_of, stamp_of
-from .index.scope import Scope
-from .memories import (
+from ..clock import Clock, from_iso, to_iso
+from ..config import Config
+from ..db import Database
+from ..embed import Embedder, as_matrix, content_hash
+from ..embed.hashes import content_hashes
+from ..errors import BusyError, NotFoundError
+from ..index.protocols import RowState, VectorIndex, epoch_of, stamp_of
+from ..index.scope import Scope
+from ..namespaces import check_namespace
+from ..ranking import SCORE_BOUND
+from ..restatement import is_restatement
+from ..validation import check_name, check_tags, check_text, time_or_none, unit_or_none
+from .checks import check_kind, expiry, metadata_json, optional_name
+from .records import (
     COLUMNS,
     SELECT_COLUMNS,
     AddResult,
@@ -29,17 +34,9 @@ from .memories import (
     NearFacts,
     NewMemory,
     Prepared,
-    check_kind,
-    expiry,
-    metadata_json,
     new_id,
     new_ids,
-    optional_name,
 )
-from .namespaces import check_namespace
-from .ranking import SCORE_BOUND
-from .restatement import is_restatement
-from .validation import check_name, check_tags, check_text, time_or_none, unit_or_none
 
 __all__ = ["MemoryRepository"]
 

@@ -36,18 +36,19 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .clock import to_iso
-from .embed import profile_of
-from .errors import NotFoundError
-from .index.filters import Condition
-from .index.scope import Scope
-from .llm import ModelOutputError, parse_json_output
-from .memories import AddResult, Memory, NearFacts, check_namespace
-from .restatement import is_restatement, spell_out, statement_words
+from ..clock import to_iso
+from ..embed import profile_of
+from ..errors import NotFoundError
+from ..index.filters import Condition
+from ..index.scope import Scope
+from ..llm import ModelOutputError, parse_json_output
+from ..namespaces import check_namespace
+from ..restatement import is_restatement, spell_out, statement_words
+from .records import AddResult, Memory, NearFacts
 
 if TYPE_CHECKING:
-    from .kernel import Kernel
-    from .memories import Prepared
+    from ..kernel import Kernel
+    from .records import Prepared
 
 __all__ = ["FactVersions", "subject_key", "same_subject", "VERSION_EVENTS"]
 

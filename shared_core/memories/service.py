@@ -14,18 +14,19 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from .clock import to_iso
-from .errors import NotFoundError
-from .index.filters import Filter
-from .lifecycle.links import LinkGraph
-from .memories import DEFAULT_NAMESPACE, AddResult, Memory, NewMemory, expiry, scope_for
-from .search import SearchResults
-from .validation import LIMITS, check_finite
+from ..clock import to_iso
+from ..errors import NotFoundError
+from ..index.filters import Filter
+from ..lifecycle.links import LinkGraph
+from ..search import SearchResults
+from ..validation import LIMITS, check_finite
+from .checks import expiry, scope_for
+from .records import DEFAULT_NAMESPACE, AddResult, Memory, NewMemory
 from .versioning import FactVersions
 
 if TYPE_CHECKING:
-    from .kernel import Kernel
-    from .memories import Prepared
+    from ..kernel import Kernel
+    from .records import Prepared
 
 __all__ = ["MemoryService", "Progress"]
 
@@ -77,7 +78,7 @@ class MemoryService:
         (a number, a name, a negation) is kept: the new version of the old fact when the
         subject is the same (``event == "superseded"``, the old one in :meth:`history`),
         otherwise a new fact. ``supersedes=old_id`` makes this the new version of that memory;
-        see :mod:`shared_core.versioning` for the whole rule.
+        see :mod:`shared_core.memories.versioning` for the whole rule.
         """
         item = NewMemory(
             text=text, id=id, kind=kind, namespace=namespace, tags=tags or (), category=category, source=source,
