@@ -307,7 +307,7 @@ class MemoryStore:
         )
 
     def delete(self, ids: str | Sequence[str], *, namespace: str | None = None, missing_ok: bool = False) -> int:
-        """Delete memories for good (row, index entry, vector); return how many were deleted.
+        """Permanently delete memories (row, index entry, vector); return how many were deleted.
 
         Deleting is an explicit request; the lifecycle itself only ever archives.
         """
@@ -321,7 +321,7 @@ class MemoryStore:
         kind: str | Sequence[str] | None = None,
         where: Mapping[str, Any] | Filter | None = None,
     ) -> int:
-        """Delete every memory matching the filters (e.g. all chunks of one source document)."""
+        """Permanently delete every memory matching the filters (e.g. all chunks of one source document)."""
         return self.memories.delete_where(
             namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, where=where,
         )
@@ -493,7 +493,7 @@ class MemoryStore:
     # -- lifecycle basics ----------------------------------------------------------------------
 
     def sweep_expired(self) -> int:
-        """Delete memories whose ``expires_at`` has passed (TTL); return how many."""
+        """Permanently delete the memories whose ``expires_at`` has passed (TTL); return how many."""
         return self.memories.sweep_expired()
 
     def erase_namespace(self, namespace: str) -> EraseReport:

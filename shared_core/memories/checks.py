@@ -75,6 +75,7 @@ def scope_for(
     current_only: bool,
 ) -> Scope:
     """Build a Scope from the keyword arguments that ``search``, ``list`` and ``count`` share."""
+    namespaces: tuple[str, ...] | None
     if namespace_prefix is not None:
         if namespace not in (None, DEFAULT_NAMESPACE):
             raise ValueError("give namespace or namespace_prefix, not both")

@@ -229,7 +229,7 @@ class MemoryService:
         return self.kernel.hooks.embedding_text(Memory(**{**memory.__dict__, "text": new_text}))
 
     def delete(self, ids: str | Sequence[str], *, namespace: str | None = None, missing_ok: bool = False) -> int:
-        """Delete memories for good (row, index entry, vector); return how many were deleted.
+        """Permanently delete memories (row, index entry, vector); return how many were deleted.
 
         Deleting is an explicit request; the lifecycle itself only ever archives.
         """
@@ -256,7 +256,7 @@ class MemoryService:
         kind: str | Sequence[str] | None = None,
         where: Mapping[str, Any] | Filter | None = None,
     ) -> int:
-        """Delete every memory matching the filters (e.g. all chunks of one source document)."""
+        """Permanently delete every memory matching the filters (e.g. all chunks of one source document)."""
         scope = scope_for(
             namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=None, where=where, tags=None,
             category=None, source=None, since=None, until=None, live_at=None, current_only=False,
@@ -470,10 +470,10 @@ class MemoryService:
     # -- lifecycle basics ----------------------------------------------------------------------
 
     def sweep_expired(self) -> int:
-        """Delete memories whose ``expires_at`` has passed (TTL); return how many."""
+        """Permanently delete the memories whose ``expires_at`` has passed (TTL); return how many."""
         kernel = self.kernel
         with kernel.session():
-            rowids = kernel.memories.expired_rowids(to_iso(kernel.clock.now()))
+            rowids = kernel.memories.expired_rowids()
             if not rowids:
                 return 0
             with kernel.session(write=True):
