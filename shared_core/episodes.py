@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .clock import from_iso, to_iso
 from .errors import NotFoundError
 from .memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
-from .memory_service import MemoryService
+from .memories.service import MemoryService
 from .ranking import episode_score
 from .validation import time_or_none
 

@@ -48,7 +48,7 @@ from .learning_records import (
 from .learning_rules import model_learnings, rule_learnings, wants_model
 from .llm import TextModel
 from .memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
-from .memory_service import MemoryService
+from .memories.service import MemoryService
 from .ranking import (
     decayed_confidence,
     is_pruned,

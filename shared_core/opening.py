@@ -105,8 +105,8 @@ def _attach(db: Backend, embedder: Embedder | None, cfg: Config, clock: Clock, r
         if not reembed:
             raise EmbedderMismatchError(
                 f"{db.path} was built with the embedder {recorded_name!r} ({recorded_dims} dims), not "
-                f"{embedder.name!r} ({embedder.dims} dims); open it with that embedder, or re-embed it "
-                "with MemoryStore.open(path, embedder=..., reembed=True)"
+                f"{embedder.name!r} ({embedder.dims} dims); open it with that embedder, or re-embed it with "
+                "MemoryStore.open(path, embedder=..., reembed=True)"
             )
         switch_embedder(kernel, embedder)
     else:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from .clock import from_iso, to_iso
 from .errors import NotFoundError
 from .memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
-from .memory_service import MemoryService
+from .memories.service import MemoryService
 from .ranking import procedure_score
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from .errors import NotFoundError
 from .learnings import Learnings
 from .memories import DEFAULT_NAMESPACE, check_namespace
-from .memory_service import MemoryService
+from .memories.service import MemoryService
 from .skills import Skills
 from .tokens import count_tokens
 

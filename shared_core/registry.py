@@ -16,7 +16,6 @@ from .conversations.api import Conversations
 from .documents.knowledge_base import KnowledgeBase
 from .episodes import Episodes
 from .erasure import Erasure
-from .facts import Facts
 from .insights import Insights
 from .kernel import Domain
 from .kv import KeyValueStore
@@ -25,7 +24,8 @@ from .lifecycle.forgetting import ForgettingEngine
 from .lifecycle.links import LinkGraph
 from .lifecycle.maintenance import Maintenance
 from .lifecycle.pruning import Pruner
-from .memory_service import MemoryService
+from .memories.facts import Facts
+from .memories.service import MemoryService
 from .procedures import Procedures
 from .recall import Historian
 from .skills import Skills

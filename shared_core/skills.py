@@ -24,7 +24,7 @@ from .clock import from_iso, to_iso
 from .embed import content_hash
 from .errors import NotFoundError
 from .memories import DEFAULT_NAMESPACE, check_namespace
-from .memory_service import MemoryService
+from .memories.service import MemoryService
 
 if TYPE_CHECKING:
     from .kernel import Kernel

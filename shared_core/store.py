@@ -26,13 +26,13 @@ from .config import Config
 from .db import Database
 from .embed import Embedder
 from .erasure import EraseReport, Erasure
-from .facts import Facts
 from .index.filters import Filter
 from .kernel import Domain, Kernel
 from .lifecycle.maintenance import Maintenance
 from .llm import TextModel
 from .memories import DEFAULT_NAMESPACE, AddResult, Memory, NewMemory
-from .memory_service import MemoryService, Progress
+from .memories.facts import Facts
+from .memories.service import MemoryService, Progress
 from .opening import open_kernel
 from .reembedding import reembed
 from .registry import DOMAINS
@@ -252,7 +252,7 @@ class MemoryStore:
         (a number, a name, a negation) is kept: the new version of the old fact when the
         subject is the same (``event == "superseded"``, the old one in :meth:`history`),
         otherwise a new fact. ``supersedes=old_id`` makes this the new version of that memory;
-        see :mod:`shared_core.facts` for the whole rule.
+        see :mod:`shared_core.memories.versioning` for the whole rule.
         """
         return self.memories.add(
             text, id=id, kind=kind, namespace=namespace, tags=tags, category=category, source=source,
@@ -307,7 +307,7 @@ class MemoryStore:
         )
 
     def delete(self, ids: str | Sequence[str], *, namespace: str | None = None, missing_ok: bool = False) -> int:
-        """Delete memories for good (row, index entry, vector); return how many were deleted.
+        """Permanently delete memories (row, index entry, vector); return how many were deleted.
 
         Deleting is an explicit request; the lifecycle itself only ever archives.
         """
@@ -321,7 +321,7 @@ class MemoryStore:
         kind: str | Sequence[str] | None = None,
         where: Mapping[str, Any] | Filter | None = None,
     ) -> int:
-        """Delete every memory matching the filters (e.g. all chunks of one source document)."""
+        """Permanently delete every memory matching the filters (e.g. all chunks of one source document)."""
         return self.memories.delete_where(
             namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, where=where,
         )
@@ -357,7 +357,7 @@ class MemoryStore:
         return self.memories.get(id, namespace=namespace)
 
     def history(self, id: str) -> list[Memory]:  # noqa: A002
-        """Every version of a memory, oldest first, linked by ``supersedes`` (see :mod:`shared_core.versioning`)."""
+        """Every version of a memory, oldest first, linked by ``supersedes`` (see :mod:`shared_core.memories.versioning`)."""
         return self.kernel.service(Facts).history(id)
 
     def get_many(self, ids: Sequence[str], *, namespace: str | None = None) -> list[Memory]:
@@ -493,7 +493,7 @@ class MemoryStore:
     # -- lifecycle basics ----------------------------------------------------------------------
 
     def sweep_expired(self) -> int:
-        """Delete memories whose ``expires_at`` has passed (TTL); return how many."""
+        """Permanently delete the memories whose ``expires_at`` has passed (TTL); return how many."""
         return self.memories.sweep_expired()
 
     def erase_namespace(self, namespace: str) -> EraseReport:

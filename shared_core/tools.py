@@ -237,8 +237,8 @@ TOOL_SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (
         replace(_LIMIT, description="How many facts to return at most."),
     ), read_only=True),
     ToolSpec("memory_search", (
-        "Search everything remembered in this memory (facts, learnings, documents, notes, workspace files) "
-        "with keyword and semantic matching together."), (
+        "Search everything remembered in this memory (facts, learnings, documents, notes, workspace files) with "
+        "keyword and semantic matching together."), (
         ToolParam("query", "string", "Keywords and natural synonyms, not a question: e.g. 'payment HMAC signature "
                   "api auth'.", **_QUERY),
         _LIMIT,

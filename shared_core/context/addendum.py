@@ -49,7 +49,7 @@ from ..conversations.api import Conversations
 from ..episodes import Episodes
 from ..errors import NotFoundError
 from ..memories import DEFAULT_NAMESPACE, check_namespace
-from ..memory_service import MemoryService
+from ..memories.service import MemoryService
 from ..recall import Historian
 from ..summarize import split_sentences
 from ..tokens import count_tokens

@@ -35,7 +35,7 @@ A new fact **corrects** a current fact of the namespace with the same slot when
   one holds the value the correction names as wrong ("Pri").
 
 A fact in none of these shapes has no slot; a correction of it is matched by
-:func:`shared_core.versioning.subject_key` (the words before the first verb) and a shared word.
+:func:`shared_core.memories.versioning.subject_key` (the words before the first verb) and a shared word.
 Among several candidates the one holding the named wrong value wins, then the opposite, then the
 one sharing most words, then the newest.
 """
@@ -47,7 +47,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..memories import Memory
-from ..versioning import subject_key
+from ..memories.versioning import subject_key
 from .extraction import ExtractedFact
 
 __all__ = ["FactSlot", "slot_of", "corrected_fact"]

@@ -16,7 +16,7 @@ from ..category_search import CategorySearch, search_by_category
 from ..clock import days_between
 from ..errors import NotFoundError
 from ..memories import DEFAULT_NAMESPACE, Memory
-from ..memory_service import MemoryService
+from ..memories.service import MemoryService
 from ..ranking import is_salient, salience, standing
 from ..workspace import Workspace
 from .corrections import corrected_fact

@@ -28,7 +28,7 @@ from ..embed import fnv1a_64
 from ..items import ITEM_KIND
 from ..learnings import Learnings
 from ..memories import DEFAULT_NAMESPACE, Memory, check_namespace
-from ..memory_service import MemoryService
+from ..memories.service import MemoryService
 from ..workspace import Workspace, Workspaces
 from ..workspace.index import reindex
 from .addendum import ContextAddendum, build_addendum

@@ -31,7 +31,7 @@ from ..embed import fnv1a_64, profile_of
 from ..errors import ConfigError, NotFoundError, StorageError
 from ..index.sanitize import query_terms
 from ..memories import DEFAULT_NAMESPACE, Memory, NewMemory, check_namespace
-from ..memory_service import MemoryService
+from ..memories.service import MemoryService
 from ..tokens import count_tokens
 from ..validation import time_or_none, unit_or_none
 from .embedding_doc import build_embedding_document

@@ -38,7 +38,7 @@ from ..files import upload_folder, upload_roots
 from ..index.filters import Condition
 from ..index.sanitize import query_terms
 from ..memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
-from ..memory_service import MemoryService
+from ..memories.service import MemoryService
 from ..search import Hit
 from .chunking import Chunk, Chunker
 from .discovery import discover

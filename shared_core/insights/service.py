@@ -21,7 +21,7 @@ from ..clock import days_between, to_iso
 from ..errors import NotFoundError
 from ..llm import ModelOutputError
 from ..memories import DEFAULT_NAMESPACE, check_namespace
-from ..memory_service import MemoryService
+from ..memories.service import MemoryService
 from ..ranking import (
     InsightValue,
     insight_decay_factor,

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..erasure import Erasure
 from ..insights import Insights
 from ..learnings import Learnings
-from ..memory_service import MemoryService
+from ..memories.service import MemoryService
 from ..reembedding import reembed
 from ..skills import Skills
 from ..tasks import TaskMemory

@@ -38,7 +38,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from ..memory_service import MemoryService
+from ..memories.service import MemoryService
 from ..tokens import count_tokens
 from .index import SyncReport, file_states, sync
 from .markdown import has_content, strip_comments

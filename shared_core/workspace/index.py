@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..clock import to_iso
 from ..embed import content_hash, fnv1a_64
 from ..memories import NewMemory
-from ..memory_service import MemoryService
+from ..memories.service import MemoryService
 from .markdown import chunk_markdown
 
 if TYPE_CHECKING:

@@ -13,15 +13,20 @@ from typing import Any
 
 import numpy as np
 
-from .clock import Clock, from_iso, to_iso
-from .config import Config
-from .db import Database
-from .embed import Embedder, as_matrix, content_hash
-from .embed.hashes import content_hashes
-from .errors import BusyError, NotFoundError
-from .index.protocols import RowState, VectorIndex, epoch_of, stamp_of
-from .index.scope import Scope
-from .memories import (
+from ..clock import Clock, from_iso, to_iso
+from ..config import Config
+from ..db import Database
+from ..embed import Embedder, as_matrix, content_hash
+from ..embed.hashes import content_hashes
+from ..errors import BusyError, NotFoundError
+from ..index.protocols import RowState, VectorIndex, epoch_of, stamp_of
+from ..index.scope import Scope
+from ..namespaces import check_namespace
+from ..ranking import SCORE_BOUND
+from ..restatement import is_restatement
+from ..validation import check_name, check_tags, check_text, time_or_none, unit_or_none
+from .checks import check_kind, expiry, metadata_json, optional_name
+from .records import (
     COLUMNS,
     SELECT_COLUMNS,
     AddResult,
@@ -29,17 +34,9 @@ from .memories import (
     NearFacts,
     NewMemory,
     Prepared,
-    check_kind,
-    expiry,
-    metadata_json,
     new_id,
     new_ids,
-    optional_name,
 )
-from .namespaces import check_namespace
-from .ranking import SCORE_BOUND
-from .restatement import is_restatement
-from .validation import check_name, check_tags, check_text, time_or_none, unit_or_none
 
 __all__ = ["MemoryRepository"]
 
@@ -99,8 +96,8 @@ class MemoryRepository:
                     hash="",  # filled in below, for the whole batch at once
                 )
             )
-        for item_hash, item in zip(content_hashes([p.embedding_text for p in prepared]), prepared, strict=True):
-            item.hash = item_hash
+        for item_hash, ready in zip(content_hashes([p.embedding_text for p in prepared]), prepared, strict=True):
+            ready.hash = item_hash
         given = [i for i, item in enumerate(items) if item.vector is not None]
         if given:
             matrix = as_matrix([items[i].vector for i in given], self.embedder.dims, count=len(given), what="vector")
@@ -198,10 +195,11 @@ class MemoryRepository:
         sql, params = scope.sql("c", self.db.capabilities.sql_flavour)
         return [int(r[0]) for r in self.db.query(f"SELECT c.chunk_rowid FROM memory_chunks c WHERE {sql}", params)]
 
-    def expired_rowids(self, now_iso: str) -> list[int]:
-        """The rows whose ``expires_at`` is at or before ``now_iso``."""
+    def expired_rowids(self) -> list[int]:
+        """The rows whose ``expires_at`` has passed (is at or before now)."""
         return [int(r[0]) for r in self.db.query(
-            "SELECT chunk_rowid FROM memory_chunks WHERE expires_at IS NOT NULL AND expires_at <= ?", (now_iso,))]
+            "SELECT chunk_rowid FROM memory_chunks WHERE expires_at IS NOT NULL AND expires_at <= ?",
+            (to_iso(self.clock.now()),))]
 
     def row_count(self) -> int:
         """Every row of the index (live memories of all namespaces, expired ones too)."""
@@ -264,7 +262,7 @@ class MemoryRepository:
         now_iso = to_iso(now)
         rowid = self._insert(memory_id, item, now_iso)
         if not self.vectors.inline:
-            self.vectors.put(rowid, item.vector, self._state(item, now_iso), replace=False)
+            self.vectors.put(rowid, _vector(item), self._state(item, now_iso), replace=False)
         return AddResult(memory_id, "created")
 
     def write_many(self, items: list[Prepared]) -> list[AddResult]:
@@ -283,7 +281,7 @@ class MemoryRepository:
             if not self.vectors.inline:
                 rowids = self._rowids([memory_id for memory_id, _ in pending])
                 self.vectors.put_many(
-                    [(rowids[memory_id], item.vector, self._state(item, now_iso)) for memory_id, item in pending])
+                    [(rowids[memory_id], _vector(item), self._state(item, now_iso)) for memory_id, item in pending])
             pending.clear()
 
         fresh = iter(new_ids(sum(1 for item in items if item.id is None)))
@@ -325,10 +323,10 @@ class MemoryRepository:
         elif same is not None and (exact := self.by_rowids([same]).get(same)) is not None:
             return NearFacts(exact, ())
         threshold = self.config.memory.fact_dedup_threshold
-        if self.vectors.best_above(item.vector, threshold, scope, now=now_epoch) is None:
+        if self.vectors.best_above(_vector(item), threshold, scope, now=now_epoch) is None:
             return NearFacts(None, ())
         # rarely reached (a near-duplicate exists): look at a few, as the most similar may not be the restatement
-        near = [(rowid, sim) for rowid, sim in self.vectors.search(item.vector, 1 + extra, scope, now=now_epoch)
+        near = [(rowid, sim) for rowid, sim in self.vectors.search(_vector(item), 1 + extra, scope, now=now_epoch)
                 if sim > threshold]
         rows = self.by_rowids([rowid for rowid, _ in near])
         found = [rows[rowid] for rowid, _ in near if rowid in rows]
@@ -383,7 +381,7 @@ class MemoryRepository:
             item.importance, item.confidence, int(item.pinned), now_iso, to_iso(item.expires_at), created,
             item.session_id, item.task_id, item.hash, self.embedder.name, now_iso,
         )
-        return (*row, item.vector) if self.vectors.inline else row  # PostgreSQL: the vector is a column
+        return (*row, _vector(item)) if self.vectors.inline else row  # PostgreSQL: the vector is a column
 
     def _replace(self, existing: Memory, item: Prepared, now: datetime) -> None:
         """Upsert of a caller-given id: new content, kept feedback and access history."""
@@ -399,9 +397,9 @@ class MemoryRepository:
                 to_iso(item.created_at), existing.rowid,
             ),
         )
-        self.vectors.put(existing.rowid, item.vector, self._state(item, to_iso(now)), replace=True)
+        self.vectors.put(existing.rowid, _vector(item), self._state(item, to_iso(now)), replace=True)
 
-    def _state(self, item: Prepared, now_iso: str) -> RowState:
+    def _state(self, item: Prepared, now_iso: str | None) -> RowState:
         expires = math.inf if item.expires_at is None else item.expires_at.timestamp()
         return RowState(item.namespace, item.kind, expires, True, stamp_of(now_iso, item.hash))
 
@@ -476,8 +474,9 @@ class MemoryRepository:
         self.db.executemany("UPDATE memory_chunks SET expires_at = ? WHERE chunk_rowid = ?",
                             [(when, rowid) for rowid in rowids])
 
-    def close_version(self, rowid: int, superseded_by: str, reason: str, now_iso: str) -> None:
+    def close_version(self, rowid: int, superseded_by: str, reason: str) -> None:
         """End a memory's validity now: it was superseded by ``superseded_by`` (the reason in its metadata)."""
+        now_iso = to_iso(self.clock.now())
         self.db.execute(
             "UPDATE memory_chunks SET valid_to = ?, superseded_by = ?, updated_at = ?, "
             "metadata = json_set(metadata, '$.superseded_reason', ?) WHERE chunk_rowid = ?",
@@ -519,7 +518,7 @@ class MemoryRepository:
             self._access[int(rowid)] = self._access.get(int(rowid), 0) + 1
         self._flush_access()
 
-    def note_access(self, rowids: Iterable[int], then: Callable[[], None] | None = None) -> bool:
+    def note_access(self, rowids: Iterable[int], then: Callable[[], object] | None = None) -> bool:
         """:meth:`track_access` for a read, which never waits for another writer: the counts are
         written now if the memory's write turn is free, else kept for the next read that finds it
         free (or ``close()``). ``then`` runs in the same transaction. True when written."""
@@ -570,3 +569,10 @@ class MemoryRepository:
             self.db.execute(f"DELETE FROM memory_chunks WHERE chunk_rowid IN ({', '.join('?' for _ in part)})", part)
         self.vectors.delete(ids)
         return len(ids)
+
+
+def _vector(item: Prepared) -> np.ndarray:
+    """``item``'s vector: :meth:`MemoryRepository.prepare` gives every item one."""
+    if item.vector is None:
+        raise ValueError("a memory is written as MemoryRepository.prepare returned it, with its vector")
+    return item.vector

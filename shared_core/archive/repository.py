@@ -1,18 +1,18 @@
 """``ArchiveRepository``: all SQL of ``memory_archive``, where pruned and compressed memories go
-(the archive domain, :mod:`shared_core.archive`, says what archiving means)."""
+(the archive's service, :mod:`shared_core.archive.service`, says what archiving means)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from .clock import Clock, from_iso, to_iso
-from .db import Database
-from .index.keyword import keyword_index_for
-from .index.keyword_query import KeywordQuery
-from .index.scope import Scope
-from .memories import COLUMNS, Memory
-from .memory_repository import MemoryRepository
+from ..clock import Clock, from_iso, to_iso
+from ..db import Database
+from ..index.keyword import keyword_index_for
+from ..index.keyword_query import KeywordQuery
+from ..index.scope import Scope
+from ..memories.records import COLUMNS, Memory
+from ..memories.repository import MemoryRepository
 
 __all__ = ["ArchiveRepository", "archived_memory"]
 

@@ -36,24 +36,26 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .clock import to_iso
-from .embed import profile_of
-from .errors import NotFoundError
-from .index.filters import Condition
-from .index.scope import Scope
-from .llm import ModelOutputError, parse_json_output
-from .memories import AddResult, Memory, NearFacts, check_namespace
-from .restatement import is_restatement, spell_out, statement_words
+from ..clock import to_iso
+from ..embed import profile_of
+from ..errors import NotFoundError
+from ..index.filters import Condition
+from ..index.scope import Scope
+from ..llm import ModelOutputError, parse_json_output
+from ..namespaces import check_namespace
+from ..restatement import is_restatement, spell_out, statement_words
+from .records import AddResult, Memory, NearFacts
 
 if TYPE_CHECKING:
-    from .kernel import Kernel
-    from .memories import Prepared
+    from ..kernel import Kernel
+    from .records import Prepared
 
 __all__ = ["FactVersions", "subject_key", "same_subject", "VERSION_EVENTS"]
 
 logger = logging.getLogger("openkoi.facts")
 
-VERSION_EVENTS = ("ADD", "UPDATE", "DELETE", "NONE")
+# what the text model may answer about a new fact (see _CLASSIFY_PROMPT)
+ADD, UPDATE, DELETE, NONE = VERSION_EVENTS = tuple("ADD UPDATE DELETE NONE".split())
 SCORINGS = ("bre", "hybrid")
 
 # each linking verb's forms, under the form a subject key shows: "was" and "are" are "is", "lived" is "lives"
@@ -81,12 +83,13 @@ Existing facts:
 
 New fact: {new}
 
-Answer with JSON only: {{"event": "ADD" | "UPDATE" | "DELETE" | "NONE", "id": "<id of the existing fact>"}}
+Answer with JSON only: {{"event": {events}, "id": "<id of the existing fact>"}}
 ADD: it is new information; keep every fact.
 UPDATE: it replaces an existing fact (same subject, newer value).
 DELETE: it says an existing fact is no longer true.
 NONE: an existing fact already says this.
 For UPDATE, DELETE and NONE give the id of that existing fact."""
+_EVENT_CHOICES = " | ".join(f'"{event}"' for event in VERSION_EVENTS)
 
 
 def subject_key(text: str) -> str | None:
@@ -137,16 +140,17 @@ class FactVersions:
         kernel, db = self.kernel, self.kernel.backend
         memories = kernel.memories
         if supersedes is not None:
-            old = self._current(supersedes, item)
+            current = self._current(supersedes, item)
             item.category = item.category or auto_category
             with db.transaction():
                 result = memories.write(item, dedup=False)
-                self._close(old, result, "explicit")
-            return _superseding(result, old.id)
+                self._close(current, result, "explicit")
+            return _superseding(result, current.id)
         check_duplicate = dedup and item.id is None and item.kind == "fact"
         versioning = item.kind == "fact" and item.id is None and kernel.config.memory.fact_versioning
         asks_model = versioning and kernel.text_model is not None
-        event, old, reason = ("ADD", None, "")
+        old: Memory | None = None
+        event, reason = ADD, ""
         if asks_model:  # outside the write lock: a model call may take seconds
             near = memories.near_facts(item) if check_duplicate else NearFacts(None, ())
             if near.restated is not None:  # spare the model call (checked again below)
@@ -170,14 +174,14 @@ class FactVersions:
             if old is not None:
                 fresh = memories.get_row(old.id)
                 if fresh is None or fresh.valid_to is not None:  # changed meanwhile: just add
-                    old, event = None, "ADD"
+                    old, event = None, ADD
                 else:
                     old = fresh
-            if event == "NONE" and old is not None:
+            if event == NONE and old is not None:
                 memories.feedback(old, kernel.config.memory.reinforce_weight, hit=True)
                 return AddResult(old.id, "reinforced")
             result = memories.write(item, dedup=False)
-            if event in ("UPDATE", "DELETE") and old is not None:
+            if event in (UPDATE, DELETE) and old is not None:
                 self._close(old, result, reason)
                 return _superseding(result, old.id)
             return result
@@ -199,7 +203,7 @@ class FactVersions:
 
     def _close(self, old: Memory, new_id: str, reason: str) -> None:
         """End ``old``'s validity now, pointing at ``new_id`` (inside the caller's transaction)."""
-        self.kernel.memories.close_version(old.rowid, str(new_id), reason, to_iso(self.kernel.clock.now()))
+        self.kernel.memories.close_version(old.rowid, str(new_id), reason)
 
     # -- detection ------------------------------------------------------------------------------
 
@@ -218,9 +222,9 @@ class FactVersions:
                                    type(exc).__name__, exc)
         old = self._same_subject(item, changed)
         if old is not None:
-            return "UPDATE", old, "changed"
+            return UPDATE, old, "changed"
         old = self._rule_match(item)
-        return ("UPDATE", old, "rule") if old is not None else ("ADD", None, "")
+        return (UPDATE, old, "rule") if old is not None else (ADD, None, "")
 
     def _same_subject(self, item: Prepared, changed: Sequence[Memory]) -> Memory | None:
         """The most similar of ``changed`` that the new fact says something new about: the same
@@ -255,14 +259,14 @@ class FactVersions:
 
     def _classify(self, model: Any, item: Prepared, near: list[Memory]) -> tuple[str, Memory | None]:
         existing = "\n".join(f"- id={m.id}: {m.text}" for m in near)
-        answer = model.complete(_CLASSIFY_PROMPT.format(existing=existing, new=item.text), max_tokens=100)
+        answer = model.complete(_CLASSIFY_PROMPT.format(existing=existing, new=item.text, events=_EVENT_CHOICES), max_tokens=100)
         data = parse_json_output(answer)
         if not isinstance(data, dict):
             raise ModelOutputError(f"expected a JSON object, got {type(data).__name__}")
         event = str(data.get("event", "")).strip().upper()
         if event not in VERSION_EVENTS:
             raise ModelOutputError(f"unknown event {data.get('event')!r}; expected one of {', '.join(VERSION_EVENTS)}")
-        if event == "ADD":
+        if event == ADD:
             return event, None
         target = str(data.get("id", "")).strip()
         for memory in near:
@@ -305,6 +309,6 @@ def _explicit_subject(metadata_json: str) -> str | None:
     return value.strip().casefold() if isinstance(value, str) and value.strip() else None
 
 
-def _fact_scope(namespace: str, category: str, now_iso: str) -> Scope:
+def _fact_scope(namespace: str, category: str, now_iso: str | None) -> Scope:
     return Scope(namespaces=(check_namespace(namespace),), kinds=("fact",), live_at=now_iso, current_only=True,
                  where=Condition("@category", "$eq", category))

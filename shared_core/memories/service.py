@@ -14,18 +14,19 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from .clock import to_iso
-from .errors import NotFoundError
-from .index.filters import Filter
-from .lifecycle.links import LinkGraph
-from .memories import DEFAULT_NAMESPACE, AddResult, Memory, NewMemory, expiry, scope_for
-from .search import SearchResults
-from .validation import LIMITS, check_finite
+from ..clock import to_iso
+from ..errors import NotFoundError
+from ..index.filters import Filter
+from ..lifecycle.links import LinkGraph
+from ..search import SearchResults
+from ..validation import LIMITS, check_finite
+from .checks import expiry, scope_for
+from .records import DEFAULT_NAMESPACE, AddResult, Memory, NewMemory
 from .versioning import FactVersions
 
 if TYPE_CHECKING:
-    from .kernel import Kernel
-    from .memories import Prepared
+    from ..kernel import Kernel
+    from .records import Prepared
 
 __all__ = ["MemoryService", "Progress"]
 
@@ -77,7 +78,7 @@ class MemoryService:
         (a number, a name, a negation) is kept: the new version of the old fact when the
         subject is the same (``event == "superseded"``, the old one in :meth:`history`),
         otherwise a new fact. ``supersedes=old_id`` makes this the new version of that memory;
-        see :mod:`shared_core.versioning` for the whole rule.
+        see :mod:`shared_core.memories.versioning` for the whole rule.
         """
         item = NewMemory(
             text=text, id=id, kind=kind, namespace=namespace, tags=tags or (), category=category, source=source,
@@ -228,7 +229,7 @@ class MemoryService:
         return self.kernel.hooks.embedding_text(Memory(**{**memory.__dict__, "text": new_text}))
 
     def delete(self, ids: str | Sequence[str], *, namespace: str | None = None, missing_ok: bool = False) -> int:
-        """Delete memories for good (row, index entry, vector); return how many were deleted.
+        """Permanently delete memories (row, index entry, vector); return how many were deleted.
 
         Deleting is an explicit request; the lifecycle itself only ever archives.
         """
@@ -255,7 +256,7 @@ class MemoryService:
         kind: str | Sequence[str] | None = None,
         where: Mapping[str, Any] | Filter | None = None,
     ) -> int:
-        """Delete every memory matching the filters (e.g. all chunks of one source document)."""
+        """Permanently delete every memory matching the filters (e.g. all chunks of one source document)."""
         scope = scope_for(
             namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=None, where=where, tags=None,
             category=None, source=None, since=None, until=None, live_at=None, current_only=False,
@@ -469,10 +470,10 @@ class MemoryService:
     # -- lifecycle basics ----------------------------------------------------------------------
 
     def sweep_expired(self) -> int:
-        """Delete memories whose ``expires_at`` has passed (TTL); return how many."""
+        """Permanently delete the memories whose ``expires_at`` has passed (TTL); return how many."""
         kernel = self.kernel
         with kernel.session():
-            rowids = kernel.memories.expired_rowids(to_iso(kernel.clock.now()))
+            rowids = kernel.memories.expired_rowids()
             if not rowids:
                 return 0
             with kernel.session(write=True):

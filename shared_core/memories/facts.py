@@ -1,5 +1,5 @@
 """Semantic facts (seed 001): history and BRE search. The write rule that versions facts on
-``store.add`` is :mod:`shared_core.versioning`.
+``store.add`` is :mod:`shared_core.memories.versioning`.
 
 A superseded fact keeps its text; ``valid_to`` is set to the moment it stopped being current
 and ``superseded_by`` to the new fact's id (its metadata gets ``superseded_reason``: explicit,
@@ -20,15 +20,15 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .embed import profile_of
-from .errors import NotFoundError
-from .memories import DEFAULT_NAMESPACE, Memory
-from .memory_service import MemoryService
-from .ranking import bre_magnitude, bre_score
-from .search import Hit, SearchResults
+from ..embed import profile_of
+from ..errors import NotFoundError
+from ..ranking import bre_magnitude, bre_score
+from ..search import Hit, SearchResults
+from .records import DEFAULT_NAMESPACE, Memory
+from .service import MemoryService
 
 if TYPE_CHECKING:
-    from .kernel import Kernel
+    from ..kernel import Kernel
 
 __all__ = ["Facts", "SCORINGS"]
 

@@ -1,18 +1,11 @@
-"""Memories: the records of the searchable index, and the one place that writes them.
-
-A memory is a row of ``memory_chunks`` (text, kind, namespace, tags, category, source,
-metadata, feedback and access counters, validity) with its FTS5 entry (kept by
-trigger) and its vector in ``memory_vec``. Facts are memories of kind ``fact``; the
-other domains (learnings, messages, document chunks, ...) keep structured rows of
-their own and index their text here with ``owner_id`` pointing back. Every write of
-row, FTS entry and vector happens in one transaction.
-"""
+"""The records of the memories domain: :class:`Memory` (a row of ``memory_chunks``),
+:class:`NewMemory` (what ``add_many`` takes), :class:`Prepared` (a checked one, ready to write),
+:class:`AddResult` and :class:`NearFacts`, and the ids they get."""
 
 from __future__ import annotations
 
 import html
 import json
-import re
 import secrets
 import time
 from collections.abc import Mapping, Sequence
@@ -22,29 +15,18 @@ from typing import Any
 
 import numpy as np
 
-from .clock import from_iso, to_iso
-from .index.filters import Filter, parse_filter
-from .index.scope import Scope
-from .namespaces import check_namespace
-from .validation import (
-    check_json,
-    check_name,
-    check_seconds,
-    check_tags,
-    time_or_none,
-)
+from ..clock import from_iso, to_iso
 
-__all__ = ["Memory", "NewMemory", "AddResult", "NearFacts", "KINDS", "DEFAULT_NAMESPACE", "Prepared", "scope_for", "check_kind",
-           "metadata_json", "optional_name", "expiry", "new_id", "new_ids"]
+__all__ = ["Memory", "NewMemory", "AddResult", "NearFacts", "Prepared", "KINDS", "DEFAULT_NAMESPACE", "COLUMNS",
+           "SELECT_COLUMNS", "new_id", "new_ids"]
 
 DEFAULT_NAMESPACE = "default"
 KINDS = (
     "fact", "learning", "episode", "procedure", "summary", "message", "document", "workspace", "insight",
     "task", "skill", "note",
 )
-_KIND = re.compile(r"^[a-z][a-z0-9_\-]{0,63}$")
-_KNOWN_KINDS = frozenset(KINDS)
 
+# the columns of ``memory_chunks`` in the order :meth:`Memory.from_row` reads them
 COLUMNS = (
     "chunk_rowid", "id", "text", "kind", "namespace", "tags", "category", "source", "metadata",
     "importance", "confidence", "pinned", "score", "access_count", "created_at", "updated_at",
@@ -213,64 +195,6 @@ class AddResult(str):
         return (AddResult, (str(self), self.event))
 
 
-# -- validation ------------------------------------------------------------------------------
-
-
-def check_kind(value: Any) -> str:
-    """A memory kind: a short lowercase name (``fact``, ``note``, a domain's own)."""
-    if isinstance(value, str) and value in _KNOWN_KINDS:
-        return value
-    if not isinstance(value, str) or not _KIND.match(value):
-        raise ValueError(
-            f"kind must be a short lowercase name such as 'fact' (known kinds: {', '.join(KINDS)}), got {value!r}"
-        )
-    return value
-
-
-def metadata_json(value: Any) -> str:
-    """Metadata as the JSON text stored (``{}`` for None), checked."""
-    if value is None:
-        return "{}"
-    if not isinstance(value, Mapping):
-        raise TypeError(f"metadata must be a dict, got {type(value).__name__}")
-    return check_json(dict(value), "metadata")  # the caller's key order kept: metadata round-trips as given
-
-
-def optional_name(value: Any, what: str) -> str | None:
-    """An optional short text (a category, a source, an id), checked."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise TypeError(f"{what} must be a string, got {type(value).__name__}")
-    return check_name(value, what) if value else value
-
-
-def expiry(expires_at: Any, ttl: Any, now: datetime) -> datetime | None:
-    if expires_at is not None and ttl is not None:
-        raise ValueError("give either expires_at or ttl, not both")
-    if ttl is not None:
-        return check_seconds(ttl, "ttl", now)
-    return time_or_none(expires_at, "expires_at")
-
-
-def new_id() -> str:
-    """A fresh id: 24 hex digits, the time in milliseconds (12) and 48 random bits (12).
-
-    Time first, so new ids land at the end of the id index instead of anywhere in it: a
-    transaction of 1,000 random ids dirtied most of that index's pages (a 100k bulk load wrote
-    1.4 GB; with these ids 1.0 GB). The random part keeps ids made in the same millisecond
-    apart (a thousand made in one millisecond collide with odds of about 1 in 560 million).
-    """
-    return new_ids(1)[0]
-
-
-def new_ids(count: int) -> list[str]:
-    """``count`` fresh ids (see :func:`new_id`) from one read of the clock and of the random source."""
-    stamp = f"{time.time_ns() // 1_000_000:012x}"
-    digits = secrets.token_hex(6 * count)
-    return [stamp + digits[i : i + 12] for i in range(0, 12 * count, 12)]
-
-
 @dataclass
 class Prepared:
     """A validated NewMemory, ready to write."""
@@ -296,72 +220,19 @@ class Prepared:
     hash: str
 
 
-def scope_for(
-    *,
-    namespace: str | Sequence[str] | None,
-    namespace_prefix: str | None,
-    kind: str | Sequence[str] | None,
-    ids: Sequence[str] | None,
-    where: Mapping[str, Any] | Filter | None,
-    tags: str | Sequence[str] | None,
-    category: str | Sequence[str] | None,
-    source: str | Sequence[str] | None,
-    since: datetime | str | None,
-    until: datetime | str | None,
-    live_at: str | None,
-    current_only: bool,
-) -> Scope:
-    """Build a Scope from the keyword arguments that ``search``, ``list`` and ``count`` share."""
-    from .index.filters import And, Condition
+def new_id() -> str:
+    """A fresh id: 24 hex digits, the time in milliseconds (12) and 48 random bits (12).
 
-    if namespace_prefix is not None:
-        if namespace not in (None, DEFAULT_NAMESPACE):
-            raise ValueError("give namespace or namespace_prefix, not both")
-        if not isinstance(namespace_prefix, str):
-            raise TypeError("namespace_prefix must be a string ('' for every namespace)")
-        namespaces = None
-    elif namespace is None:
-        namespaces = (DEFAULT_NAMESPACE,)
-    elif isinstance(namespace, str):
-        namespaces = (check_namespace(namespace),)
-    else:
-        namespaces = tuple(check_namespace(n) for n in namespace)
-        if not namespaces:
-            raise ValueError("namespace list is empty")
-    kinds = None
-    if kind is not None:
-        kinds = (check_kind(kind),) if isinstance(kind, str) else tuple(check_kind(k) for k in kind)
-    if ids is not None:
-        if isinstance(ids, str):
-            ids = [ids]
-        ids = tuple(ids)
-    conditions: list[Filter] = []
-    parsed = parse_filter(where) if where is not None else None
-    if parsed is not None:
-        conditions.append(parsed)
-    if tags is not None:
-        conditions.append(Condition("@tags", "$any", check_tags(tags)))
-    if category is not None:
-        conditions.append(Condition("@category", "$in", [category] if isinstance(category, str) else list(category)))
-    if source is not None:
-        conditions.append(Condition("@source", "$in", [source] if isinstance(source, str) else list(source)))
-    if since is not None:
-        conditions.append(Condition("@created_at", "$gte", to_iso(time_or_none(since, "since"))))
-    if until is not None:
-        conditions.append(Condition("@created_at", "$lt", to_iso(time_or_none(until, "until"))))
-    combined: Filter | None
-    if not conditions:
-        combined = None
-    elif len(conditions) == 1:
-        combined = conditions[0]
-    else:
-        combined = And(tuple(conditions))
-    return Scope(
-        namespaces=namespaces,
-        namespace_prefix=namespace_prefix,
-        kinds=kinds,
-        ids=ids,
-        where=combined,
-        live_at=live_at,
-        current_only=current_only,
-    )
+    Time first, so new ids land at the end of the id index instead of anywhere in it: a
+    transaction of 1,000 random ids dirtied most of that index's pages (a 100k bulk load wrote
+    1.4 GB; with these ids 1.0 GB). The random part keeps ids made in the same millisecond
+    apart (a thousand made in one millisecond collide with odds of about 1 in 560 million).
+    """
+    return new_ids(1)[0]
+
+
+def new_ids(count: int) -> list[str]:
+    """``count`` fresh ids (see :func:`new_id`) from one read of the clock and of the random source."""
+    stamp = f"{time.time_ns() // 1_000_000:012x}"
+    digits = secrets.token_hex(6 * count)
+    return [stamp + digits[i : i + 12] for i in range(0, 12 * count, 12)]

@@ -1,31 +1,18 @@
-"""The archive (seed 002): where pruned and compressed memories go instead of being deleted.
-
-Archiving moves rows out of the live index (row, FTS entry and vector) into
-``memory_archive``, which has its own FTS5 index: archived memories no longer slow or
-clutter everyday search, stay keyword-searchable (``store.search(..., include_archive=True)``
-or ``store.archive.search``), and can be restored (re-embedded on the way back).
-
->>> from shared_core import MemoryStore
->>> with MemoryStore.open(":memory:") as store:
-...     old = store.add("The staging server was retired in 2023")
-...     store.archive(old, reason="outdated")
-...     [hit.id == old for hit in store.archive.search("staging server")]
-1
-[True]
-"""
+"""``store.archive``: archive, restore, get, search and count archived memories. The logic only:
+the SQL is :mod:`.repository`'s."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .errors import NotFoundError
-from .index.filters import Filter
-from .memories import DEFAULT_NAMESPACE, Memory, scope_for
-from .search import SearchResults
+from ..errors import NotFoundError
+from ..index.filters import Filter
+from ..memories import DEFAULT_NAMESPACE, Memory, scope_for
+from ..search import SearchResults
 
 if TYPE_CHECKING:
-    from .kernel import Kernel
+    from ..kernel import Kernel
 
 __all__ = ["Archive"]
 
