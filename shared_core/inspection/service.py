@@ -22,7 +22,7 @@ from ..facts import Facts
 from ..learnings import Learnings
 from ..lifecycle.forgetting import ForgettingEngine
 from ..lifecycle.links import LinkGraph
-from ..lifecycle.maintenance import Maintenance
+from ..lifecycle.maintenance import STEPS, Maintenance
 from ..memories import Memory, check_namespace
 from ..memory_service import MemoryService
 from ..ranking import decayed_confidence, prune_weight, weeks_since_reinforced
@@ -91,8 +91,9 @@ class Inspector:
         run = maintenance.last_run()
         steps: list[dict[str, Any]] = []
         if run is not None:
-            steps = [{"name": name, "summary": summary if details else None}
-                     for name, summary in run.last_report.items()]
+            order = {name: i for i, name in enumerate(STEPS)}
+            steps = [{"name": name, "summary": str(summary) if details else None}
+                     for name, summary in sorted(run.last_report.items(), key=lambda kv: order.get(kv[0], len(order)))]
         return MaintenanceView(last_run_at=run.last_run_at if run else None, status=run.last_status if run else None,
                                next_due=maintenance.next_due(), steps=steps)
 

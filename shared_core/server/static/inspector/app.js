@@ -302,7 +302,7 @@ VIEWS.memory = async (r) => {
         d.history.map((v) => h("li", {class: v.id === m.id ? "this" : ""},
           v.id === m.id ? h("b", {}, v.text) : link("/memory/" + encodeURIComponent(v.id), v.text),
           h("div", {class: "muted"}, `${fmtDay(v.valid_from)} – ${v.valid_to ? fmtDay(v.valid_to) : "now"}` +
-            (v.superseded_by ? `; superseded (${v.reason || "reason not recorded"})` : "; current") +
+            (v.superseded_by ? `; superseded: ${REASONS[v.reason] || v.reason || "reason not recorded"}` : "; current") +
             (v.archived ? "; archived" : "")))))
         : h("p", {class: "muted"}, "One version: nothing superseded it, and it superseded nothing.")),
       h("div", {class: "card", id: "links"}, h("h3", {}, "Linked memories (recalled together)"), d.links.length ?
@@ -313,6 +313,11 @@ VIEWS.memory = async (r) => {
           : h("p", {class: "muted"}, "No links yet: memories found together by a search link together.")),
       ...d.curves.map(curveCard)));
 };
+
+// why a version was superseded (metadata superseded_reason, written by the facts' write rule)
+const REASONS = {explicit: "replaced explicitly (supersedes=...)", changed: "a near-duplicate that changed a detail",
+  rule: "a newer fact with the same subject and category", update: "the text model judged it updated",
+  delete: "the text model judged it no longer true"};
 
 function curveCard(c) {
   const marks = [];
