@@ -35,6 +35,8 @@ def test_the_ui_url_carries_the_token_out_of_the_address_bar(page, server):
     text = page.inner_text("main")
     assert "Overview of" in text and "superseded versions" in text
     assert page.locator(".stat").filter(has_text="documents").inner_text().startswith("1")
+    beliefs = page.inner_text("#beliefs")  # what the agent believes about the user, at a glance
+    assert "America/New_York" in beliefs and "allergic to peanuts" in beliefs and "Europe/Berlin" not in beliefs
     shoot(page, "overview")
 
 
@@ -74,7 +76,7 @@ def test_a_memory_page_shows_why_and_where_from(page, server):
     assert "Europe/Berlin" in history and "same subject and category" in history
     assert "ses-alice-1" in page.inner_text("main")  # provenance: the session it was said in
     assert page.locator(".curve[data-measure=rank] svg path.curve").count() == 1
-    shoot(page, "memory")
+    shoot(page, "memory", full_page=True)
     page.click("text=ses-alice-1")
     ready(page, "sessions")
     assert "I moved to New York" in page.inner_text(".transcript")
@@ -149,7 +151,7 @@ def test_a_token_for_one_namespace_sees_nothing_of_another(page, server):
     # a restricted token is not told the file's size or what maintenance did in other namespaces
     page.goto(f"{server.base}/#/overview?ns={ALICE}")
     ready(page, "overview")
-    assert "(all-namespace token)" in page.inner_text("main")
+    assert "file size: for a token of every namespace" in page.inner_text("main")
 
 
 def test_erase_a_namespace_needs_its_name_typed(page, server):
@@ -163,3 +165,38 @@ def test_erase_a_namespace_needs_its_name_typed(page, server):
     page.click("#erase-button")
     page.wait_for_selector("text=Erased user:carol")
     assert server.store.count(namespace="user:carol") == 0
+
+
+def test_openkoi_memory_ui_prints_a_url_that_opens_the_page(page, tmp_path):
+    """The command as a user runs it: a free port, a URL with a token made for the run, limited to -n."""
+    import os
+    import subprocess
+    import sys
+
+    from shared_core import MemoryStore
+
+    db = tmp_path / "agent.db"
+    with MemoryStore.open(db) as store:
+        store.add("Alice prefers oolong tea", namespace=ALICE)
+        store.add(BOB_SECRET, namespace="user:bob")
+    env = {**os.environ, "OPENKOI_TOKENS": str(tmp_path / "no-tokens.toml")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "shared_core.cli", "--db", str(db), "ui", "-n", ALICE],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        url = process.stdout.readline().strip()  # blocks until the command printed it (or died)
+        assert url.startswith("http://127.0.0.1:") and "/#token=okm_" in url, process.stderr.read()
+        page.goto(url)
+        ready(page, "overview")
+        assert "oolong tea" in page.inner_text("#beliefs")
+        assert page.eval_on_selector_all("#namespaces option", "els => els.map(e => e.value)") == [ALICE]
+        base = url.split("/#")[0]
+        page.goto(f"{base}/#/search?q=Falcon&ns=user:bob")
+        ready(page, "search")
+        assert "403" in page.inner_text("#error") and BOB_SECRET not in page.content()
+        assert not (tmp_path / "no-tokens.toml").exists()  # the run's token is written nowhere
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+        process.stdout.close()
+        process.stderr.close()

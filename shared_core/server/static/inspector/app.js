@@ -32,6 +32,7 @@ function bytes(n) {
   while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
   return `${n.toFixed(i ? 1 : 0)} ${units[i]}`;
 }
+const short = (text, n) => text.length > n ? text.slice(0, n - 1) + "…" : text;
 const link = (route, text, cls) => h("a", {href: "#" + route + (route.includes("?") ? "&" : "?") +
                                                  "ns=" + encodeURIComponent(state.ns), class: cls}, text);
 
@@ -159,7 +160,8 @@ async function render() {
 
 // -- overview --------------------------------------------------------------------------------------------
 VIEWS.overview = async () => {
-  const o = await api("GET", "/api/inspector/overview", {query: nsq()});
+  const [o, beliefs] = await Promise.all([api("GET", "/api/inspector/overview", {query: nsq()}),
+    api("GET", "/api/inspector/memories", {query: nsq({kind: ["fact", "note"], limit: 8})})]);
   const live = Object.values(o.live_by_kind).reduce((a, b) => a + b, 0);
   const archived = Object.values(o.archived_by_kind).reduce((a, b) => a + b, 0);
   const kinds = [...new Set([...Object.keys(o.live_by_kind), ...Object.keys(o.archived_by_kind)])].sort();
@@ -172,17 +174,21 @@ VIEWS.overview = async () => {
     h("div", {class: "stats"}, stat("live memories", live, "/search"), stat("archived", archived),
       stat("superseded versions", o.superseded), stat("pinned", o.pinned), stat("documents", o.documents, "/documents"),
       stat("sessions", o.sessions, "/sessions"), stat("links", o.links),
-      stat("file size", o.file_bytes === null ? "(all-namespace token)" : bytes(o.file_bytes))),
+      o.file_bytes === null ? stat("file size: for a token of every namespace", "-") : stat("file size", bytes(o.file_bytes))),
+    h("div", {class: "card", id: "beliefs"}, h("h3", {}, `What it holds about ${o.namespace}: the latest facts and notes`),
+      beliefs.length ? h("ul", {}, beliefs.map((m) => h("li", {}, link("/memory/" + encodeURIComponent(m.id), m.text),
+        h("span", {class: "muted"}, ` ${m.kind} · score ${num(m.score, 2)}${m.pinned ? " · pinned" : ""} · ${fmtDay(m.created_at)}`))))
+        : h("p", {class: "muted"}, "No facts or notes."), h("p", {}, link("/search", "Search them, with why each one ranks where it does →"))),
     h("div", {class: "grid"},
       h("div", {class: "card"}, h("h3", {}, "By kind (live + archived)"),
         kinds.length ? Charts.bars(kinds.map((k) => ({label: k, value: (o.live_by_kind[k] || 0), max: most,
           text: `${o.live_by_kind[k] || 0}` + (o.archived_by_kind[k] ? ` + ${o.archived_by_kind[k]} archived` : "")})),
-          {width: 340, label: 80}) : h("p", {class: "muted"}, "No memories yet.")),
+          {width: 340, label: 80, text: 110}) : h("p", {class: "muted"}, "No memories yet.")),
       h("div", {class: "card"}, h("h3", {}, "Tiers"),
         Charts.bars([...Object.entries(o.message_tiers).map(([t, n]) => ({label: `messages ${t}`, value: n, text: String(n),
           max: Math.max(1, ...Object.values(o.message_tiers))})),
         ...Object.entries(o.summary_tiers).map(([t, n]) => ({label: `summaries ${t}`, value: n, text: String(n),
-          max: Math.max(1, ...Object.values(o.summary_tiers))}))], {width: 340, label: 110})),
+          max: Math.max(1, ...Object.values(o.summary_tiers))}))], {width: 340, label: 140, text: 40})),
       h("div", {class: "card wide"}, h("h3", {}, "Growth (memories created, running total)"),
         o.growth.length ? Charts.line(o.growth.map((g, i) => ({x: i, y: g.total})), {width: 700,
           xFormat: (i) => o.growth[Math.round(i)] ? o.growth[Math.round(i)].day : "", yFormat: (y) => y.toFixed(0)})
@@ -247,7 +253,7 @@ VIEWS.search = async (r) => {
 
 function memoryRow(m, extra) {
   return h("article", {class: "hit", dataset: {id: m.id}},
-    h("div", {class: "hit-text"}, link("/memory/" + encodeURIComponent(m.id), m.text, "memory-link")),
+    h("div", {class: "hit-text"}, link("/memory/" + encodeURIComponent(m.id), short(m.text, 300), "memory-link")),
     h("div", {class: "meta"}, h("span", {class: "kind"}, m.kind), m.pinned ? h("span", {class: "pin"}, "pinned") : null,
       m.archived_at ? h("span", {class: "archived"}, "archived") : null,
       ...m.tags.map((t) => h("span", {class: "tag"}, "#" + t)), m.category ? h("span", {}, m.category) : null,
@@ -266,7 +272,7 @@ function hitCard(hit) {
      title: "exp(0.2 x score): reinforce raises it, demote lowers it"},
     {label: "recency", value: p.recency, max: 1, text: `x${num(p.recency)} (${num(p.days_since_hit, 1)} d)`,
      title: "1 / (1 + 0.01 x days since the last hit)"},
-  ], {width: 330, row: 15, label: 70, cls: "bars explain"});
+  ], {width: 380, row: 15, label: 70, text: 130, cls: "bars explain"});
   return memoryRow(hit.memory, h("div", {class: "why"}, h("div", {class: "score"}, h("b", {}, num(hit.score, 4)),
     h("span", {class: "muted"}, ` ${p.fusion}`)), chart, h("code", {class: "formula"}, hit.explanation)));
 }
@@ -306,10 +312,10 @@ VIEWS.memory = async (r) => {
             (v.archived ? "; archived" : "")))))
         : h("p", {class: "muted"}, "One version: nothing superseded it, and it superseded nothing.")),
       h("div", {class: "card", id: "links"}, h("h3", {}, "Linked memories (recalled together)"), d.links.length ?
-        Charts.bars(d.links.map((l) => ({label: "", value: l.strength, max: Math.max(...d.links.map((x) => x.strength)),
-          text: `${num(l.strength, 1)}`})), {width: 120, label: 0, cls: "bars tiny"}) : null,
-        d.links.length ? h("ul", {}, d.links.map((l) => h("li", {}, link("/memory/" + encodeURIComponent(l.memory_id),
-          l.text || l.memory_id), h("span", {class: "muted"}, ` strength ${num(l.strength, 1)}`))))
+        h("ul", {}, d.links.map((l) => h("li", {}, link("/memory/" + encodeURIComponent(l.memory_id),
+          short(l.text || l.memory_id, 120)), h("span", {class: "muted"}, ` ${l.kind || ""}${l.archived ? " · archived" : ""}`),
+          Charts.bars([{label: "strength", value: l.strength, max: Math.max(...d.links.map((x) => x.strength)),
+            text: num(l.strength, 1)}], {width: 220, label: 56, text: 40, cls: "bars tiny"}))))
           : h("p", {class: "muted"}, "No links yet: memories found together by a search link together.")),
       ...d.curves.map(curveCard)));
 };

@@ -13,10 +13,10 @@ const Charts = (() => {
 
   // rows: [{label, value, max, text, title}]; each bar is value/max of the width
   function bars(rows, opts) {
-    const o = Object.assign({width: 300, row: 16, label: 78, cls: "bars"}, opts || {});
+    const o = Object.assign({width: 300, row: 16, label: 78, text: 96, cls: "bars"}, opts || {});
     const height = rows.length * o.row + 2;
     const root = svg("svg", {class: o.cls, width: o.width, height, viewBox: `0 0 ${o.width} ${height}`, role: "img"});
-    const room = o.width - o.label - 70;
+    const room = o.width - o.label - o.text;
     rows.forEach((r, i) => {
       const y = i * o.row + 1;
       const g = svg("g", {class: "bar " + (r.cls || "")});
