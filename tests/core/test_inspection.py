@@ -105,3 +105,17 @@ def test_sessions_list_and_show_their_messages_in_order(store):
     assert [m["content"] for m in detail.messages] == ["first", "second"]
     with pytest.raises(NotFoundError):
         store.inspector.session("s2", ALICE)
+
+
+def test_the_docs_opening_example_prints_what_it_says(tmp_path, monkeypatch, capsys):
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "inspector.md").read_text(encoding="utf-8")
+    example = re.search(r"```python\n(.*?)```", doc, flags=re.DOTALL).group(1)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENKOI_DATA", str(tmp_path / "data"))
+    exec(compile(example, "inspector.md", "exec"), {"__name__": "docs_inspector_example"})  # noqa: S102
+    printed = capsys.readouterr().out.splitlines()
+    promised = [line[2:] for line in example.splitlines() if line.startswith("# ")]
+    assert printed == promised

@@ -200,3 +200,19 @@ def test_openkoi_memory_ui_prints_a_url_that_opens_the_page(page, tmp_path):
         process.wait(timeout=60)
         process.stdout.close()
         process.stderr.close()
+
+
+def test_the_docs_show_each_view_the_tests_photograph():
+    """docs/images holds one small PNG per view these tests photograph (`make screenshots` remakes them)."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    shot = {node.args[1].value for node in ast.walk(tree) if isinstance(node, ast.Call)
+            and getattr(node.func, "id", None) == "shoot"}
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    images = {p.name for p in (docs / "images").glob("inspector-*.png")}
+    assert images == {f"inspector-{name}.png" for name in shot}
+    for name in images:
+        assert (docs / "images" / name).stat().st_size < 200_000, name
+        assert f"images/{name}" in (docs / "inspector.md").read_text(encoding="utf-8")

@@ -397,8 +397,8 @@ VIEWS.documents = async (r) => {
     return h("section", {}, h("p", {class: "crumbs"}, link("/documents", "documents"), " / ", doc.file_name),
       h("h1", {}, doc.metadata.title || doc.file_name),
       h("p", {class: "muted"}, `${doc.content_type} · ${bytes(doc.size_bytes)} · ${doc.total_chunks} chunks · uploaded ${fmtTime(doc.uploaded_at)}`),
-      h("ol", {class: "chunks"}, chunks.map((c) => h("li", {}, link("/memory/" + encodeURIComponent(c.id),
-        c.content.length > 400 ? c.content.slice(0, 400) + "…" : c.content)))));
+      h("ol", {class: "chunks"}, chunks.map((c) => h("li", {}, h("div", {class: "muted"}, `characters ${c.start}–${c.end}`),
+        link("/memory/" + encodeURIComponent(c.id), short(c.content, 600))))));
   }
   const docs = await api("GET", "/api/kb/documents", {query: nsq({limit: 200})});
   return h("section", {}, h("h1", {}, "Knowledge base"), docs.length ? h("table", {class: "list"},
