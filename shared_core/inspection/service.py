@@ -73,18 +73,17 @@ class Inspector:
             for day, added in repo.growth(namespace):
                 total += added
                 growth.append(GrowthPoint(day, added, total))
-            overview = dict(
+            size = None
+            if with_store:
+                size = 0 if db.capabilities.in_memory else db.storage_bytes()
+            return Overview(
                 namespace=namespace, live_by_kind=repo.live_by_kind(namespace, now),
                 archived_by_kind=repo.archived_by_kind(namespace), superseded=repo.superseded(namespace),
                 expired=repo.expired(namespace, now), pinned=repo.pinned(namespace),
                 message_tiers=repo.message_tiers(namespace), summary_tiers=repo.summary_tiers(namespace),
                 documents=repo.documents(namespace), sessions=repo.sessions(namespace), links=repo.links(namespace),
-                growth=growth,
+                growth=growth, maintenance=self._maintenance(with_store), file_bytes=size,
             )
-            size = None
-            if with_store:
-                size = 0 if db.capabilities.in_memory else db.storage_bytes()
-        return Overview(**overview, maintenance=self._maintenance(with_store), file_bytes=size)
 
     def _maintenance(self, details: bool) -> MaintenanceView:
         maintenance = self.kernel.service(Maintenance)

@@ -13,6 +13,7 @@ use the existing memory routes.
 from __future__ import annotations
 
 from datetime import datetime
+from enum import Enum
 from importlib import resources
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -44,7 +45,7 @@ _PAGE_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-cache",
 }
-_TAGS = ["inspector"]
+_TAGS: list[str | Enum] = ["inspector"]
 _Limit = Annotated[int, Query(ge=1, le=500)]
 _Offset = Annotated[int, Query(ge=0, le=1_000_000)]
 
