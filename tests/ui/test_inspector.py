@@ -216,3 +216,15 @@ def test_the_docs_show_each_view_the_tests_photograph():
     for name in images:
         assert (docs / "images" / name).stat().st_size < 200_000, name
         assert f"images/{name}" in (docs / "inspector.md").read_text(encoding="utf-8")
+
+
+def test_switching_namespace_shows_that_namespaces_data(page, server):
+    open_as(page, server, server.admin_token, "/search?q=coffee")
+    assert "Bob drinks" not in page.inner_text("#results")
+    page.fill("#namespace", "user:bob")
+    page.dispatch_event("#namespace", "change")
+    page.wait_for_selector("body[data-state=ready][data-view=search] #search-form")
+    page.fill("#query", "coffee")
+    page.click("#search-form button[type=submit]")
+    page.wait_for_selector("article.hit:has-text('Bob drinks his coffee black')")
+    assert "user%3Abob" in page.url or "user:bob" in page.url

@@ -440,8 +440,8 @@ window.addEventListener("hashchange", () => {
 document.addEventListener("DOMContentLoaded", () => {
   $("#namespace").addEventListener("change", (e) => {
     state.ns = e.target.value.trim() || "default";
-    const r = route();
-    go("/" + (["memory"].includes(r.view) || r.arg ? r.view === "memory" ? "search" : r.view : r.view));
+    const view = route().view;  // the same list in the other namespace; a memory's page becomes a search
+    go("/" + (view === "memory" ? "search" : view));
   });
   takeTokenFromUrl();
   start();
