@@ -17,6 +17,7 @@ from .documents.knowledge_base import KnowledgeBase
 from .episodes import Episodes
 from .erasure import Erasure
 from .insights import Insights
+from .inspection.service import Inspector
 from .kernel import Domain
 from .kv import KeyValueStore
 from .learnings import Learnings
@@ -58,4 +59,5 @@ DOMAINS: tuple[Domain[Any], ...] = (
     Domain("erasure", Erasure, closer=Erasure.stop_finisher),
     Domain("pruning", Pruner),
     Domain("maintenance", Maintenance),
+    Domain("inspector", Inspector),
 )

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from .documents import KnowledgeBase
     from .episodes import Episodes
     from .insights import Insights
+    from .inspection import Inspector
     from .kv import KeyValueStore
     from .learnings import Learnings
     from .lifecycle.forgetting import ForgettingEngine
@@ -113,6 +114,7 @@ class MemoryStore:
         erasure: Erasure
         pruning: Pruner
         maintenance: Maintenance
+        inspector: Inspector
 
     def __init__(self, kernel: Kernel) -> None:
         """A store over an opened kernel; use :meth:`open`."""

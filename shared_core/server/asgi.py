@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 
 from .auth import ANONYMOUS, TokenFile
 
-__all__ = ["BearerAuth", "BodyLimit", "BrowserGuard", "PRINCIPAL_KEY", "allowed_hosts_for", "is_loopback",
-           "send_json"]
+__all__ = ["BearerAuth", "BodyLimit", "BrowserGuard", "PRINCIPAL_KEY", "PUBLIC_PATHS_ATTRIBUTE", "allowed_hosts_for",
+           "is_loopback", "send_json"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -25,6 +25,8 @@ Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 PRINCIPAL_KEY = "openkoi_principal"  # in scope["state"]: the request's Principal
+# app.state.<this>: paths a GET or HEAD may fetch without a token (the inspector's page, which holds no data)
+PUBLIC_PATHS_ATTRIBUTE = "public_paths"
 
 
 async def send_json(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]] = ()) -> None:
@@ -38,6 +40,8 @@ class BearerAuth:
     """Every HTTP request needs ``Authorization: Bearer <token>`` from the tokens file, else 401.
 
     ``tokens=None`` lets every request through as :data:`ANONYMOUS` (``--no-auth``, loopback only).
+    A GET or HEAD of a path in the application's ``state.public_paths`` needs no token (and has no
+    principal): the inspector's page, whose data comes through the API with the user's token.
     """
 
     def __init__(self, app: App, tokens: TokenFile | None) -> None:
@@ -50,6 +54,9 @@ class BearerAuth:
             return
         if self.tokens is None:
             principal = ANONYMOUS
+        elif _public(scope):
+            await self.app(scope, receive, send)
+            return
         else:
             principal = self.tokens.authenticate(_bearer(scope))
             if principal is None:
@@ -62,6 +69,14 @@ class BearerAuth:
                 return
         scope.setdefault("state", {})[PRINCIPAL_KEY] = principal
         await self.app(scope, receive, send)
+
+
+def _public(scope: Scope) -> bool:
+    """A GET or HEAD of a path the application lists in ``app.state.public_paths``."""
+    if scope["type"] != "http" or scope.get("method") not in ("GET", "HEAD"):
+        return False
+    state = getattr(scope.get("app"), "state", None)
+    return scope.get("path") in getattr(state, PUBLIC_PATHS_ATTRIBUTE, ())
 
 
 def _bearer(scope: Scope) -> str | None:

@@ -161,6 +161,8 @@ def create_app(
     _insight_routes(app, store)
     _usage_routes(app, store)
     _server_routes(app, store, scheduler)
+    from .inspector_routes import add_inspector  # the inspector's page at / and its routes
+    add_inspector(app, store)
     app.add_middleware(BodyLimit, default=cfg.max_body_bytes, limits={UPLOAD_PATH: cfg.max_upload_bytes})
     app.add_middleware(BearerAuth, tokens=tokens)
     app.add_middleware(  # outermost: a page's request is refused before the token or the body is looked at
