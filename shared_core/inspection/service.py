@@ -13,18 +13,18 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ..archive import Archive
+from ..archive.service import Archive
 from ..clock import days_between
 from ..conversations.api import Conversations
 from ..documents.knowledge_base import KnowledgeBase
 from ..errors import NotFoundError
-from ..facts import Facts
 from ..learnings import Learnings
 from ..lifecycle.forgetting import ForgettingEngine
 from ..lifecycle.links import LinkGraph
 from ..lifecycle.maintenance import STEPS, Maintenance
 from ..memories import Memory, check_namespace
-from ..memory_service import MemoryService
+from ..memories.facts import Facts
+from ..memories.service import MemoryService
 from ..ranking import decayed_confidence, prune_weight, weeks_since_reinforced
 from .records import (
     CurvePoint,
