@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from ..clock import from_iso, to_iso
-from ..db import Database
+from ..db import Backend
 from .records import ContextEvent
 
 __all__ = ["ContextRepository"]
@@ -21,7 +21,7 @@ _COLUMNS = ("id, action, session_key, namespace, policy, created_at, messages_be
 class ContextRepository:
     """Callers hold the kernel's session; writes run inside its transaction."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Backend) -> None:
         self.db = db
 
     def extracted(self, key: str, fingerprints: Sequence[str]) -> set[str]:

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from ..clock import to_iso
-from ..db import Database
+from ..db import Backend
 from .records import AccessCounts, Insight
 
 __all__ = ["InsightRepository"]
@@ -21,7 +21,7 @@ _COLUMNS = ", ".join(Insight.COLUMNS)
 class InsightRepository:
     """Rows of insights and their access log, as :class:`Insight` records and plain values."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Backend) -> None:
         self.db = db
 
     # -- insights ----------------------------------------------------------------------------
@@ -98,7 +98,7 @@ class InsightRepository:
                       previous_since: datetime, active_since: datetime) -> dict[str, AccessCounts]:
         """Per insight of the namespace: its accesses after each ``*_since`` up to ``now`` (the previous
         trend window is ``previous_since`` up to ``recent_since``); insights without any are left out."""
-        t_freq, t_recent, t_previous, t_active = (_iso(t) for t in (frequency_since, recent_since, previous_since,
+        t_freq, t_recent, t_previous, t_active = (to_iso(t) for t in (frequency_since, recent_since, previous_since,
                                                                     active_since))
         oldest = min(t_freq, t_previous, t_active)
         rows = self.db.query(
@@ -111,12 +111,6 @@ class InsightRepository:
     def drop_access_until(self, cutoff: datetime) -> int:
         """Remove access events at or before ``cutoff``; return how many."""
         return int(self.db.execute("DELETE FROM insight_access WHERE at <= ?", (to_iso(cutoff),)).rowcount or 0)
-
-
-def _iso(when: datetime) -> str:
-    text = to_iso(when)
-    assert text is not None
-    return text
 
 
 def _row_values(insight: Insight) -> tuple[Any, ...]:

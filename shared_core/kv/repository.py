@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from ..clock import to_iso
-from ..db import Database
+from ..db import Backend
 
 __all__ = ["KeyValueRepository"]
 
@@ -17,7 +17,7 @@ _BATCH = 500  # keys per statement: well under both backends' bound-parameter li
 class KeyValueRepository:
     """Rows of ``(namespace, collection, key) -> JSON text``."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Backend) -> None:
         self.db = db
 
     def put_many(self, namespace: str, collection: str, entries: Sequence[tuple[str, str]], at: datetime) -> None:

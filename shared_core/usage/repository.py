@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from ..clock import from_iso, to_iso
-from ..db import Database
+from ..db import Backend
 from ..memories import COLUMNS, Memory
 from .records import MemoryUsage, UsageEvent, UsagePattern
 
@@ -24,7 +24,7 @@ _PATTERN_COLUMNS = ("id, pattern_type, description, frequency, trigger_json, con
 class UsageRepository:
     """Usage events and patterns as records; counts as plain values."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Backend) -> None:
         self.db = db
 
     # -- events ------------------------------------------------------------------------------
@@ -43,7 +43,7 @@ class UsageRepository:
         clauses, params = ["namespace = ?"], [namespace]
         if since is not None:
             clauses.append("timestamp >= ?")
-            params.append(_iso(since))
+            params.append(to_iso(since))
         if event_type is not None:
             clauses.append("event_type = ?")
             params.append(event_type)
@@ -132,12 +132,6 @@ class UsageRepository:
             "ORDER BY access_count DESC, last_access_at DESC, chunk_rowid LIMIT ?", (namespace, top))
         return MemoryUsage(by_kind=by_kind, accesses=int(accesses), accessed=int(accessed), reinforced=int(reinforced),
                            demoted=int(demoted), most_accessed=[Memory.from_row(r) for r in top_rows])
-
-
-def _iso(when: datetime) -> str:
-    text = to_iso(when)
-    assert text is not None
-    return text
 
 
 def _stamp(text: str) -> datetime:
