@@ -1,53 +1,27 @@
-"""SQL of the context manager: which messages were read for facts, and the log of flushes and compactions."""
+"""All SQL of the context manager: which messages were read for facts (``context_extracted``) and the
+log of flushes and compactions (``context_events``)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from ..clock import from_iso, to_iso
-from ..db import Database
+from ..db import Backend
+from .records import ContextEvent
 
-__all__ = ["ContextState", "ContextEvent", "session_key"]
-
-
-def session_key(session_id: str | None, namespace: str) -> str:
-    """The bookkeeping key of a conversation: its id, or ``ns:<namespace>`` for a list without one."""
-    return session_id if session_id else f"ns:{namespace}"
-
-
-@dataclass(frozen=True)
-class ContextEvent:
-    """One flush or compaction, as logged (a flush has no summary and compacts nothing)."""
-
-    id: str
-    action: str  # flush | compact
-    session_key: str
-    namespace: str
-    policy: str
-    created_at: datetime
-    messages_before: int
-    messages_after: int
-    compacted: int
-    tokens_before: int
-    tokens_after: int
-    fact_ids: list[str] = field(default_factory=list)
-    summary_id: str | None = None
-    summary: str = ""
-    method: str = "rules"
-
+__all__ = ["ContextRepository"]
 
 _COLUMNS = ("id, action, session_key, namespace, policy, created_at, messages_before, messages_after, compacted, "
             "tokens_before, tokens_after, fact_ids, summary_id, summary, method")
 
 
-class ContextState:
-    """Callers hold the store lock; writes run inside ``db.transaction()``."""
+class ContextRepository:
+    """Callers hold the kernel's session; writes run inside its transaction."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Backend) -> None:
         self.db = db
 
     def extracted(self, key: str, fingerprints: Sequence[str]) -> set[str]:
@@ -99,7 +73,7 @@ class ContextState:
 def _event(row: Sequence[Any]) -> ContextEvent:
     return ContextEvent(
         id=row[0], action=row[1], session_key=row[2], namespace=row[3], policy=row[4],
-        created_at=from_iso(row[5]),  # type: ignore[arg-type]
+        created_at=cast(datetime, from_iso(row[5])),  # NOT NULL
         messages_before=int(row[6]), messages_after=int(row[7]), compacted=int(row[8]), tokens_before=int(row[9]),
         tokens_after=int(row[10]), fact_ids=json.loads(row[11] or "[]"), summary_id=row[12], summary=row[13],
         method=row[14],

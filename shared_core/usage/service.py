@@ -1,126 +1,30 @@
-"""Usage events and pattern mining (seed 000): what the user does, when, and with which skills.
-
-Every event is a row of ``usage_events`` with the seed's fields (type, channel, description,
-category, skills used, score, timestamp, day, hour, day of week); ``day``/``hour``/
-``day_of_week`` (Monday = 0) are computed in ``usage.timezone``. Flushed tasks log one
-automatically (``usage.log_tasks``).
-
-:meth:`Usage.mine` looks at the last ``usage.window_days`` of events and records patterns
-in ``usage_patterns`` (ids derived from what they are about, so mining again updates them):
-
-* ``recurring_time``, daily: one category in one hour of the day. Confidence = days with
-  such an event / days since the first one (today included);
-* ``recurring_time``, weekly (only where the daily pattern is not confident): one category
-  on one weekday and hour. Confidence = weeks with one / weeks since the first one;
-* ``skill_combination``: a set of 2+ skills used together. Confidence = events using all of
-  them / events using any of them.
-
-A pattern needs ``usage.min_samples`` (3) occurrences and ``usage.min_confidence`` (0.5). One
-seen ``usage.propose_min_samples`` (5) times with ``usage.propose_confidence`` (0.7) proposes a
-skill: a SKILL.md under ``<data dir>/skills/proposed/`` (status ``proposed``); ``dismiss``
-stops a pattern from being proposed. Patterns that stop qualifying become ``lapsed``.
-"""
+"""``store.usage``: log usage events, mine recurring patterns from them and propose skills for the
+confident ones (the rules are in the package's docs). The logic only: SQL is the repository's."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from zoneinfo import ZoneInfo
 
-from .clock import from_iso, to_iso
-from .errors import NotFoundError
-from .memories import COLUMNS, DEFAULT_NAMESPACE, Memory, check_namespace, new_id
-from .ranking import combination_confidence, recurrence_confidence
+from ..clock import from_iso, to_iso
+from ..errors import NotFoundError
+from ..memories import DEFAULT_NAMESPACE, check_namespace, new_id
+from ..ranking import combination_confidence, recurrence_confidence
+from .records import PATTERN_STATUSES, MiningReport, UsageEvent, UsagePattern, UsageSummary
+from .repository import UsageRepository
 
 if TYPE_CHECKING:
-    from .kernel import Kernel
+    from ..kernel import Kernel
 
-__all__ = ["Usage", "UsageEvent", "UsagePattern", "UsageSummary", "MiningReport", "PATTERN_STATUSES"]
+__all__ = ["Usage"]
 
-PATTERN_STATUSES = ("detected", "proposed", "dismissed", "lapsed")
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-_EVENT_COLUMNS = ("id, event_type, channel, description, category, skills_used, score, timestamp, day, hour, "
-                  "day_of_week, namespace")
-_PATTERN_COLUMNS = ("id, pattern_type, description, frequency, trigger_json, confidence, sample_count, first_seen, "
-                    "last_seen, proposed_skill, status, namespace")
-
-
-@dataclass(frozen=True)
-class UsageEvent:
-    id: str
-    event_type: str
-    timestamp: datetime
-    day: str
-    hour: int
-    day_of_week: int
-    channel: str | None = None
-    description: str | None = None
-    category: str | None = None
-    skills: tuple[str, ...] = ()
-    score: float | None = None
-    namespace: str = DEFAULT_NAMESPACE
-
-
-@dataclass(frozen=True)
-class UsagePattern:
-    id: str
-    pattern_type: str  # recurring_time | skill_combination
-    description: str
-    frequency: str | None
-    trigger: dict[str, Any]
-    confidence: float
-    sample_count: int
-    first_seen: datetime
-    last_seen: datetime
-    proposed_skill: str | None = None  # path of the proposed SKILL.md, relative to the skills directory
-    status: str = "detected"
-    namespace: str = DEFAULT_NAMESPACE
-
-
-@dataclass
-class MiningReport:
-    """What :meth:`Usage.mine` did; mining twice in a row reports no changes the second time."""
-
-    events: int = 0
-    patterns: list[UsagePattern] = field(default_factory=list)  # qualifying now
-    new: int = 0
-    changed: int = 0
-    lapsed: int = 0
-    proposed: list[str] = field(default_factory=list)  # SKILL.md paths written
-
-
-@dataclass(frozen=True)
-class UsageSummary:
-    """Seed 003's usage analytics for one namespace: how often what is remembered gets used.
-
-    ``accesses`` sums every memory's ``access_count`` (returned by a search or a lookup, seed
-    003); ``reinforced``/``demoted`` count memories whose feedback score is above/below zero
-    (seed 002); ``events`` are the seed-000 usage events by type.
-    """
-
-    namespace: str
-    memories: int
-    by_kind: dict[str, int]
-    accesses: int
-    accessed: int  # memories returned at least once
-    reinforced: int
-    demoted: int
-    most_accessed: list[Memory]
-    events: int
-    events_by_type: dict[str, int]
-    patterns: int
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k != "most_accessed"}
-        out["most_accessed"] = [m.to_dict() for m in self.most_accessed]
-        return out
 
 
 class Usage:
@@ -128,6 +32,7 @@ class Usage:
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
+        self._repo = UsageRepository(kernel.backend)
 
     @property
     def _zone(self) -> ZoneInfo:
@@ -152,18 +57,18 @@ class Usage:
             raise ValueError(f"skills must be a list of skill names, got {skills!r}")
         if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
             raise ValueError(f"score must be a number, got {score!r}")
-        when = from_iso(at if isinstance(at, str) else to_iso(at)) if at is not None else self.kernel.clock.now()
-        local = when.astimezone(self._zone)  # type: ignore[union-attr]
-        event_id = new_id()
-        with self.kernel.session(write=True) as db:
-            db.execute(
-                f"INSERT INTO usage_events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (event_id, event_type.strip(), channel, description, category,
-                 json.dumps(list(dict.fromkeys(s.strip() for s in skills)), ensure_ascii=False),
-                 None if score is None else float(score), to_iso(when), local.date().isoformat(), local.hour,
-                 local.weekday(), check_namespace(namespace)),
-            )
-        return event_id
+        when = cast(datetime, from_iso(at if isinstance(at, str) else to_iso(at))) if at is not None \
+            else self.kernel.clock.now()
+        local = when.astimezone(self._zone)
+        event = UsageEvent(
+            id=new_id(), event_type=event_type.strip(), timestamp=when, day=local.date().isoformat(), hour=local.hour,
+            day_of_week=local.weekday(), channel=channel, description=description, category=category,
+            skills=tuple(dict.fromkeys(s.strip() for s in skills)), score=None if score is None else float(score),
+            namespace=check_namespace(namespace),
+        )
+        with self.kernel.session(write=True):
+            self._repo.insert_event(event)
+        return event.id
 
     def events(
         self,
@@ -174,66 +79,43 @@ class Usage:
         limit: int | None = None,
     ) -> list[UsageEvent]:
         """Events, oldest first."""
-        clauses, params = ["namespace = ?"], [check_namespace(namespace)]
-        if since is not None:
-            clauses.append("timestamp >= ?")
-            params.append(to_iso(from_iso(since if isinstance(since, str) else to_iso(since))))
-        if event_type is not None:
-            clauses.append("event_type = ?")
-            params.append(event_type)
-        tail = f" LIMIT {int(limit)}" if limit is not None else ""
-        with self.kernel.session() as db:
-            rows = db.query(
-                f"SELECT {_EVENT_COLUMNS} FROM usage_events WHERE {' AND '.join(clauses)} "
-                f"ORDER BY timestamp, rowid{tail}", params)
-        return [UsageEvent(id=r[0], event_type=r[1], channel=r[2], description=r[3], category=r[4],
-                           skills=tuple(json.loads(r[5] or "[]")), score=r[6], timestamp=from_iso(r[7]),  # type: ignore[arg-type]
-                           day=r[8], hour=int(r[9]), day_of_week=int(r[10]), namespace=r[11]) for r in rows]
+        check_namespace(namespace)
+        start = from_iso(since if isinstance(since, str) else to_iso(since)) if since is not None else None
+        if since is not None and start is None:  # an empty time: nothing is at or after it
+            return []
+        with self.kernel.session():
+            return self._repo.events(namespace, since=start, event_type=event_type, limit=limit)
 
     def patterns(self, *, namespace: str = DEFAULT_NAMESPACE, status: str | None = None) -> list[UsagePattern]:
         """Stored patterns, most confident first."""
-        clauses, params = ["namespace = ?"], [check_namespace(namespace)]
-        if status is not None:
-            if status not in PATTERN_STATUSES:
-                raise ValueError(f"status must be one of {', '.join(PATTERN_STATUSES)}, got {status!r}")
-            clauses.append("status = ?")
-            params.append(status)
-        with self.kernel.session() as db:
-            rows = db.query(
-                f"SELECT {_PATTERN_COLUMNS} FROM usage_patterns WHERE {' AND '.join(clauses)} "
-                "ORDER BY confidence DESC, sample_count DESC, id", params)
-        return [_pattern(r) for r in rows]
+        check_namespace(namespace)
+        if status is not None and status not in PATTERN_STATUSES:
+            raise ValueError(f"status must be one of {', '.join(PATTERN_STATUSES)}, got {status!r}")
+        with self.kernel.session():
+            return self._repo.patterns(namespace, status=status)
 
     def dismiss(self, pattern_id: str) -> UsagePattern:
         """Never propose a skill for this pattern (mining keeps it dismissed)."""
-        with self.kernel.session(write=True) as db:
-            if db.execute("UPDATE usage_patterns SET status = 'dismissed' WHERE id = ?", (pattern_id,)).rowcount == 0:
+        with self.kernel.session(write=True):
+            if not self._repo.dismiss(pattern_id):
                 raise NotFoundError(f"no usage pattern with id {pattern_id!r}")
-            row = db.query(f"SELECT {_PATTERN_COLUMNS} FROM usage_patterns WHERE id = ?", (pattern_id,))
-        return _pattern(row[0])
+            pattern = self._repo.pattern(pattern_id)
+        assert pattern is not None  # just updated, in this transaction
+        return pattern
 
     def summary(self, *, namespace: str = DEFAULT_NAMESPACE, top: int = 10) -> UsageSummary:
         """Access frequency and feedback of the namespace's memories, and its usage events (seed 003)."""
         check_namespace(namespace)
         if isinstance(top, bool) or not isinstance(top, int) or top < 0:
             raise ValueError(f"top must be a whole number >= 0, got {top!r}")
-        with self.kernel.session() as db:
-            by_kind = {k: int(n) for k, n in db.query(
-                "SELECT kind, count(*) FROM memory_chunks WHERE namespace = ? GROUP BY kind ORDER BY kind", (namespace,))}
-            accesses, accessed, reinforced, demoted = db.query(
-                "SELECT coalesce(sum(access_count), 0), coalesce(sum(access_count > 0), 0), coalesce(sum(score > 0), 0), "
-                "coalesce(sum(score < 0), 0) FROM memory_chunks WHERE namespace = ?", (namespace,))[0]
-            top_rows = db.query(
-                f"SELECT {', '.join(COLUMNS)} FROM memory_chunks WHERE namespace = ? AND access_count > 0 "
-                "ORDER BY access_count DESC, last_access_at DESC, chunk_rowid LIMIT ?", (namespace, top))
-            by_type = {t: int(n) for t, n in db.query(
-                "SELECT event_type, count(*) FROM usage_events WHERE namespace = ? GROUP BY event_type "
-                "ORDER BY event_type", (namespace,))}
-            patterns = int(db.scalar("SELECT count(*) FROM usage_patterns WHERE namespace = ?", (namespace,)) or 0)
+        with self.kernel.session():
+            memories = self._repo.memory_usage(namespace, top=top)
+            by_type = self._repo.event_counts_by_type(namespace)
+            patterns = self._repo.pattern_count(namespace)
         return UsageSummary(
-            namespace=namespace, memories=sum(by_kind.values()), by_kind=by_kind, accesses=int(accesses),
-            accessed=int(accessed), reinforced=int(reinforced), demoted=int(demoted),
-            most_accessed=[Memory.from_row(r) for r in top_rows], events=sum(by_type.values()),
+            namespace=namespace, memories=sum(memories.by_kind.values()), by_kind=memories.by_kind,
+            accesses=memories.accesses, accessed=memories.accessed, reinforced=memories.reinforced,
+            demoted=memories.demoted, most_accessed=memories.most_accessed, events=sum(by_type.values()),
             events_by_type=by_type, patterns=patterns,
         )
 
@@ -243,10 +125,8 @@ class Usage:
         """Detect recurring patterns in recent events (every namespace unless one is given),
         store them, and propose SKILL.md files for the confident ones."""
         report = MiningReport()
-        with self.kernel.session() as db:
-            namespaces = [check_namespace(namespace)] if namespace is not None else [
-                r[0] for r in db.query("SELECT DISTINCT namespace FROM usage_events UNION "
-                                       "SELECT DISTINCT namespace FROM usage_patterns")]
+        with self.kernel.session():
+            namespaces = [check_namespace(namespace)] if namespace is not None else self._repo.namespaces()
             for ns in namespaces:
                 self._mine_namespace(ns, report, propose)
         return report
@@ -258,10 +138,9 @@ class Usage:
         events = [e for e in events if e.timestamp <= now]  # a clock that went back: ignore the future
         report.events += len(events)
         found = _detect(events, now.astimezone(self._zone).date(), cfg)
-        db = self.kernel.backend
         existing = {p.id: p for p in self.patterns(namespace=namespace)}
         to_propose: list[UsagePattern] = []
-        with db.transaction():
+        with self.kernel.session(write=True):
             for spec in found:
                 pattern_id = _pattern_id(namespace, spec["pattern_type"], spec["key"])
                 old = existing.pop(pattern_id, None)
@@ -278,28 +157,18 @@ class Usage:
                 elif _differs(old, pattern):
                     report.changed += 1
                 if old is None or _differs(old, pattern):
-                    db.execute(
-                        f"INSERT INTO usage_patterns ({_PATTERN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                        "ON CONFLICT(id) DO UPDATE SET description = excluded.description, frequency = "
-                        "excluded.frequency, trigger_json = excluded.trigger_json, confidence = excluded.confidence, "
-                        "sample_count = excluded.sample_count, last_seen = excluded.last_seen, status = excluded.status",
-                        (pattern.id, pattern.pattern_type, pattern.description, pattern.frequency,
-                         json.dumps(pattern.trigger, sort_keys=True), pattern.confidence, pattern.sample_count,
-                         to_iso(pattern.first_seen), to_iso(pattern.last_seen), pattern.proposed_skill,
-                         pattern.status, namespace),
-                    )
+                    self._repo.save_pattern(pattern)
                 if (propose and pattern.status == "detected" and pattern.confidence >= cfg.propose_confidence
                         and pattern.sample_count >= cfg.propose_min_samples):
                     to_propose.append(pattern)
             for old in existing.values():
                 if old.status == "detected":
-                    db.execute("UPDATE usage_patterns SET status = 'lapsed' WHERE id = ?", (old.id,))
+                    self._repo.mark_lapsed(old.id)
                     report.lapsed += 1
         for pattern in to_propose:
             path = self._propose(pattern, events)
-            with db.transaction():
-                db.execute("UPDATE usage_patterns SET proposed_skill = ?, status = 'proposed' WHERE id = ?",
-                           (path, pattern.id))
+            with self.kernel.session(write=True):
+                self._repo.mark_proposed(pattern.id, path)
             report.proposed.append(path)
 
     def _propose(self, pattern: UsagePattern, events: list[UsageEvent]) -> str:
@@ -339,13 +208,9 @@ class Usage:
         return relative
 
     def erase(self, namespace: str) -> None:
-        """Delete the namespace's events and patterns, and the SKILL.md files its patterns proposed."""
-        db = self.kernel.backend
+        """Remove the namespace's events and patterns, and the SKILL.md files its patterns proposed."""
         root = Path(self.kernel.data_dir) / "skills"
-        for pattern_id, relative in db.query(
-            "SELECT id, proposed_skill FROM usage_patterns WHERE namespace = ? AND proposed_skill IS NOT NULL",
-            (namespace,),
-        ):
+        for pattern_id, relative in self._repo.proposed_skills(namespace):
             path = (root / relative).resolve()
             if not path.is_relative_to((root / "proposed").resolve()) or not path.is_file():
                 continue
@@ -356,8 +221,7 @@ class Usage:
                         path.parent.rmdir()
             except OSError:
                 continue
-        db.execute("DELETE FROM usage_events WHERE namespace = ?", (namespace,))
-        db.execute("DELETE FROM usage_patterns WHERE namespace = ?", (namespace,))
+        self._repo.erase(namespace)
 
 
 def _detect(events: list[UsageEvent], today: Any, cfg: Any) -> list[dict[str, Any]]:
@@ -400,11 +264,11 @@ def _detect(events: list[UsageEvent], today: Any, cfg: Any) -> list[dict[str, An
         confidence = combination_confidence(len(together), with_any)
         if len(together) >= cfg.min_samples and confidence >= cfg.min_confidence:
             categories = Counter(e.category for e in together if e.category)
-            category = categories.most_common(1)[0][0] if categories else None
-            where = f" for {category} tasks" if category else ""
+            usual = categories.most_common(1)[0][0] if categories else None
+            where = f" for {usual} tasks" if usual else ""
             out.append(_spec("skill_combination", "skills|" + "|".join(combo),
                              f"{' + '.join(combo)} used together{where}", f"{len(together)} times",
-                             {"skills": list(combo), "category": category}, confidence, len(together), together))
+                             {"skills": list(combo), "category": usual}, confidence, len(together), together))
     return out
 
 
@@ -427,13 +291,6 @@ def _differs(old: UsagePattern, new: UsagePattern) -> bool:
     return (old.description, old.frequency, old.trigger, old.confidence, old.sample_count, old.last_seen,
             old.status) != (new.description, new.frequency, new.trigger, new.confidence, new.sample_count,
                             new.last_seen, new.status)
-
-
-def _pattern(row: Sequence[Any]) -> UsagePattern:
-    return UsagePattern(id=row[0], pattern_type=row[1], description=row[2], frequency=row[3],
-                        trigger=json.loads(row[4] or "{}"), confidence=float(row[5]), sample_count=int(row[6]),
-                        first_seen=from_iso(row[7]), last_seen=from_iso(row[8]),  # type: ignore[arg-type]
-                        proposed_skill=row[9], status=row[10] or "detected", namespace=row[11])
 
 
 def _pattern_id(namespace: str, kind: str, key: str) -> str:

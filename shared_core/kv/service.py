@@ -1,16 +1,4 @@
-"""A namespaced key-value table of JSON values, in the same file as the memories.
-
-Frameworks keep state beside their vectors (LlamaIndex's document store, index store and
-ingestion dedup hashes); this keeps it in the one database, isolated by the same
-namespaces as memories (so ``erase_namespace`` removes it too) and grouped in
-collections. Values are anything JSON can hold; every read returns a fresh copy.
-
->>> from shared_core import MemoryStore
->>> with MemoryStore.open(":memory:") as store:
-...     store.kv.put("doc-1", {"hash": "ab12"}, collection="docstore/metadata")
-...     store.kv.get("doc-1", collection="docstore/metadata")
-{'hash': 'ab12'}
-"""
+"""``store.kv``: JSON values by (namespace, collection, key); the SQL is the repository's."""
 
 from __future__ import annotations
 
@@ -18,16 +6,15 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .clock import to_iso
-from .memories import DEFAULT_NAMESPACE, check_namespace
+from ..memories import DEFAULT_NAMESPACE, check_namespace
+from .repository import KeyValueRepository
 
 if TYPE_CHECKING:
-    from .kernel import Kernel
+    from ..kernel import Kernel
 
 __all__ = ["KeyValueStore", "DEFAULT_COLLECTION"]
 
 DEFAULT_COLLECTION = "default"
-_BATCH = 500
 
 
 class KeyValueStore:
@@ -35,6 +22,7 @@ class KeyValueStore:
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
+        self._repo = KeyValueRepository(kernel.backend)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -48,23 +36,18 @@ class KeyValueStore:
         """Store several values in one transaction; return how many were written."""
         pairs = list(items.items()) if isinstance(items, Mapping) else list(items)
         _check_place(collection, namespace)
-        rows = []
-        now = to_iso(self.kernel.clock.now())
+        entries = []
+        now = self.kernel.clock.now()
         for pair in pairs:
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise TypeError(f"put_many takes (key, value) pairs or a dict, got {pair!r}")
             key, value = pair
-            rows.append((namespace, collection, _check_key(key), _dump(key, value), now))
-        if not rows:
+            entries.append((_check_key(key), _dump(key, value)))
+        if not entries:
             return 0
-        with self.kernel.session(write=True) as db:
-            db.executemany(
-                "INSERT INTO kv_entries (namespace, collection, key, value, updated_at) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT (namespace, collection, key) DO UPDATE SET value = excluded.value, "
-                "updated_at = excluded.updated_at",
-                rows,
-            )
-        return len(rows)
+        with self.kernel.session(write=True):
+            self._repo.put_many(namespace, collection, entries, now)
+        return len(entries)
 
     def delete(self, key: str, *, collection: str = DEFAULT_COLLECTION, namespace: str = DEFAULT_NAMESPACE) -> bool:
         """Remove ``key``; return whether it was there."""
@@ -75,33 +58,20 @@ class KeyValueStore:
         """Remove several keys in one transaction; return how many existed."""
         _check_place(collection, namespace)
         wanted = list(dict.fromkeys(_check_key(k) for k in keys))
-        deleted = 0
-        with self.kernel.session(write=True) as db:
-            for start in range(0, len(wanted), _BATCH):
-                part = wanted[start : start + _BATCH]
-                cursor = db.execute(
-                    f"DELETE FROM kv_entries WHERE namespace = ? AND collection = ? "
-                    f"AND key IN ({', '.join('?' for _ in part)})",
-                    (namespace, collection, *part),
-                )
-                deleted += max(cursor.rowcount, 0)
-        return deleted
+        with self.kernel.session(write=True):
+            return self._repo.delete_keys(namespace, collection, wanted)
 
     def delete_collection(self, collection: str, *, namespace: str = DEFAULT_NAMESPACE) -> int:
         """Remove every key of a collection; return how many."""
         _check_place(collection, namespace)
-        with self.kernel.session(write=True) as db:
-            cursor = db.execute(
-                "DELETE FROM kv_entries WHERE namespace = ? AND collection = ?", (namespace, collection)
-            )
-            return max(cursor.rowcount, 0)
+        with self.kernel.session(write=True):
+            return self._repo.delete_collection(namespace, collection)
 
     def erase(self, namespace: str) -> int:
         """Remove every entry of a namespace (``MemoryStore.erase_namespace`` calls this)."""
         check_namespace(namespace)
-        with self.kernel.session(write=True) as db:
-            cursor = db.execute("DELETE FROM kv_entries WHERE namespace = ?", (namespace,))
-            return max(cursor.rowcount, 0)
+        with self.kernel.session(write=True):
+            return self._repo.erase(namespace)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -116,46 +86,27 @@ class KeyValueStore:
         """The values that exist among ``keys`` (missing keys are left out)."""
         _check_place(collection, namespace)
         wanted = list(dict.fromkeys(_check_key(k) for k in keys))
-        out: dict[str, Any] = {}
-        with self.kernel.session() as db:
-            for start in range(0, len(wanted), _BATCH):
-                part = wanted[start : start + _BATCH]
-                for key, value in db.query(
-                    f"SELECT key, value FROM kv_entries WHERE namespace = ? AND collection = ? "
-                    f"AND key IN ({', '.join('?' for _ in part)})",
-                    (namespace, collection, *part),
-                ):
-                    out[key] = json.loads(value)
-        return {k: out[k] for k in wanted if k in out}
+        with self.kernel.session():
+            found = self._repo.values(namespace, collection, wanted)
+        return {k: json.loads(found[k]) for k in wanted if k in found}
 
     def items(self, *, collection: str = DEFAULT_COLLECTION, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
         """Every key of a collection and its value, in key order."""
         _check_place(collection, namespace)
-        with self.kernel.session() as db:
-            rows = db.query(
-                "SELECT key, value FROM kv_entries WHERE namespace = ? AND collection = ? ORDER BY key",
-                (namespace, collection),
-            )
+        with self.kernel.session():
+            rows = self._repo.items(namespace, collection)
         return {key: json.loads(value) for key, value in rows}
 
     def keys(self, *, collection: str = DEFAULT_COLLECTION, namespace: str = DEFAULT_NAMESPACE) -> list[str]:
         _check_place(collection, namespace)
-        with self.kernel.session() as db:
-            rows = db.query(
-                "SELECT key FROM kv_entries WHERE namespace = ? AND collection = ? ORDER BY key",
-                (namespace, collection),
-            )
-        return [r[0] for r in rows]
+        with self.kernel.session():
+            return self._repo.keys(namespace, collection)
 
     def collections(self, *, namespace: str = DEFAULT_NAMESPACE) -> dict[str, int]:
         """Every collection of a namespace and how many keys it holds."""
         check_namespace(namespace)
-        with self.kernel.session() as db:
-            rows = db.query(
-                "SELECT collection, count(*) FROM kv_entries WHERE namespace = ? GROUP BY collection ORDER BY collection",
-                (namespace,),
-            )
-        return {c: int(n) for c, n in rows}
+        with self.kernel.session():
+            return self._repo.collections(namespace)
 
 
 def _check_place(collection: Any, namespace: Any) -> None:
