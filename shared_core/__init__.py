@@ -53,7 +53,7 @@ from .errors import (
 )
 from .index.filters import And, Condition, Not, Or
 from .insights import ExtractionResult, Insight, InsightData, InsightWeights, RankedInsight
-from .learning_records import DecayReport, Learning, LearningType
+from .learnings.records import DecayReport, Learning, LearningType
 from .lifecycle.cron import CronSchedule
 from .lifecycle.forgetting import ForgettingEngine, ForgettingReport
 from .lifecycle.links import Link

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from .clock import from_iso, to_iso
 from .conversations.api import Conversations
 from .errors import NotFoundError
-from .learning_records import ExtractionReport
+from .learnings.records import ExtractionReport
 from .learnings import Learnings
 from .memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
 from .skills import Skills
