@@ -12,7 +12,7 @@ from .records import LearningCandidate, LearningType
 
 if TYPE_CHECKING:
     from ..config import Config
-    from ..task_records import TaskRecord
+    from ..tasks.records import TaskRecord
 
 __all__ = ["EXTRACTION_PROMPT", "rule_learnings", "wants_model", "model_learnings"]
 

@@ -64,7 +64,7 @@ from .rules import model_learnings, rule_learnings, wants_model
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
-    from ..task_records import TaskRecord
+    from ..tasks.records import TaskRecord
 
 __all__ = ["Learnings"]
 
