@@ -33,7 +33,7 @@ from .tokens import count_tokens
 
 if TYPE_CHECKING:
     from .kernel import Kernel
-    from .learning_records import Learning
+    from .learnings.records import Learning
     from .skills import SkillRecommendation
 
 __all__ = ["Historian", "Recall", "RecalledItem"]

@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .memories import DEFAULT_NAMESPACE
+from ..memories import DEFAULT_NAMESPACE
 
-__all__ = ["LearningType", "Learning", "LearningCandidate", "ExtractionReport", "DecayReport", "learning_sentence"]
+__all__ = ["LearningType", "Learning", "LearningCandidate", "ExtractionReport", "DecayReport", "StoredLearning",
+           "learning_sentence"]
 
 
 class LearningType(str, enum.Enum):
@@ -55,6 +56,28 @@ class Learning:
     created_at: datetime | None = None
     last_used: datetime | None = None
     expires_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class StoredLearning:
+    """A row of ``learnings`` with its index entry's pin and rowid, as the repository reads it: a
+    :class:`Learning` before the service computes its current confidence from the base and the age."""
+
+    id: str
+    type: LearningType
+    content: str
+    category: str | None
+    stored_confidence: float | None  # the confidence column, as the last decay run left it
+    base_confidence: float
+    source_task: str | None
+    reinforced: int
+    created_at: datetime | None
+    last_used: datetime | None
+    expires_at: datetime | None
+    namespace: str
+    origin: str
+    pinned: bool
+    chunk_rowid: int
 
 
 @dataclass(frozen=True)

@@ -15,94 +15,22 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .clock import from_iso, to_iso
-from .embed import content_hash
-from .errors import NotFoundError
-from .memories import DEFAULT_NAMESPACE, check_namespace
-from .memories.service import MemoryService
+from ..embed import content_hash
+from ..errors import NotFoundError
+from ..memories import DEFAULT_NAMESPACE, check_namespace
+from ..memories.service import MemoryService
+from .records import SKILL_ORIGINS, SkillFile, SkillRecommendation, SkillScore, SyncReport
+from .repository import SkillRepository
 
 if TYPE_CHECKING:
-    from .kernel import Kernel
+    from ..kernel import Kernel
 
-__all__ = ["Skills", "SkillScore", "SkillFile", "SkillRecommendation", "SyncReport", "SKILL_ORIGINS",
-           "parse_skill_file"]
+__all__ = ["Skills", "parse_skill_file"]
 
 logger = logging.getLogger("openkoi.skills")
-
-SKILL_ORIGINS = ("managed", "proposed", "user")
-
-# seed 000's upsert, with the namespace added to the key
-_UPSERT = """
-INSERT INTO skill_effectiveness (namespace, skill_name, task_category, avg_score, sample_count, last_used)
-VALUES (?1, ?2, ?3, ?4, 1, ?5)
-ON CONFLICT(namespace, skill_name, task_category)
-DO UPDATE SET
-avg_score = (avg_score * sample_count + ?4) / (sample_count + 1),
-sample_count = sample_count + 1,
-last_used = ?5
-"""
-
-
-@dataclass(frozen=True)
-class SkillScore:
-    """One cell of the effectiveness matrix."""
-
-    skill_name: str
-    category: str
-    avg_score: float
-    sample_count: int
-    last_used: datetime | None
-    namespace: str = DEFAULT_NAMESPACE
-
-
-@dataclass(frozen=True)
-class SkillFile:
-    """An indexed SKILL.md."""
-
-    id: str
-    name: str
-    origin: str  # managed | proposed | user
-    path: str  # relative to the skills directory
-    description: str
-
-
-@dataclass(frozen=True)
-class SkillRecommendation:
-    """A skill suggested for a task: its track record in the category and/or its match to the task."""
-
-    name: str
-    description: str = ""
-    avg_score: float | None = None
-    sample_count: int = 0
-    category: str | None = None
-    id: str | None = None  # the SKILL.md's memory id, when there is a file
-
-    def render(self) -> str:
-        parts = [self.name]
-        if self.avg_score is not None:
-            tasks = "task" if self.sample_count == 1 else "tasks"
-            where = f" {self.category}" if self.category else ""
-            parts.append(f"(avg score {self.avg_score:.2f} over {self.sample_count}{where} {tasks})")
-        text = " ".join(parts)
-        return f"{text}: {self.description}" if self.description else text
-
-
-@dataclass
-class SyncReport:
-    added: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    unchanged: int = 0
-    skipped: list[str] = field(default_factory=list)  # unreadable or empty files
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.added or self.updated or self.removed)
 
 
 class Skills:
@@ -110,6 +38,7 @@ class Skills:
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
+        self._repo = SkillRepository(kernel.backend)
         self._signatures: dict[str, tuple[Any, ...]] = {}  # namespace -> files' (path, mtime, size) at last sync
 
     @property
@@ -124,32 +53,25 @@ class Skills:
         skill_name, category = _name(skill_name, "skill_name"), _name(category, "category")
         if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0:
             raise ValueError(f"score must be a number between 0 and 1, got {score!r}")
-        with self.kernel.session(write=True) as db:
-            db.execute(_UPSERT, (check_namespace(namespace), skill_name, category, float(score),
-                                 to_iso(self.kernel.clock.now())))
+        with self.kernel.session(write=True):
+            self._repo.fold_score(check_namespace(namespace), skill_name, category, float(score),
+                                  self.kernel.clock.now())
         return self.get(skill_name, category, namespace=namespace)
 
     def get(self, skill_name: str, category: str, *, namespace: str = DEFAULT_NAMESPACE) -> SkillScore:
-        rows = self._scores("namespace = ? AND skill_name = ? AND task_category = ?", [namespace, skill_name, category])
-        if not rows:
+        with self.kernel.session():
+            score = self._repo.score(namespace, skill_name, category)
+        if score is None:
             raise NotFoundError(f"no effectiveness record for skill {skill_name!r} in category {category!r}")
-        return rows[0]
+        return score
 
     def rank(
         self, category: str, *, namespace: str = DEFAULT_NAMESPACE, limit: int | None = None, min_samples: int = 1
     ) -> list[SkillScore]:
         """Skills for a task category, best average score first (more samples break ties)."""
-        rows = self._scores("namespace = ? AND task_category = ? AND sample_count >= ?",
-                            [check_namespace(namespace), category, int(min_samples)])
+        with self.kernel.session():
+            rows = self._repo.ranked(check_namespace(namespace), category, int(min_samples))
         return rows[:limit] if limit is not None else rows
-
-    def _scores(self, where: str, params: list[Any]) -> list[SkillScore]:
-        with self.kernel.session() as db:
-            rows = db.query(
-                "SELECT skill_name, task_category, avg_score, sample_count, last_used, namespace FROM "
-                f"skill_effectiveness WHERE {where} ORDER BY avg_score DESC, sample_count DESC, skill_name", params
-            )
-        return [SkillScore(r[0], r[1], float(r[2]), int(r[3]), from_iso(r[4]), r[5]) for r in rows]
 
     # -- SKILL.md files -----------------------------------------------------------------------
 
@@ -270,7 +192,7 @@ class Skills:
 
     def erase(self, namespace: str) -> None:
         """Remove the namespace's rows (``erase_namespace``)."""
-        self.kernel.backend.execute("DELETE FROM skill_effectiveness WHERE namespace = ?", (namespace,))
+        self._repo.erase(namespace)
 
 
 def parse_skill_file(text: str, *, default_name: str) -> tuple[str, str]:

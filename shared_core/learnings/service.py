@@ -27,6 +27,7 @@ handle: a learning whose memory was deleted or archived is no longer live.
 
 from __future__ import annotations
 
+import builtins
 import logging
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
@@ -34,41 +35,40 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .archive import Archive
-from .clock import from_iso, to_iso
-from .errors import NotFoundError
-from .learning_records import (
-    DecayReport,
-    ExtractionReport,
-    Learning,
-    LearningCandidate,
-    LearningType,
-    learning_sentence,
-)
-from .learning_rules import model_learnings, rule_learnings, wants_model
-from .llm import TextModel
-from .memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
-from .memories.service import MemoryService
-from .ranking import (
+from ..archive import Archive
+from ..clock import to_iso
+from ..errors import NotFoundError
+from ..llm import TextModel
+from ..memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
+from ..memories.service import MemoryService
+from ..ranking import (
     decayed_confidence,
     is_pruned,
     learning_recall_score,
     reinforced_confidence,
     weeks_since_reinforced,
 )
-from .restatement import is_restatement
-from .validation import unit_or_none
+from ..restatement import is_restatement
+from ..validation import unit_or_none
+from .records import (
+    DecayReport,
+    ExtractionReport,
+    Learning,
+    LearningCandidate,
+    LearningType,
+    StoredLearning,
+    learning_sentence,
+)
+from .repository import LearningRepository
+from .rules import model_learnings, rule_learnings, wants_model
 
 if TYPE_CHECKING:
-    from .kernel import Kernel
-    from .task_records import TaskRecord
+    from ..kernel import Kernel
+    from ..tasks.records import TaskRecord
 
 __all__ = ["Learnings"]
 
 logger = logging.getLogger("openkoi.learnings")
-
-_COLUMNS = ("l.id, l.type, l.content, l.category, l.confidence, l.base_confidence, l.source_task, l.reinforced, "
-            "l.created_at, l.last_used, l.expires_at, l.namespace, l.origin, c.pinned, c.chunk_rowid")
 
 
 class Learnings:
@@ -76,17 +76,18 @@ class Learnings:
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
+        self._repo = LearningRepository(kernel.backend)
 
     # -- reading ------------------------------------------------------------------------------
 
     def get(self, learning_id: str, *, namespace: str | None = None) -> Learning:
         """A live learning (its index entry exists), or :class:`NotFoundError`."""
         with self.kernel.session():
-            rows = self._rows("l.id = ?", [learning_id])
-        if not rows or (namespace is not None and rows[0].namespace != namespace):
+            found = self._live(learning_id)
+        if found is None or (namespace is not None and found.namespace != namespace):
             where = f" in namespace {namespace!r}" if namespace is not None else ""
             raise NotFoundError(f"no live learning with id {learning_id!r}{where}")
-        return rows[0]
+        return found
 
     def list(
         self,
@@ -99,17 +100,12 @@ class Learnings:
         limit: int | None = None,
     ) -> list[Learning]:
         """Live learnings, most confident first (current, decayed confidence)."""
-        clauses, params = ["l.namespace = ?"], [check_namespace(namespace)]
+        check_namespace(namespace)
         types = _types(type)
-        if types is not None:
-            clauses.append(f"l.type IN ({', '.join('?' for _ in types)})")
-            params.extend(t.value for t in types)
-        if category is not None:
-            clauses.append("l.category = ?")
-            params.append(category)
         with self.kernel.session():
-            found = self._rows(" AND ".join(clauses), params)
+            stored = self._repo.live_in(namespace, types, category)
         now = self.kernel.clock.now()
+        found = [self._learning(x, now) for x in stored]
         if not include_expired:
             found = [x for x in found if x.expires_at is None or x.expires_at > now]
         if min_confidence is not None:
@@ -117,21 +113,23 @@ class Learnings:
         found.sort(key=lambda x: (-x.confidence, -(x.created_at.timestamp() if x.created_at else 0.0)))
         return found[:limit] if limit is not None else found
 
-    def _rows(self, where: str, params: list[Any]) -> list[Learning]:
-        rows = self.kernel.backend.query(
-            f"SELECT {_COLUMNS} FROM learnings l JOIN memory_chunks c ON c.id = l.id WHERE {where}", params
-        )
-        now = self.kernel.clock.now()
-        return [self._from_row(r, now) for r in rows]
+    def _live(self, learning_id: str) -> Learning | None:
+        stored = self._repo.live(learning_id)
+        return None if stored is None else self._learning(stored, self.kernel.clock.now())
 
-    def _from_row(self, row: Sequence[Any], now: datetime) -> Learning:
-        base = float(row[5] if row[5] is not None else row[4])
-        created, last_used, pinned = from_iso(row[8]), from_iso(row[9]), bool(row[13])
+    def _live_by_ids(self, ids: Sequence[str]) -> builtins.list[Learning]:
+        if not ids:
+            return []
+        now = self.kernel.clock.now()
+        return [self._learning(x, now) for x in self._repo.live_by_ids(ids)]
+
+    def _learning(self, row: StoredLearning, now: datetime) -> Learning:
         return Learning(
-            id=row[0], type=LearningType.parse(row[1]), content=row[2], category=row[3],
-            confidence=self._current(base, last_used or created, now, pinned), base_confidence=base,
-            source_task=row[6], reinforced=int(row[7] or 0), created_at=created, last_used=last_used,
-            expires_at=from_iso(row[10]), namespace=row[11], origin=row[12], pinned=pinned,
+            id=row.id, type=row.type, content=row.content, category=row.category,
+            confidence=self._current(row.base_confidence, row.last_used or row.created_at, now, row.pinned),
+            base_confidence=row.base_confidence, source_task=row.source_task, reinforced=row.reinforced,
+            created_at=row.created_at, last_used=row.last_used, expires_at=row.expires_at, namespace=row.namespace,
+            origin=row.origin, pinned=row.pinned,
         )
 
     def _current(self, base: float, since: datetime | None, now: datetime, pinned: bool) -> float:
@@ -167,12 +165,12 @@ class Learnings:
     def reinforce(self, learning_id: str, *, namespace: str | None = None) -> Learning:
         """The learning proved useful: confidence + bump (capped at 1.0) from its current value,
         ``reinforced`` + 1, ``last_used`` = now (which restarts its decay clock)."""
-        with self.kernel.session() as db:
+        with self.kernel.session():
             learning = self.get(learning_id, namespace=namespace)
             now = self.kernel.clock.now()
             if learning.expires_at is not None and learning.expires_at <= now:
                 raise ValueError(f"learning {learning_id!r} expired at {to_iso(learning.expires_at)}; add it again")
-            with db.transaction():
+            with self.kernel.session(write=True):
                 self._reinforce_rows([learning], now)
             return self.get(learning_id)
 
@@ -180,28 +178,26 @@ class Learnings:
         bump = self.kernel.config.memory.learning_reinforce_bump
         for learning in learnings:
             value = reinforced_confidence(learning.confidence, bump)
-            self.kernel.backend.execute(
-                "UPDATE learnings SET base_confidence = ?, confidence = ?, reinforced = reinforced + 1, last_used = ? "
-                "WHERE id = ?", (value, value, to_iso(now), learning.id),
-            )
+            self._repo.reinforce(learning.id, value, now)
             self.kernel.memories.set_confidence([(value, learning.id)])
 
     def restore(self, learning_id: str, *, confidence: float | None = None) -> Learning:
         """Bring back a learning pruned into the archive, with a fresh decay clock at ``confidence``
         (default ``memory.learning_initial_confidence``). ``store.restore`` alone would keep the old
         confidence, and the next maintenance would prune it again."""
-        value = self.kernel.config.memory.learning_initial_confidence if confidence is None else \
-            unit_or_none(confidence, "confidence")
-        with self.kernel.session(write=True) as db:
-            if not db.scalar("SELECT 1 FROM learnings WHERE id = ?", (learning_id,)):
+        value = self._confidence(confidence)
+        with self.kernel.session(write=True):
+            if not self._repo.exists(learning_id):
                 raise NotFoundError(f"no learning with id {learning_id!r}")
             self.kernel.service(Archive).restore(learning_id)
-            db.execute(
-                "UPDATE learnings SET base_confidence = ?, confidence = ?, last_used = ? WHERE id = ?",
-                (value, value, to_iso(self.kernel.clock.now()), learning_id),
-            )
+            self._repo.restart(learning_id, value, self.kernel.clock.now())
             self.kernel.memories.set_confidence([(value, learning_id)])
         return self.get(learning_id)
+
+    def _confidence(self, value: float | None) -> float:
+        """``value`` checked (0..1), or ``memory.learning_initial_confidence`` when None."""
+        checked = unit_or_none(value, "confidence")
+        return self.kernel.config.memory.learning_initial_confidence if checked is None else checked
 
     def _persist(
         self,
@@ -214,16 +210,16 @@ class Learnings:
         ttl: float | timedelta | None = None,
         pinned: bool = False,
         dedup: bool = True,
-    ) -> tuple[list[Learning], list[Learning]]:
+    ) -> tuple[builtins.list[Learning], builtins.list[Learning]]:
         """Dedup against live learnings and each other, then write in one transaction."""
         if not candidates:
             return [], []
         cfg = self.kernel.config.memory
-        initial = cfg.learning_initial_confidence if confidence is None else unit_or_none(confidence, "confidence")
+        initial = self._confidence(confidence)
         vectors = self.kernel.embed([c.content for c in candidates])
         plan: list[tuple[LearningCandidate, np.ndarray, str | None]] = []  # (candidate, vector, existing id)
         fresh: list[tuple[LearningCandidate, np.ndarray, int]] = []  # new ones so far, with their plan index
-        with self.kernel.session() as db:
+        with self.kernel.session():
             for candidate, vector in zip(candidates, vectors, strict=False):
                 target: str | None = None
                 if dedup:
@@ -252,25 +248,19 @@ class Learnings:
             prepared = self.kernel.memories.prepare(items)
             now = self.kernel.clock.now()
             reinforce_ids: list[str] = []
-            with db.transaction():
+            with self.kernel.session(write=True):
                 for item, (candidate, _, index) in zip(prepared, fresh, strict=False):
-                    db.execute(
-                        "INSERT INTO learnings (id, type, content, category, confidence, source_task, reinforced, "
-                        "created_at, last_used, expires_at, namespace, base_confidence, origin) "
-                        "VALUES (?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, ?, ?, ?)",
-                        (new_ids[index], candidate.type.value, candidate.content, candidate.category, initial,
-                         _task_ref(db, source_task), to_iso(now), to_iso(item.expires_at), namespace, initial,
-                         candidate.origin),
-                    )
+                    self._repo.insert(new_ids[index], candidate, namespace=namespace, confidence=initial,
+                                      source_task=self._task_ref(source_task), created_at=now,
+                                      expires_at=item.expires_at)
                     self.kernel.memories.write(item, dedup=False)
                 for _, _, target in plan:
                     if target is None:
                         continue
                     reinforce_ids.append(new_ids[int(target[1:])] if target.startswith("#") else target)
                 for learning_id in reinforce_ids:  # one at a time: the same one may be hit twice
-                    self._reinforce_rows(self._rows("l.id = ?", [learning_id]), now)
-            created = self._rows(f"l.id IN ({', '.join('?' for _ in new_ids)})", list(new_ids.values())) \
-                if new_ids else []
+                    self._reinforce_rows(self._live_by_ids([learning_id]), now)
+            created = self._live_by_ids(list(new_ids.values()))
             order = {lid: i for i, lid in enumerate(new_ids.values())}
             created.sort(key=lambda x: order[x.id])
             reinforced = [self.get(lid) for lid in dict.fromkeys(reinforce_ids)]
@@ -289,6 +279,12 @@ class Learnings:
             if (hit.parts.similarity or 0.0) > threshold and is_restatement(candidate.content, hit.text):
                 return hit.id
         return None
+
+    def _task_ref(self, task_id: str | None) -> str | None:
+        """learnings.source_task references tasks(id): keep it only when the task was flushed."""
+        if task_id is None:
+            return None
+        return task_id if self._repo.task_exists(task_id) else None
 
     # -- extraction ---------------------------------------------------------------------------
 
@@ -311,8 +307,8 @@ class Learnings:
             else:
                 report.model_candidates = len(found)
                 candidates += found[: cfg.model_max_learnings]
-        with self.kernel.session() as db:
-            source = task.id if db.scalar("SELECT 1 FROM tasks WHERE id = ?", (task.id,)) else None
+        with self.kernel.session():
+            source = task.id if self._repo.task_exists(task.id) else None
         report.created, report.reinforced = self._persist(candidates, namespace=task.namespace, source_task=source)
         return report
 
@@ -327,33 +323,31 @@ class Learnings:
         are left alone. Running it twice in a row changes nothing the second time.
         """
         cfg = self.kernel.config.memory
-        with self.kernel.session() as db:
+        with self.kernel.session():
             now = self.kernel.clock.now()
-            rows = db.query(f"SELECT {_COLUMNS} FROM learnings l JOIN memory_chunks c ON c.id = l.id")
-            updates: list[tuple[float, str]] = []
-            pruned: list[tuple[str, int]] = []
+            rows = self._repo.all_live()
+            updates: builtins.list[tuple[float, str]] = []
+            pruned: builtins.list[tuple[str, int]] = []
             for row in rows:
-                learning = self._from_row(row, now)
+                learning = self._learning(row, now)
                 if not learning.pinned and is_pruned(learning.confidence, cfg.learning_prune_threshold):
-                    pruned.append((learning.id, int(row[14])))
-                if row[4] is None or abs(float(row[4]) - learning.confidence) > 1e-12:
+                    pruned.append((learning.id, row.chunk_rowid))
+                if row.stored_confidence is None or abs(row.stored_confidence - learning.confidence) > 1e-12:
                     updates.append((learning.confidence, learning.id))
-            orphans_sql = ("FROM learnings WHERE id NOT IN (SELECT id FROM memory_chunks) "
-                           "AND id NOT IN (SELECT id FROM memory_archive)")
-            orphans = int(db.scalar(f"SELECT count(*) {orphans_sql}") or 0)
+            orphans = self._repo.count_orphans()
             archived = deleted = 0
             if updates or pruned or orphans:
-                with db.transaction():
-                    db.executemany("UPDATE learnings SET confidence = ? WHERE id = ?", updates)
+                with self.kernel.session(write=True):
+                    self._repo.set_confidences(updates)
                     self.kernel.memories.set_confidence(updates)
                     rowids = [rowid for _, rowid in pruned]
                     if rowids and cfg.archive_pruned:
                         archived = self.kernel.archive.move(rowids, "decayed")
                     elif rowids:
                         deleted = self.kernel.memories.delete_rows(rowids)
-                        db.executemany("DELETE FROM learnings WHERE id = ?", [(lid,) for lid, _ in pruned])
+                        self._repo.delete([lid for lid, _ in pruned])
                     if orphans:
-                        db.execute(f"DELETE {orphans_sql}")
+                        self._repo.delete_orphans()
             return DecayReport(
                 checked=len(rows), updated=len(updates), pruned=len(pruned), archived=archived, deleted=deleted,
                 orphans_removed=orphans, pruned_ids=tuple(lid for lid, _ in pruned),
@@ -370,7 +364,7 @@ class Learnings:
         category: str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
         candidates: int = 20,
-    ) -> list[tuple[Learning, float]]:
+    ) -> builtins.list[tuple[Learning, float]]:
         """Live, unexpired, unpruned learnings of ``types`` that match a task, best first, with scores.
 
         A learning matches when the hybrid search finds it for the description, or it comes from
@@ -386,16 +380,12 @@ class Learnings:
                 where={"learning_type": {"$in": wanted}},
             ):
                 relevance[hit.id] = hit.score
-        with self.kernel.session() as db:
-            marks = ", ".join("?" for _ in wanted)
+        with self.kernel.session():
             ids = list(relevance)
             if category is not None:
-                ids += [r[0] for r in db.query(
-                    f"SELECT l.id FROM learnings l JOIN memory_chunks c ON c.id = l.id WHERE l.namespace = ? "
-                    f"AND l.category = ? AND l.type IN ({marks}) ORDER BY l.base_confidence DESC, l.created_at DESC "
-                    "LIMIT ?", (namespace, category, *wanted, candidates))]
+                ids += self._repo.live_ids_of_category(namespace, category, wanted, candidates)
             ids = list(dict.fromkeys(ids))
-            found = self._rows(f"l.id IN ({', '.join('?' for _ in ids)})", ids) if ids else []
+            found = self._live_by_ids(ids)
         now = self.kernel.clock.now()
         threshold = self.kernel.config.memory.learning_prune_threshold
         boost = self.kernel.config.recall.category_boost
@@ -414,20 +404,16 @@ class Learnings:
 
     def is_learning(self, memory_id: str) -> bool:
         """Whether ``memory_id`` is a learning's (live, archived or pruned)."""
-        with self.kernel.session() as db:
-            return db.scalar("SELECT 1 FROM learnings WHERE id = ?", (memory_id,)) is not None
+        with self.kernel.session():
+            return self._repo.exists(memory_id)
 
     def detach_tasks(self, task_ids: Sequence[str]) -> None:
         """The tasks are going (an erase): learnings no longer point at them as their source."""
-        ids = list(task_ids)
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            self.kernel.backend.execute(
-                f"UPDATE learnings SET source_task = NULL WHERE source_task IN ({', '.join('?' for _ in part)})", part)
+        self._repo.detach_tasks(task_ids)
 
     def erase(self, namespace: str) -> None:
         """Remove the namespace's rows (``erase_namespace``)."""
-        self.kernel.backend.execute("DELETE FROM learnings WHERE namespace = ?", (namespace,))
+        self._repo.erase(namespace)
 
 
 def _types(value: Any) -> list[LearningType] | None:
@@ -436,10 +422,3 @@ def _types(value: Any) -> list[LearningType] | None:
     if isinstance(value, (str, LearningType)):
         return [LearningType.parse(value)]
     return [LearningType.parse(v) for v in value]
-
-
-def _task_ref(db: Any, task_id: str | None) -> str | None:
-    """learnings.source_task references tasks(id): keep it only when the task was flushed."""
-    if task_id is None:
-        return None
-    return task_id if db.scalar("SELECT 1 FROM tasks WHERE id = ?", (task_id,)) else None

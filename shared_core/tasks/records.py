@@ -1,5 +1,5 @@
-"""The records of task memory (seed 000, layer 2): a task, its cycles and their findings, and the
-checks and JSON forms of their fields."""
+"""The records of task memory (seed 000, layer 2): a task, its cycles and their findings, what
+completing it did, its journal, and the checks and JSON forms of their fields."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .clock import to_iso
-from .memories import DEFAULT_NAMESPACE
+from ..clock import to_iso
+from ..learnings.records import ExtractionReport
+from ..memories import DEFAULT_NAMESPACE
 
-__all__ = ["Cycle", "Finding", "TaskRecord", "cycle_json", "json_default", "required_text", "optional_text", "task_score",
-           "task_count"]
+__all__ = ["Cycle", "Finding", "TaskRecord", "TaskOutcome", "JournaledTask", "JournalEntry", "TASK_STATUSES",
+           "cycle_json", "json_default", "required_text", "optional_text", "task_score", "task_count"]
+
+TASK_STATUSES = ("completed", "abandoned", "failed", "interrupted")
 
 
 @dataclass(frozen=True)
@@ -82,9 +85,10 @@ class TaskRecord:
         if self.category:
             lines.append(f"Category: {self.category}")
         outcome = self.decision or self.status or "running"
-        score = f" with score {self.final_score:.2f}" if self.final_score is not None else ""
+        if self.final_score is not None:
+            outcome = f"{outcome} with score {self.final_score:.2f}"
         plural = "iteration" if self.iterations == 1 else "iterations"
-        lines.append(f"Outcome: {outcome}{score} after {self.iterations} {plural} ({self.status or 'running'})")
+        lines.append(f"Outcome: {outcome} after {self.iterations} {plural} ({self.status or 'running'})")
         if self.scores:
             lines.append("Scores: " + " -> ".join(f"{s:.2f}" for s in self.scores))
         if self.skills:
@@ -98,6 +102,33 @@ class TaskRecord:
         if len(self.findings) > len(shown):
             lines.append(f"- ... and {len(self.findings) - len(shown)} more findings")
         return "\n".join(lines)
+
+
+@dataclass
+class TaskOutcome:
+    """What completing a task did."""
+
+    task: TaskRecord
+    learnings: ExtractionReport | None
+    skills_updated: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class JournaledTask:
+    """A task with entries in the journal: who wrote its last entry (``host:pid:token``), and when."""
+
+    task_id: str
+    owner: str
+    last_write: datetime | None
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """One step of a task as journaled: its JSON (``{"op": ...}``) and when it was written."""
+
+    namespace: str
+    entry: str
+    created_at: datetime | None
 
 
 def cycle_json(cycle: Cycle) -> dict[str, Any]:

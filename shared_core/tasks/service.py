@@ -25,6 +25,7 @@ the journal with status ``interrupted`` by :meth:`TaskMemory.recover` (run when
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 import os
@@ -33,19 +34,22 @@ import socket
 import threading
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .clock import from_iso, to_iso
-from .conversations.api import Conversations
-from .errors import NotFoundError
-from .learning_records import ExtractionReport
-from .learnings import Learnings
-from .memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
-from .skills import Skills
-from .task_records import (
+from ..clock import from_iso, to_iso
+from ..conversations.api import Conversations
+from ..errors import NotFoundError
+from ..learnings.records import ExtractionReport
+from ..learnings.service import Learnings
+from ..memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
+from ..skills.service import Skills
+from ..usage import Usage
+from .records import (
+    TASK_STATUSES,
     Cycle,
     Finding,
+    TaskOutcome,
     TaskRecord,
     cycle_json,
     json_default,
@@ -54,16 +58,14 @@ from .task_records import (
     task_count,
     task_score,
 )
-from .usage import Usage
+from .repository import TaskRepository
 
 if TYPE_CHECKING:
-    from .kernel import Kernel
+    from ..kernel import Kernel
 
-__all__ = ["TaskMemory", "TaskRecorder", "TaskRecord", "TaskOutcome", "Cycle", "Finding", "TASK_STATUSES"]
+__all__ = ["TaskMemory", "TaskRecorder"]
 
 logger = logging.getLogger("openkoi.tasks")
-
-TASK_STATUSES = ("completed", "abandoned", "failed", "interrupted")
 
 # who is recording: a journal entry whose owner is dead gets recovered
 _TOKEN = secrets.token_hex(4)
@@ -75,15 +77,6 @@ _ACTIVE_LOCK = threading.Lock()
 
 def _owner() -> str:
     return f"{_HOST}:{os.getpid()}:{_TOKEN}"
-
-
-@dataclass
-class TaskOutcome:
-    """What completing a task did."""
-
-    task: TaskRecord
-    learnings: ExtractionReport | None
-    skills_updated: list[str] = field(default_factory=list)
 
 
 class TaskRecorder:
@@ -272,6 +265,7 @@ class TaskMemory:
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
+        self._repo = TaskRepository(kernel.backend)
         self._recorders: weakref.WeakSet[TaskRecorder] = weakref.WeakSet()
         if not self.kernel.backend.read_only:
             try:
@@ -290,7 +284,7 @@ class TaskMemory:
         metadata: dict[str, Any] | None = None,
         id: str | None = None,  # noqa: A002
     ) -> TaskRecorder:
-        """Begin recording a task; returns its :class:`TaskRecorder`."""
+        """Start recording a task; returns its :class:`TaskRecorder`."""
         description = required_text(description, "description")
         check_namespace(namespace)
         category = optional_text(category, "category")
@@ -298,10 +292,8 @@ class TaskMemory:
             raise TypeError(f"metadata must be a dict, got {type(metadata).__name__}")
         task_id = id if id is not None else new_id()
         required_text(task_id, "id")
-        with self.kernel.session() as db:
-            if db.scalar("SELECT 1 FROM tasks WHERE id = ?", (task_id,)) or (
-                db.scalar("SELECT 1 FROM task_journal WHERE task_id = ?", (task_id,))
-            ):
+        with self.kernel.session():
+            if self._repo.exists(task_id) or self._repo.journaled(task_id):
                 raise ValueError(f"a task with id {task_id!r} already exists; choose another id")
             clash = self.kernel.memories.get_row(task_id)
             if clash is not None:
@@ -340,11 +332,12 @@ class TaskMemory:
 
     def get(self, task_id: str, *, namespace: str | None = None) -> TaskRecord:
         """A flushed task with its cycles and findings, or :class:`NotFoundError`."""
-        records = self._load("t.id = ?", [task_id])
-        if not records or (namespace is not None and records[0].namespace != namespace):
+        with self.kernel.session():
+            record = self._repo.get(task_id)
+        if record is None or (namespace is not None and record.namespace != namespace):
             where = f" in namespace {namespace!r}" if namespace is not None else ""
             raise NotFoundError(f"no task with id {task_id!r}{where}")
-        return records[0]
+        return record
 
     def list(
         self,
@@ -355,66 +348,22 @@ class TaskMemory:
         limit: int | None = 50,
     ) -> list[TaskRecord]:
         """Flushed tasks, newest first."""
-        clauses, params = ["t.namespace = ?"], [check_namespace(namespace)]
-        if category is not None:
-            clauses.append("t.category = ?")
-            params.append(category)
-        if status is not None:
-            if status not in TASK_STATUSES:
-                raise ValueError(f"status must be one of {', '.join(TASK_STATUSES)}, got {status!r}")
-            clauses.append("t.status = ?")
-            params.append(status)
-        return self._load(" AND ".join(clauses), params, limit=limit)
-
-    def _load(self, where: str, params: list[Any], limit: int | None = None) -> list[TaskRecord]:
-        tail = f" LIMIT {int(limit)}" if limit is not None else ""
-        with self.kernel.session() as db:
-            rows = db.query(
-                "SELECT t.id, t.description, t.namespace, t.category, t.session_id, t.status, t.final_score, "
-                "t.iterations, t.decision, t.total_tokens, t.total_cost_usd, t.created_at, t.completed_at, "
-                f"t.skills_used, t.metadata FROM tasks t WHERE {where} ORDER BY t.created_at DESC, t.rowid DESC{tail}",
-                params,
-            )
-            records = [
-                TaskRecord(
-                    id=r[0], description=r[1], namespace=r[2], category=r[3], session_id=r[4], status=r[5],
-                    final_score=r[6], iterations=int(r[7] or 0), decision=r[8], total_tokens=r[9],
-                    total_cost_usd=r[10], created_at=from_iso(r[11]), completed_at=from_iso(r[12]),
-                    skills=json.loads(r[13] or "[]"), metadata=json.loads(r[14] or "{}"),
-                )
-                for r in rows
-            ]
-            by_id = {r.id: r for r in records}
-            ids = list(by_id)
-            for start in range(0, len(ids), 500):
-                part = ids[start : start + 500]
-                marks = ", ".join("?" for _ in part)
-                for row in db.query(
-                    "SELECT id, task_id, iteration, score, decision, input_tokens, output_tokens, duration_ms, "
-                    f"created_at FROM iteration_cycles WHERE task_id IN ({marks}) ORDER BY task_id, iteration", part
-                ):
-                    by_id[row[1]].cycles.append(Cycle(*row[:8], created_at=from_iso(row[8])))
-                for row in db.query(
-                    "SELECT f.id, f.cycle_id, f.severity, f.dimension, f.title, f.description, f.location, f.fix, "
-                    "f.resolved_in, c.task_id FROM findings f JOIN iteration_cycles c ON c.id = f.cycle_id "
-                    f"WHERE c.task_id IN ({marks}) ORDER BY c.iteration, f.rowid", part
-                ):
-                    by_id[row[9]].findings.append(Finding(*row[:9]))
-        return records
+        check_namespace(namespace)
+        if status is not None and status not in TASK_STATUSES:
+            raise ValueError(f"status must be one of {', '.join(TASK_STATUSES)}, got {status!r}")
+        with self.kernel.session():
+            return self._repo.in_namespace(namespace, category=category, status=status, limit=limit)
 
     # -- the journal and the flush --------------------------------------------------------------
 
     def _journal(self, record: TaskRecord, entry: dict[str, Any]) -> None:
         if not self.kernel.config.memory.task_journal:
             return
-        with self.kernel.session(write=True) as db:
-            db.execute(
-                "INSERT INTO task_journal (task_id, namespace, owner, entry, created_at) VALUES (?, ?, ?, ?, ?)",
-                (record.id, record.namespace, _owner(), json.dumps(entry, ensure_ascii=False, default=json_default),
-                 to_iso(self.kernel.clock.now())),
-            )
+        with self.kernel.session(write=True):
+            self._repo.journal(record.id, record.namespace, _owner(),
+                               json.dumps(entry, ensure_ascii=False, default=json_default), self.kernel.clock.now())
 
-    def _flush(self, record: TaskRecord, status: str) -> list[str]:
+    def _flush(self, record: TaskRecord, status: str) -> builtins.list[str]:
         """Write the task, its cycles and findings, its index entry, skill effectiveness and a usage
         event in one transaction, and drop its journal. Returns the skills whose effectiveness moved."""
         now = self.kernel.clock.now()
@@ -433,30 +382,9 @@ class TaskMemory:
                       "decision": record.decision, "skills": record.skills},
         )])
         updated: list[str] = []
-        with self.kernel.session(write=True) as db:
-            db.execute(
-                "INSERT INTO tasks (id, description, category, session_id, final_score, iterations, decision, "
-                "total_tokens, total_cost_usd, created_at, completed_at, namespace, status, skills_used, metadata) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (record.id, record.description, record.category, self._session(record.session_id, to_iso(now)),
-                 record.final_score,
-                 record.iterations, record.decision, record.total_tokens, record.total_cost_usd,
-                 to_iso(record.created_at), to_iso(record.completed_at), record.namespace, status,
-                 json.dumps(record.skills, ensure_ascii=False),
-                 json.dumps(record.metadata, ensure_ascii=False, default=json_default)),
-            )
-            db.executemany(
-                "INSERT INTO iteration_cycles (id, task_id, iteration, score, decision, input_tokens, output_tokens, "
-                "duration_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(c.id, c.task_id, c.iteration, c.score, c.decision, c.input_tokens, c.output_tokens, c.duration_ms,
-                  to_iso(c.created_at or now)) for c in record.cycles],
-            )
-            db.executemany(
-                "INSERT INTO findings (id, cycle_id, severity, dimension, title, description, location, fix, "
-                "resolved_in) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(f.id, f.cycle_id, f.severity, f.dimension, f.title, f.description, f.location, f.fix, f.resolved_in)
-                 for f in record.findings],
-            )
+        with self.kernel.session(write=True):
+            self._ensure_session(record.session_id, now)
+            self._repo.insert(record, now)
             self.kernel.memories.write(chunk, dedup=False)
             if status == "completed" and record.final_score is not None:
                 category = record.category or self.kernel.config.learning.default_category
@@ -470,12 +398,12 @@ class TaskMemory:
                     channel=record.metadata.get("channel") if isinstance(record.metadata.get("channel"), str) else None,
                     at=record.created_at,
                 )
-            db.execute("DELETE FROM task_journal WHERE task_id = ?", (record.id,))
+            self._repo.drop_journal(record.id)
         return updated
 
     # -- recovery -----------------------------------------------------------------------------
 
-    def recover(self, *, force: bool = False) -> list[str]:
+    def recover(self, *, force: bool = False) -> builtins.list[str]:
         """Flush journaled tasks whose process is gone (``interrupted``); return their ids.
 
         A journal belongs to a dead process when its owner ran on this host and that process
@@ -483,30 +411,27 @@ class TaskMemory:
         it has not been written for ``memory.task_stale_hours``. ``force=True`` recovers every
         journaled task not held by a recorder of this process.
         """
-        with self.kernel.session() as db:
-            rows = db.query(
-                "SELECT j.task_id, (SELECT o.owner FROM task_journal o WHERE o.task_id = j.task_id "
-                "ORDER BY o.seq DESC LIMIT 1), max(j.created_at) FROM task_journal j GROUP BY j.task_id ORDER BY min(j.seq)"
-            )
+        with self.kernel.session():
+            journaled = self._repo.journaled_tasks()
         recovered: list[str] = []
         now = self.kernel.clock.now()
         stale_seconds = self.kernel.config.memory.task_stale_hours * 3600
-        for task_id, owner, last in rows:
+        for task in journaled:
+            task_id = task.task_id
             with _ACTIVE_LOCK:
                 held = task_id in _ACTIVE
             if held:
                 continue
-            last_write = from_iso(last)
-            stale = last_write is not None and (now - last_write).total_seconds() >= stale_seconds
-            if not (force or stale or _owner_gone(owner)):
+            stale = task.last_write is not None and (now - task.last_write).total_seconds() >= stale_seconds
+            if not (force or stale or _owner_gone(task.owner)):
                 continue
             record = self._replay(task_id)
             if record is None:
                 continue
-            with self.kernel.session() as db:
-                if db.scalar("SELECT 1 FROM tasks WHERE id = ?", (task_id,)):  # flushed, journal left behind
-                    with db.transaction():
-                        db.execute("DELETE FROM task_journal WHERE task_id = ?", (task_id,))
+            with self.kernel.session():
+                if self._repo.exists(task_id):  # flushed, journal left behind
+                    with self.kernel.session(write=True):
+                        self._repo.drop_journal(task_id)
                     continue
                 self._flush(record, "interrupted")
             recovered.append(task_id)
@@ -514,23 +439,21 @@ class TaskMemory:
         return recovered
 
     def _replay(self, task_id: str) -> TaskRecord | None:
-        with self.kernel.session() as db:
-            rows = db.query(
-                "SELECT namespace, entry, created_at FROM task_journal WHERE task_id = ? ORDER BY seq", (task_id,)
-            )
+        with self.kernel.session():
+            journal = self._repo.journal_of(task_id)
         record: TaskRecord | None = None
-        for namespace, text, created in rows:
+        for step in journal:
             try:
-                entry = json.loads(text)
+                entry = json.loads(step.entry)
             except json.JSONDecodeError:
                 logger.warning("skipping an unreadable journal entry of task %s", task_id)
                 continue
             op = entry.pop("op", None)
             if op == "start":
                 record = TaskRecord(
-                    id=task_id, description=entry.get("description") or "(unknown task)", namespace=namespace,
+                    id=task_id, description=entry.get("description") or "(unknown task)", namespace=step.namespace,
                     category=entry.get("category"), session_id=entry.get("session_id"),
-                    created_at=from_iso(entry.get("created_at")) or from_iso(created),
+                    created_at=from_iso(entry.get("created_at")) or step.created_at,
                     metadata=entry.get("metadata") or {},
                 )
             elif record is None:
@@ -547,11 +470,11 @@ class TaskMemory:
                 record.skills.append(entry["name"])
         return record
 
-    def _session(self, session_id: str | None, now: str) -> str | None:
+    def _ensure_session(self, session_id: str | None, now: datetime) -> None:
         """tasks.session_id references a conversation's session: its row is made if there is none yet."""
-        if session_id is not None:
-            self.kernel.service(Conversations).repository.ensure_session(session_id, now)
-        return session_id
+        stamp = to_iso(now)
+        if session_id is not None and stamp is not None:
+            self.kernel.service(Conversations).repository.ensure_session(session_id, stamp)
 
     def erase(self, namespace: str) -> None:
         """Remove a namespace's tasks, cycles, findings and journal (learnings go first: they point here).
@@ -562,16 +485,8 @@ class TaskMemory:
             if recorder.record.namespace == namespace:
                 recorder.record.status = "erased"
                 recorder._done()
-        db = self.kernel.backend
-        task_ids = "SELECT id FROM tasks WHERE namespace = ?"
-        self.kernel.service(Learnings).detach_tasks([r[0] for r in db.query(task_ids, (namespace,))])
-        db.execute(
-            f"DELETE FROM findings WHERE cycle_id IN (SELECT id FROM iteration_cycles WHERE task_id IN ({task_ids}))",
-            (namespace,),
-        )
-        db.execute(f"DELETE FROM iteration_cycles WHERE task_id IN ({task_ids})", (namespace,))
-        db.execute("DELETE FROM tasks WHERE namespace = ?", (namespace,))
-        db.execute("DELETE FROM task_journal WHERE namespace = ?", (namespace,))
+        self.kernel.service(Learnings).detach_tasks(self._repo.ids_in(namespace))
+        self._repo.erase(namespace)
 
 
 # -- helpers ------------------------------------------------------------------------------------

@@ -5,23 +5,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .learning_records import LearningCandidate, LearningType
-from .llm import ModelOutputError, TextModel, parse_json_output
-from .ranking import is_diminishing, is_regression
-from .tokens import count_tokens
+from ..llm import ModelOutputError, TextModel, parse_json_output
+from ..ranking import is_diminishing, is_regression
+from ..tokens import count_tokens
+from .records import LearningCandidate, LearningType
 
 if TYPE_CHECKING:
-    from .config import Config
-    from .task_records import TaskRecord
+    from ..config import Config
+    from ..tasks.records import TaskRecord
 
 __all__ = ["EXTRACTION_PROMPT", "rule_learnings", "wants_model", "model_learnings"]
 
 # seed 000's tier-2 prompt, word for word; the JSON instruction after it is ours
-EXTRACTION_PROMPT = (
-    "Extract 1-3 reusable learnings from this task execution.\n"
-    "Each learning should be a single sentence that would help\n"
-    "with similar future tasks."
-)
+EXTRACTION_PROMPT = """\
+Extract 1-3 reusable learnings from this task execution.
+Each learning should be a single sentence that would help
+with similar future tasks."""
 _JSON_INSTRUCTION = (
     'Answer with JSON only: {"learnings": [{"type": "Heuristic" or "Preference", "content": "<one sentence>"}]}'
 )

@@ -10,45 +10,23 @@ it spans all channels, so the agent can recall what happened elsewhere.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .clock import from_iso, to_iso
-from .errors import NotFoundError
-from .memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
-from .memories.service import MemoryService
-from .ranking import episode_score
-from .validation import time_or_none
+from ..clock import from_iso, to_iso
+from ..errors import NotFoundError
+from ..memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
+from ..memories.service import MemoryService
+from ..ranking import episode_score
+from ..validation import time_or_none
+from .records import Episode, EpisodeMatch
+from .repository import EpisodeRepository
 
 if TYPE_CHECKING:
-    from .kernel import Kernel
+    from ..kernel import Kernel
 
-__all__ = ["Episodes", "Episode", "EpisodeMatch"]
-
-_COLUMNS = "id, namespace, summary, occurred_at, channel, importance, session_id, metadata, created_at"
-
-
-@dataclass(frozen=True)
-class Episode:
-    id: str
-    summary: str
-    occurred_at: datetime
-    channel: str | None = None
-    importance: float = 0.5
-    namespace: str = DEFAULT_NAMESPACE
-    session_id: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    created_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class EpisodeMatch:
-    episode: Episode
-    score: float  # relevance x importance factor
-    relevance: float  # the core search's score
+__all__ = ["Episodes"]
 
 
 class Episodes:
@@ -56,6 +34,7 @@ class Episodes:
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
+        self._repo = EpisodeRepository(kernel.backend)
 
     def add(
         self,
@@ -81,20 +60,21 @@ class Episodes:
             created_at=at if at is not None else now, metadata={**dict(metadata or {}), "channel": channel},
         )])
         occurred = from_iso(to_iso(item.created_at))
-        with self.kernel.session(write=True) as db:
-            db.execute(
-                f"INSERT INTO episodic_memory ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (episode_id, item.namespace, item.text, to_iso(occurred), channel, float(importance), session_id,
-                 json.dumps(dict(metadata or {}), ensure_ascii=False, default=str), to_iso(now)),
-            )
+        assert occurred is not None  # prepare dates every memory
+        episode = Episode(id=episode_id, summary=item.text, occurred_at=occurred, channel=channel,
+                          importance=float(importance), namespace=item.namespace, session_id=session_id,
+                          metadata=dict(metadata or {}), created_at=now)
+        with self.kernel.session(write=True):
+            self._repo.insert(episode)
             self.kernel.memories.write(item, dedup=False)
         return self.get(episode_id)
 
     def get(self, episode_id: str) -> Episode:
-        rows = self._select("id = ?", [episode_id])
-        if not rows:
+        with self.kernel.session():
+            episode = self._repo.get(episode_id)
+        if episode is None:
             raise NotFoundError(f"no episode with id {episode_id!r}")
-        return rows[0]
+        return episode
 
     def between(
         self,
@@ -106,28 +86,18 @@ class Episodes:
         limit: int | None = None,
     ) -> list[Episode]:
         """Episodes with ``since <= occurred_at < until`` (either end open), oldest first."""
-        clauses, params = ["namespace = ?"], [check_namespace(namespace)]
+        check_namespace(namespace)
         start, end = time_or_none(since, "since"), time_or_none(until, "until")
         if start is not None and end is not None and end < start:
             raise ValueError(f"until ({to_iso(end)}) is before since ({to_iso(start)})")
-        if start is not None:
-            clauses.append("occurred_at >= ?")
-            params.append(to_iso(start))
-        if end is not None:
-            clauses.append("occurred_at < ?")
-            params.append(to_iso(end))
-        if channel is not None:
-            clauses.append("channel = ?")
-            params.append(channel)
-        return self._select(" AND ".join(clauses), params, order="occurred_at, rowid", limit=limit)
+        with self.kernel.session():
+            return self._repo.between(namespace, start, end, channel, limit)
 
     def recent(self, limit: int = 10, *, channel: str | None = None, namespace: str = DEFAULT_NAMESPACE) -> list[Episode]:
         """The latest episodes, newest first."""
-        clauses, params = ["namespace = ?"], [check_namespace(namespace)]
-        if channel is not None:
-            clauses.append("channel = ?")
-            params.append(channel)
-        return self._select(" AND ".join(clauses), params, order="occurred_at DESC, rowid DESC", limit=limit)
+        check_namespace(namespace)
+        with self.kernel.session():
+            return self._repo.recent(namespace, channel, limit)
 
     def search(
         self,
@@ -146,7 +116,8 @@ class Episodes:
             limit=max(limit * 3, 10), track_access=False)
         if not hits:
             return []
-        rows = {e.id: e for e in self._select(f"id IN ({', '.join('?' for _ in hits)})", hits.ids)}
+        with self.kernel.session():
+            rows = {e.id: e for e in self._repo.by_ids(hits.ids)}
         weight = self.kernel.config.ranking.episode_importance_weight
         matches = [EpisodeMatch(rows[h.id], episode_score(h.score, rows[h.id].importance, weight), h.score)
                    for h in hits if h.id in rows]
@@ -155,23 +126,10 @@ class Episodes:
 
     def delete(self, episode_id: str) -> None:
         episode = self.get(episode_id)
-        with self.kernel.session(write=True) as db:
-            db.execute("DELETE FROM episodic_memory WHERE id = ?", (episode.id,))
+        with self.kernel.session(write=True):
+            self._repo.delete(episode.id)
             self.kernel.service(MemoryService).delete(episode.id, missing_ok=True)
-
-    def _select(self, where: str, params: Sequence[Any], *, order: str = "occurred_at",
-                limit: int | None = None) -> list[Episode]:
-        tail = f" LIMIT {int(limit)}" if limit is not None else ""
-        with self.kernel.session() as db:
-            rows = db.query(f"SELECT {_COLUMNS} FROM episodic_memory WHERE {where} ORDER BY {order}{tail}",
-                            list(params))
-        return [
-            Episode(id=r[0], namespace=r[1], summary=r[2], occurred_at=from_iso(r[3]), channel=r[4],  # type: ignore[arg-type]
-                    importance=float(r[5]), session_id=r[6], metadata=json.loads(r[7] or "{}"),
-                    created_at=from_iso(r[8]))
-            for r in rows
-        ]
 
     def erase(self, namespace: str) -> None:
         """Remove the namespace's rows (``erase_namespace``; its index memories go with the core's)."""
-        self.kernel.backend.execute("DELETE FROM episodic_memory WHERE namespace = ?", (namespace,))
+        self._repo.erase(namespace)
