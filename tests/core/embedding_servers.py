@@ -9,6 +9,7 @@ connection) for the next requests; ``fail_from`` makes every request from the n-
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -20,6 +21,16 @@ import numpy as np
 from shared_core.embed import HashingEmbedder
 
 _HASHING = HashingEmbedder(dims=3072)
+# a little meaning, so that the docs' examples find what they promise: each of these words also
+# stands for its concept
+_CONCEPTS = {"car": "vehicle", "tesla": "vehicle", "drives": "vehicle", "vegetarian": "diet", "diet": "diet",
+             "daughter": "children", "children": "children", "mia": "children"}
+_WORD = re.compile(r"\w+")
+
+
+def _with_concepts(text: str) -> str:
+    concepts = [_CONCEPTS[w] for w in _WORD.findall(text.lower()) if w in _CONCEPTS]
+    return " ".join([text, *concepts * 3]) if concepts else text
 
 
 @dataclass
@@ -47,7 +58,7 @@ class FakeEmbeddingServer:
 
     def vectors(self, model: str, texts: list[str]) -> list[list[float]]:
         dims = self.dims.get(model.removesuffix(":latest"), self.other_dims)
-        matrix = _HASHING.embed(texts)[:, :dims].astype(np.float64)
+        matrix = _HASHING.embed([_with_concepts(t) for t in texts])[:, :dims].astype(np.float64)
         return [[round(float(x), 6) for x in row] for row in matrix]
 
     @property

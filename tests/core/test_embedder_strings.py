@@ -325,3 +325,43 @@ def test_sentence_transformers_by_name(tmp_path, monkeypatch):
         assert (store.embedder.name, store.embedder.dims) == ("sentence-transformers/all-MiniLM-L6-v2", 384)
         store.add_many(TEXTS)
         assert store.search("vehicle", fusion="vector")[0].text == "User drives a Tesla Model 3"
+
+
+def test_a_server_answers_503_when_its_embedding_service_fails():
+    from shared_core.server.errors import classify
+
+    answer = classify(EmbeddingServiceError("Ollama at http://10.1.2.3:11434 did not answer after 6 tries"))
+    assert (answer.status, answer.retry, answer.log) == (503, True, True)
+    assert "10.1.2.3" not in answer.message  # the server's own set-up stays in its log
+
+
+# -- docs/embedders.md's examples run as written -----------------------------------------------------
+
+def _doc_blocks() -> list[str]:
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "embedders.md").read_text(encoding="utf-8")
+    return [b for b in re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL) if "openai/" in b or "ollama/" in b]
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_the_docs_examples_of_the_http_embedders_run(index, api, tmp_path, monkeypatch, capsys):
+    block = _doc_blocks()[index]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OLLAMA_HOST", api.url)
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{api.url}/v1")
+    if "nomic-embed-text" not in block:  # OpenAI's own models take the key; the local server none
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    if "reembed" in block:
+        MemoryStore.open("agent.db").close()  # the hashing embedder's, as the example says
+    exec(compile(block, f"docs/embedders.md[{index}]", "exec"), {"__name__": "docs_embedders"})  # noqa: S102
+    expected = [line.split("# ", 1)[1] for line in block.splitlines() if line.lstrip().startswith("print(")]
+    assert capsys.readouterr().out.splitlines() == expected
+    if "reembed" in block:
+        with MemoryStore.open("agent.db") as store:
+            assert store.embedder.name == "openai/text-embedding-3-small"
+
+
+def test_every_http_example_of_the_docs_is_run():
+    assert len(_doc_blocks()) == 5
