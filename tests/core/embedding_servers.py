@@ -53,6 +53,8 @@ class FakeEmbeddingServer:
     fail: deque[Any] = field(default_factory=deque)  # per request: status int, (status, headers) or "drop"
     fail_from: int | None = None  # every request from this number on (1-based) answers 500
     requests: list[Request] = field(default_factory=list)
+    arrived: threading.Event = field(default_factory=threading.Event)  # set when a request comes in
+    gate: threading.Event | None = None  # when set up, requests wait for it before they are answered
     url: str = ""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -82,6 +84,9 @@ class _Handler(BaseHTTPRequestHandler):
                                          self.headers.get("Authorization")))
             number = len(fake.requests)
             scripted = fake.fail.popleft() if fake.fail else None
+        fake.arrived.set()
+        if fake.gate is not None and not fake.gate.wait(timeout=120):
+            return self._answer(504, {"error": "the test never opened the gate"})
         if scripted is None and fake.fail_from is not None and number >= fake.fail_from:
             scripted = 500
         if scripted == "drop":

@@ -365,3 +365,28 @@ def test_the_docs_examples_of_the_http_embedders_run(index, api, tmp_path, monke
 
 def test_every_http_example_of_the_docs_is_run():
     assert len(_doc_blocks()) == 5
+
+
+def test_a_slow_embedding_service_does_not_hold_the_store(api):
+    """add and search embed before they take the memory's lock: other calls go on meanwhile."""
+    import threading
+
+    slow = OllamaEmbedder("all-minilm", base_url=api.url, retry=RetryPolicy(attempts=1))
+    with MemoryStore.open(":memory:", embedder=slow) as store:
+        store.add("User is vegetarian")
+        for call in (lambda: store.add("User drives a Tesla Model 3"), lambda: store.search("Tesla")):
+            api.gate, api.arrived = threading.Event(), threading.Event()
+            worker = threading.Thread(target=call)
+            worker.start()
+            try:
+                assert api.arrived.wait(timeout=60)  # the call is waiting on the service now
+                counted: list[int] = []
+                probe = threading.Thread(target=lambda: counted.append(store.count()))
+                probe.start()
+                probe.join(timeout=60)
+                assert counted, "the store was held while its embedder waited on the service"
+            finally:
+                api.gate.set()
+                worker.join(timeout=60)
+            assert not worker.is_alive()
+        assert store.count() == 2
