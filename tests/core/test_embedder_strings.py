@@ -367,6 +367,10 @@ def test_every_http_example_of_the_docs_is_run():
     assert len(_doc_blocks()) == 5
 
 
+def _count_into(store, out: list[int]) -> None:
+    out.append(store.count())
+
+
 def test_a_slow_embedding_service_does_not_hold_the_store(api):
     """add and search embed before they take the memory's lock: other calls go on meanwhile."""
     import threading
@@ -381,7 +385,7 @@ def test_a_slow_embedding_service_does_not_hold_the_store(api):
             try:
                 assert api.arrived.wait(timeout=60)  # the call is waiting on the service now
                 counted: list[int] = []
-                probe = threading.Thread(target=lambda: counted.append(store.count()))
+                probe = threading.Thread(target=_count_into, args=(store, counted))
                 probe.start()
                 probe.join(timeout=60)
                 assert counted, "the store was held while its embedder waited on the service"
