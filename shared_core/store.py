@@ -527,8 +527,8 @@ class MemoryStore:
                 progress: Progress | None = None) -> int:
         """Re-embed what needs it; return how many memories were re-embedded.
 
-        With a different ``embedder`` (an embedder or its name, or other dims): everything, and the database then records the
-        new embedder. Otherwise: only rows whose versioned FNV-64a content hash (seed 003) or
+        With a different ``embedder`` (an embedder or its name, such as ``"openai/text-embedding-3-small"``,
+        or other dims): everything, and the database then records the new embedder. Otherwise: only rows whose versioned FNV-64a content hash (seed 003) or
         embedder name no longer matches. The embedding (minutes with a real model) runs without
         the store's lock and outside any write transaction, so searches go on and other writers
         get their turns; only the writing of each batch (or, for a new embedder, of all the new
