@@ -33,7 +33,7 @@ from .llm import TextModel
 from .memories import DEFAULT_NAMESPACE, AddResult, Memory, NewMemory
 from .memories.facts import Facts
 from .memories.service import MemoryService, Progress
-from .opening import open_kernel
+from .opening import named_embedder, open_kernel
 from .reembedding import reembed
 from .registry import DOMAINS
 from .search import SearchResults
@@ -149,7 +149,7 @@ class MemoryStore:
         cls,
         path: str | os.PathLike[str] | None = None,
         *,
-        embedder: Embedder | None = None,
+        embedder: Embedder | str | None = None,
         config: Config | Mapping[str, Any] | None = None,
         clock: Clock | None = None,
         read_only: bool = False,
@@ -162,8 +162,10 @@ class MemoryStore:
         ``path``: a file, ``":memory:"``, a ``postgresql://user:pw@host/db[?schema=name]`` URL (a
         memory shared by several processes and machines; docs/scaling.md), or ``None`` for
         ``$OPENKOI_DATABASE_URL``, else ``[database] url`` from the config, else
-        ``<data dir>/openkoi.db`` (the XDG data dir, or ``$OPENKOI_DATA``). ``embedder``: defaults to what the database was built with,
-        else ``[models] embedder`` from the config (the hashing embedder). ``config``: a
+        ``<data dir>/openkoi.db`` (the XDG data dir, or ``$OPENKOI_DATA``). ``embedder``: an embedder, or its
+        name (``"openai/text-embedding-3-small"``, ``"ollama/nomic-embed-text"``, ...; docs/embedders.md);
+        defaults to what the database was built with, else ``[models] embedder`` from the config (the
+        hashing embedder). ``config``: a
         :class:`Config`, or a dict of overrides on top of ``config.toml``. ``reembed=True``
         lets a different embedder take over an existing database by re-embedding everything.
         ``text_model``: optional; summaries and fact/learning extraction use it, with rule-based
@@ -523,17 +525,19 @@ class MemoryStore:
 
     # -- re-embedding ------------------------------------------------------------------------
 
-    def reembed(self, embedder: Embedder | None = None, *, batch_size: int = 256,
+    def reembed(self, embedder: Embedder | str | None = None, *, batch_size: int = 256,
                 progress: Progress | None = None) -> int:
         """Re-embed what needs it; return how many memories were re-embedded.
 
-        With a different ``embedder`` (or dims): everything, and the database then records the
-        new embedder. Otherwise: only rows whose versioned FNV-64a content hash (seed 003) or
+        With a different ``embedder`` (an embedder or its name, such as ``"openai/text-embedding-3-small"``,
+        or other dims): everything, and the database then records the new embedder. Otherwise: only rows whose versioned FNV-64a content hash (seed 003) or
         embedder name no longer matches. The embedding (minutes with a real model) runs without
         the store's lock and outside any write transaction, so searches go on and other writers
         get their turns; only the writing of each batch (or, for a new embedder, of all the new
         vectors at the end) holds the memory.
         """
+        if isinstance(embedder, str):
+            embedder = named_embedder(embedder, self.kernel.config)
         return reembed(self.kernel, embedder, batch_size=batch_size, progress=progress)
 
     # -- for domain modules and adapters --------------------------------------------------------

@@ -15,7 +15,14 @@ __all__ = ["ModelsConfig", "MemoryConfig", "RankingConfig", "SearchConfig", "For
 class ModelsConfig:
     """Which embedder to use when none is passed in code (seed 000 ``[models]``)."""
 
-    embedder: str = "hashing"  # "hashing" or "sentence-transformers/<model>"
+    embedder: str = "hashing"  # hashing, openai/<model>, ollama/<model>, fastembed/<model>, model2vec/<model>, ...
+    embedder_url: str = ""  # openai/ and ollama/: the server's URL ("": $OPENAI_BASE_URL / $OLLAMA_HOST, or the default)
+    embedder_batch_size: int = 0  # texts per request or model call (0: the embedder's own default)
+
+    def __post_init__(self) -> None:
+        if self.embedder_batch_size < 0:
+            raise ConfigError(f"models.embedder_batch_size must be 0 (the embedder's default) or more, "
+                              f"got {self.embedder_batch_size}")
 
 
 @dataclass

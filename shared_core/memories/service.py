@@ -19,7 +19,7 @@ from ..errors import NotFoundError
 from ..index.filters import Filter
 from ..lifecycle.links import LinkGraph
 from ..search import SearchResults
-from ..validation import LIMITS, check_finite
+from ..validation import LIMITS, check_finite, check_query
 from .checks import expiry, scope_for
 from .records import DEFAULT_NAMESPACE, AddResult, Memory, NewMemory
 from .versioning import FactVersions
@@ -89,8 +89,11 @@ class MemoryService:
         # seed 004's auto-categorisation (memory.auto_categorize), decided before the lock: it may ask a model
         auto_category = self._auto_category(item)
         kernel = self.kernel
+        embedder = kernel.embedder
+        (prepared,) = kernel.memories.prepare([item])  # embedded without the lock: a remote model takes a while
         with kernel.session():
-            (prepared,) = kernel.memories.prepare([item])
+            if kernel.embedder is not embedder:  # re-embedded to another embedder meanwhile
+                (prepared,) = kernel.memories.prepare([item])
             if supersedes is not None or (kind == "fact" and id is None and kernel.config.memory.fact_versioning):
                 return self._versions.write(prepared, supersedes=supersedes, dedup=dedup, auto_category=auto_category)
             prepared.category = prepared.category or auto_category
@@ -372,7 +375,13 @@ class MemoryService:
         kernel = self.kernel
         cfg = kernel.config
         limit = cfg.search.default_limit if limit is None else limit
+        embedder, query_vector = kernel.embedder, None
+        if vector is None and query is not None and (fusion or cfg.search.fusion) != "keyword" \
+                and check_query(query).strip() and getattr(embedder, "embeds_text", True):
+            query_vector = kernel.searcher.embed_query(query)  # without the lock: a remote model takes a while
         with kernel.session():
+            if query_vector is not None and kernel.embedder is not embedder:  # re-embedded to another meanwhile
+                query_vector = kernel.searcher.embed_query(query or "")
             now_iso = to_iso(kernel.clock.now())
             scope = scope_for(
                 namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=ids, where=where, tags=tags,
@@ -380,7 +389,8 @@ class MemoryService:
                 live_at=None if include_expired else now_iso, current_only=not include_superseded,
             )
             hits, _ = kernel.searcher.run(
-                query, scope, vector=vector, limit=limit, offset=offset, fusion=fusion,
+                query, scope, vector=vector if query_vector is None else query_vector, limit=limit, offset=offset,
+                fusion=fusion,
                 vector_weight=vector_weight, min_score=min_score, include_archive=include_archive,
                 mmr_lambda=mmr_lambda, fetch_k=fetch_k, rank=rank,
             )
