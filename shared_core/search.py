@@ -25,8 +25,9 @@ from .index.protocols import KeywordIndex, VectorIndex
 from .index.scope import Scope
 from .memories import Memory
 from .memories.repository import MemoryRepository
-from .ranking import FUSIONS, feedback_weight, fuse, maximal_marginal_relevance, recency_weight
-from .validation import check_finite, check_limit, check_query
+from .ranking import feedback_weight, fuse, maximal_marginal_relevance, recency_weight
+from .search_query import SearchQuery
+from .time_phrases import TimeWindow
 
 __all__ = ["Hit", "ScoreParts", "SearchResults", "Searcher"]
 
@@ -180,87 +181,44 @@ class Searcher:
         raw = embed_query(text) if callable(embed_query) else self.embedder.embed([text])[0]
         return as_vector(raw, self.embedder.dims, what="query embedding")
 
-    def run(
-        self,
-        query: str | None,
-        scope: Scope,
-        *,
-        vector: Any = None,
-        limit: int,
-        offset: int = 0,
-        fusion: str | None = None,
-        vector_weight: float | None = None,
-        min_score: float | None = None,
-        include_archive: bool = False,
-        mmr_lambda: float | None = None,
-        fetch_k: int | None = None,
-        rank: bool = True,
-    ) -> tuple[list[Hit], np.ndarray | None]:
+    def run(self, q: SearchQuery) -> tuple[list[Hit], np.ndarray | None]:
+        """The hits of ``q`` (after ``offset``, at most ``limit``) and the query vector it used."""
         cfg = self.config.search
-        method = fusion or cfg.fusion
-        if method not in FUSIONS:
-            raise ValueError(f"unknown fusion {method!r}; use one of {', '.join(FUSIONS)}")
-        if query is not None:
-            check_query(query)
-        has_text = bool(query and query.strip())
-        if not has_text and vector is None:
-            raise ValueError("search needs a query text or a vector; to list memories without one, use store.list()")
-        if method == "keyword" and not has_text:
-            raise ValueError("a keyword search needs a query text")
-        check_limit(limit, minimum=0)
-        check_limit(offset, "offset", minimum=0)
-        for name, number, bound in (("vector_weight", vector_weight, None), ("min_score", min_score, None),
-                                    ("mmr_lambda", mmr_lambda, 1.0)):
-            if number is not None:
-                check_finite(number, name, bound=bound)
-        if fetch_k is not None:
-            check_limit(fetch_k, "fetch_k")
-        wanted = limit + offset
+        wanted = q.wanted
         if wanted == 0:
             return [], None
-        if mmr_lambda is not None:
-            if fetch_k is not None and fetch_k < wanted:
-                raise ValueError(f"fetch_k ({fetch_k}) must be at least limit + offset ({wanted})")
-            wanted = fetch_k or max(20, 4 * wanted)
+        if q.vector is None and not getattr(self.embedder, "embeds_text", True):
+            try:
+                q = q.keyword_only()
+            except ValueError:
+                raise ValueError(f"this store's embedder ({self.embedder.name}) cannot embed text; "
+                                 "pass vector=...") from None
+        method = q.fusion
         pool = max(cfg.candidates, 5 * wanted)
         profile = profile_of(self.embedder)
         floor = cfg.similarity_floor if cfg.similarity_floor >= 0 else profile.similarity_floor
-        weight = vector_weight if vector_weight is not None else (
+        weight = q.vector_weight if q.vector_weight is not None else (
             cfg.vector_weight if cfg.vector_weight >= 0 else profile.vector_weight
         )
-        if vector is not None and method in ("keyword_first", "weighted", "rrf") and not has_text:
-            method = "vector"
-        if vector is None and not getattr(self.embedder, "embeds_text", True):
-            if method == "vector":
-                raise ValueError(f"this store's embedder ({self.embedder.name}) cannot embed text; pass vector=...")
-            method = "keyword"
+        window = self._place(q.time, q) if q.time is not None else None
+        scope, boosted = q.scope, None
+        if window is not None:
+            if q.time_mode == "narrow":
+                scope = q.within(window)
+            else:
+                boosted = q.within(window)
 
-        searched_keywords = has_text and method != "vector"
+        searched_keywords = q.has_text and method != "vector"
         query_vector: np.ndarray | None = None
-        scan = None
         if method != "keyword":
-            query_vector = as_vector(vector, self.embedder.dims) if vector is not None else self.embed_query(query)  # type: ignore[arg-type]
-            now_ts = self.clock.now().timestamp()
-            if searched_keywords:  # the vector scan runs beside FTS5's ranking where that pays
-                scan = self.vectors.search_in_background(query_vector, pool, scope, now=now_ts)
-
-        bm25: dict[int, float] = {}
-        keyword_query = None
-        if searched_keywords:
-            try:
-                keyword_query = self.keyword.prepare(query, scope)  # type: ignore[arg-type]
-                bm25 = dict(self.keyword.search(keyword_query, scope, pool))
-            except BaseException:
-                if scan is not None:
-                    wait([scan])  # the scan reads the mirror: it ends before the store's lock is let go
-                raise
-
-        similarity: dict[int, float] = {}
-        if query_vector is not None:
-            found = scan.result() if scan is not None else self.vectors.search(query_vector, pool, scope, now=now_ts)
-            similarity = dict(found)
-            missing = [rowid for rowid in bm25 if rowid not in similarity]
-            similarity.update(self.vectors.similarities(query_vector, missing))
+            query_vector = q.query_vector(self.embedder.dims)
+            if query_vector is None:
+                query_vector = self.embed_query(q.text or "")
+        bm25, similarity, keyword_query = self._candidates(q, scope, query_vector, searched_keywords, pool)
+        if boosted is not None:  # the window's own best candidates, which the whole scope's pool may miss
+            more_bm25, more_similarity, _ = self._candidates(q, boosted, query_vector, searched_keywords, pool)
+            bm25.update(more_bm25)
+            similarity.update(more_similarity)
 
         full_match = keyword_query.strength_scale if keyword_query is not None and cfg.keyword_scale == "full_match" else 0.0
         fused = fuse(method, bm25, similarity, vector_weight=weight, similarity_floor=floor, rrf_k=cfg.rrf_k,
@@ -273,11 +231,13 @@ class Searcher:
         ranked = []
         for rowid, feedback_score, last_hit_at, created_at in self.memories.ranking_columns(list(fused)):
             days = days_between(last_hit_at or created_at, now)
-            fw, rw = self._weights(feedback_score, days, rank)
-            ranked.append((fused[rowid].relevance * fw * rw, _ts(created_at), rowid, fw, rw, days))
+            fw, rw = self._weights(feedback_score, days, q.rank)
+            when = 1.0 + cfg.time_boost if boosted is not None and window is not None and created_at is not None \
+                and window.contains(created_at) else 1.0
+            ranked.append((fused[rowid].relevance * fw * rw * when, _ts(created_at), rowid, fw, rw, days))
         ranked.sort(key=lambda r: (-r[0], -r[1], r[2]))
-        if min_score is not None:
-            ranked = [r for r in ranked if r[0] >= min_score]
+        if q.min_score is not None:
+            ranked = [r for r in ranked if r[0] >= q.min_score]
         rows = self.memories.by_rowids([r[2] for r in ranked[:wanted]])
         hits: list[Hit] = []
         for final, _, rowid, fw, rw, days in ranked[:wanted]:
@@ -298,14 +258,50 @@ class Searcher:
                 keyword_strength=_strength(bm25.get(rowid, 0.0), keyword_query),
             )
             hits.append(Hit(memory, final, parts))
-        if include_archive and keyword_query is not None:
-            hits.extend(self.archive_hits(keyword_query, scope, pool, bm25, now, method, rank=rank))
+        if q.include_archive and keyword_query is not None:
+            hits.extend(self.archive_hits(keyword_query, scope, pool, bm25, now, method, rank=q.rank))
         hits.sort(key=lambda h: (-h.score, -_ts(h.memory.created_at), h.memory.rowid))
-        if min_score is not None:
-            hits = [h for h in hits if h.score >= min_score]
-        if mmr_lambda is not None:
-            hits = self._diversify(hits[:wanted], query, query_vector, limit + offset, mmr_lambda)
-        return hits[offset : offset + limit], query_vector
+        if q.min_score is not None:
+            hits = [h for h in hits if h.score >= q.min_score]
+        if q.mmr_lambda is not None:
+            hits = self._diversify(hits[:wanted], q.text, query_vector, q.limit + q.offset, q.mmr_lambda)
+        return hits[q.offset : q.offset + q.limit], query_vector
+
+    def _candidates(self, q: SearchQuery, scope: Scope, query_vector: np.ndarray | None, searched_keywords: bool,
+                    pool: int) -> tuple[dict[int, float], dict[int, float], Any]:
+        """BM25 and similarity of each side's best ``pool`` rows in ``scope`` (the vector scan runs
+        beside the keyword ranking where that pays)."""
+        scan = None
+        now_ts = self.clock.now().timestamp()
+        if query_vector is not None and searched_keywords:
+            scan = self.vectors.search_in_background(query_vector, pool, scope, now=now_ts)
+        bm25: dict[int, float] = {}
+        keyword_query = None
+        if searched_keywords:
+            try:
+                keyword_query = self.keyword.prepare(q.keyword_text, scope)
+                bm25 = dict(self.keyword.search(keyword_query, scope, pool))
+            except BaseException:
+                if scan is not None:
+                    wait([scan])  # the scan reads the mirror: it ends before the store's lock is let go
+                raise
+        similarity: dict[int, float] = {}
+        if query_vector is not None:
+            found = scan.result() if scan is not None else self.vectors.search(query_vector, pool, scope, now=now_ts)
+            similarity = dict(found)
+            missing = [rowid for rowid in bm25 if rowid not in similarity]
+            similarity.update(self.vectors.similarities(query_vector, missing))
+        return bm25, similarity, keyword_query
+
+    def _place(self, window: TimeWindow, q: SearchQuery) -> TimeWindow | None:
+        """The window itself, or for "before the trip" the window around the best memory of the trip."""
+        if window.anchor is None:
+            return window
+        anchor = SearchQuery.build(window.anchor, q.scope, limit=1, default_fusion="keyword_first",
+                                   fusion="keyword" if not getattr(self.embedder, "embeds_text", True) else None)
+        hits, _ = self.run(anchor)
+        when = hits[0].memory.created_at if hits else None
+        return window.around(when, q.asked_at) if when is not None else None
 
     def _weights(self, feedback_score: float, days: float, rank: bool) -> tuple[float, float]:
         """Seed 002's feedback and recency weights; both 1 when the caller wants plain relevance."""

@@ -396,6 +396,8 @@ class MemoryStore:
         track_access: bool | None = None,
         expand_links: bool | None = None,
         rank: bool = True,
+        time_phrases: str | None = None,
+        asked_at: datetime | str | None = None,
     ) -> SearchResults:
         """Hybrid search (BM25 + vectors, fused, then ranked by feedback and recency).
 
@@ -409,7 +411,11 @@ class MemoryStore:
         ``expand_links`` (default ``links.expand_by_default``) appends strongly linked neighbours
         of the hits, in the same scope, marked ``parts.fusion == "link"``. ``rank=False`` orders
         by relevance alone, without the feedback and recency weights (for adapters whose
-        framework promises plain similarity order, such as vector stores).
+        framework promises plain similarity order, such as vector stores). A time in the question
+        ("last Tuesday", "in March", "two weeks ago", "before the trip"), read relative to
+        ``asked_at`` (default: the store's clock), raises the memories created in that window
+        (``time_phrases="boost"``, the default ``search.time_phrases``), keeps only them
+        (``"narrow"``) or is ignored (``"off"``).
         """
         return self.memories.search(
             query, vector=vector, namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, tags=tags,
@@ -418,6 +424,7 @@ class MemoryStore:
             include_expired=include_expired, include_superseded=include_superseded,
             include_archive=include_archive, mmr_lambda=mmr_lambda, fetch_k=fetch_k, track_access=track_access,
             expand_links=expand_links, rank=rank,
+            time_phrases=time_phrases, asked_at=asked_at,
         )
 
     def list(

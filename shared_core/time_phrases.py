@@ -72,6 +72,7 @@ _RELATION = re.compile(r"\b(before|after|since|prior to|until|till)\s+$", re.IGN
 class TimeWindow:
     """When a question is about: ``start`` <= time < ``end`` (``None``: open on that side).
 
+    A window that runs "up to now" ("since last week", "recently") ends at the reference time.
     ``phrase``: the words that said it, as written. ``anchor``: for "before the trip", the thing
     whose time bounds the window (``start``/``end`` are then both None until search finds it);
     ``relation``: ``within``, ``before`` or ``after``.
@@ -86,11 +87,11 @@ class TimeWindow:
     def contains(self, when: datetime) -> bool:
         return (self.start is None or when >= self.start) and (self.end is None or when < self.end)
 
-    def around(self, when: datetime) -> TimeWindow:
-        """The window of an anchor found at ``when``: before it, or from it on."""
+    def around(self, when: datetime, reference: datetime | None = None) -> TimeWindow:
+        """The window of an anchor found at ``when``: before it, or from it on (up to ``reference``)."""
         if self.relation == "before":
             return TimeWindow(None, when, self.phrase, self.relation, self.anchor)
-        return TimeWindow(when, None, self.phrase, self.relation, self.anchor)
+        return TimeWindow(when, _until(reference), self.phrase, self.relation, self.anchor)
 
 
 def find_time(text: str, reference: datetime) -> TimeWindow | None:
@@ -119,7 +120,7 @@ def find_time(text: str, reference: datetime) -> TimeWindow | None:
         if word in ("before", "prior to", "until", "till"):
             end = window.start if word in ("before", "prior to") else window.end
             return TimeWindow(None, end, phrase, "before")
-        return TimeWindow(window.end if word == "after" else window.start, None, phrase, "after")
+        return TimeWindow(window.end if word == "after" else window.start, _until(reference), phrase, "after")
     return window
 
 
@@ -177,7 +178,7 @@ def _window(match: re.Match[str], kind: str, reference: datetime) -> TimeWindow 
         return days(center - timedelta(days=slack), 2 * slack + 1)
     if kind == "past_span":
         count = _number(groups["n"]) * _UNITS[groups["unit"].lower()]
-        return TimeWindow(_start_of(today - timedelta(days=count), tz), None, phrase)
+        return TimeWindow(_start_of(today - timedelta(days=count), tz), _until(reference), phrase)
     if kind in ("weekday", "bare_weekday"):
         weekday = _WEEKDAYS[groups["weekday"].lower().rstrip(".")]
         which = (groups.get("which") or "").lower()
@@ -225,12 +226,17 @@ def _window(match: re.Match[str], kind: str, reference: datetime) -> TimeWindow 
         back = {"yesterday": 1, "the day before yesterday": 2}.get(word, 0)
         return days(today - timedelta(days=back))
     if kind == "recent":
-        return TimeWindow(_start_of(today - timedelta(days=30), tz), None, phrase)
+        return TimeWindow(_start_of(today - timedelta(days=30), tz), _until(reference), phrase)
     if kind == "anchor":
         relation = groups["relation"].lower()
         return TimeWindow(None, None, phrase, "before" if relation in ("before", "prior to") else "after",
                           anchor=groups["anchor"])
     raise AssertionError(kind)
+
+
+def _until(reference: datetime | None) -> datetime | None:
+    """The end of a window that runs "up to now": nothing written after the question is in it."""
+    return None if reference is None else reference + timedelta(microseconds=1)
 
 
 def _number(text: str) -> int:

@@ -3,8 +3,10 @@
 Each conversation's turns go into a fresh in-memory store (one memory per turn, text
 "Speaker: what they said", plus the image caption when a turn shares a photo). Every
 question is asked; the gold evidence turns are looked for in the top 10. Methods:
-``bm25`` (FTS5 only), ``vector`` (embedder only) and ``hybrid`` (the default fusion
-and ranking), or any fusion setting given with --fusion/--floor/--weight.
+``bm25`` (FTS5 only), ``vector`` (embedder only), ``hybrid`` (the default fusion and
+ranking) and ``hybrid + time`` (a time in the question, "in June", "last year", "after the
+road trip", raises the turns said then: each turn carries its session's date, and the
+questions are asked the day after the last session), or any fusion setting given with --grid.
 
     python bench/quality/locomo.py                       # hashing embedder, 3 methods
     python bench/quality/locomo.py --embedder minilm     # needs sentence-transformers
@@ -26,6 +28,7 @@ import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +74,20 @@ class Conversation:
     sample_id: str
     turns: list[tuple[str, str]]  # (dia_id, text)
     questions: list[Question]
+    said_at: dict[str, datetime] = field(default_factory=dict)  # dia_id -> its session's date and time
+
+    @property
+    def asked_at(self) -> datetime | None:
+        """When the questions are asked: the day after the last session."""
+        return max(self.said_at.values()) + timedelta(days=1) if self.said_at else None
+
+
+def session_time(text: str) -> datetime | None:
+    """LoCoMo's "1:56 pm on 8 May, 2023" as an aware datetime (UTC), None if unreadable."""
+    try:
+        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
 
 
 @dataclass
@@ -105,14 +122,18 @@ def load(path: Path = DEFAULT_DATA) -> LoadReport:
     for sample in data:
         conv = sample["conversation"]
         turns = []
+        said_at: dict[str, datetime] = {}
         for key, value in conv.items():
             if not (key.startswith("session_") and isinstance(value, list)):
                 continue
+            when = session_time(str(conv.get(f"{key}_date_time", "")))
             for turn in value:
                 text = f"{turn['speaker']}: {turn['text']}"
                 if turn.get("blip_caption"):
                     text += f" [shares a photo: {turn['blip_caption']}]"
                 turns.append((turn["dia_id"], text))
+                if when is not None:
+                    said_at[turn["dia_id"]] = when
         known = {dia for dia, _ in turns}
         questions = []
         for qa in sample["qa"]:
@@ -130,7 +151,7 @@ def load(path: Path = DEFAULT_DATA) -> LoadReport:
                 report.skipped_questions += 1
                 continue
             questions.append(Question(qa["question"], frozenset(evidence), int(qa["category"])))
-        report.conversations.append(Conversation(sample["sample_id"], turns, questions))
+        report.conversations.append(Conversation(sample["sample_id"], turns, questions, said_at))
     return report
 
 
@@ -224,9 +245,10 @@ class MethodResult:
 # -- evaluation ---------------------------------------------------------------------------------
 
 METHODS = {
-    "bm25": {"fusion": "keyword"},
-    "vector": {"fusion": "vector"},
-    "hybrid": {},
+    "bm25": {"fusion": "keyword", "time_phrases": "off"},
+    "vector": {"fusion": "vector", "time_phrases": "off"},
+    "hybrid": {"time_phrases": "off"},
+    "hybrid + time": {"time_phrases": "boost"},  # a time in the question raises the turns of that time
 }
 
 
@@ -241,7 +263,8 @@ def evaluate(report: LoadReport, embedder: Any, methods: dict[str, dict[str, Any
             search_config = {"track_access": False, **{k: v for k, v in options.items() if k != "fusion"}}
             with MemoryStore.open(":memory:", embedder=embedder, config={"search": search_config}) as store:
                 store.add_many(
-                    [NewMemory(text=text, id=dia, namespace=conv.sample_id, kind="message", vector=vec)
+                    [NewMemory(text=text, id=dia, namespace=conv.sample_id, kind="message", vector=vec,
+                               created_at=conv.said_at.get(dia))
                      for (dia, text), vec in zip(conv.turns, turn_vectors, strict=False)],
                     batch_size=2000,
                 )
@@ -249,7 +272,7 @@ def evaluate(report: LoadReport, embedder: Any, methods: dict[str, dict[str, Any
                 started = time.perf_counter()
                 for question, qvec in zip(conv.questions, query_vectors, strict=False):
                     hits = store.search(question.text, vector=qvec, namespace=conv.sample_id, limit=10,
-                                        fusion=options.get("fusion"), track_access=False)
+                                        fusion=options.get("fusion"), track_access=False, asked_at=conv.asked_at)
                     ranked = [hit.id for hit in hits]
                     result.overall.add(ranked, question.evidence)
                     if question.category != 5:

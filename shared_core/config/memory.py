@@ -119,6 +119,8 @@ class SearchConfig:
     parallel_scan_rows: int = 2000  # mirrors this big scan on a worker thread while FTS5 ranks (0: never)
     track_access: bool = True  # seed 003: access_count += 1, last_access_at = now on return
     default_limit: int = 10
+    time_phrases: str = "boost"  # a time in the question (last Tuesday, in March): off | boost | narrow
+    time_boost: float = 1.0  # boost: relevance x (1 + this) for memories created inside the window
 
     def __post_init__(self) -> None:
         if self.fusion not in {"keyword_first", "weighted", "rrf", "keyword", "vector"}:
@@ -134,6 +136,10 @@ class SearchConfig:
             raise ConfigError("search.candidates and search.rerank_pool must be positive")
         if self.parallel_scan_rows < 0:
             raise ConfigError("search.parallel_scan_rows must not be negative (0 turns the worker thread off)")
+        if self.time_phrases not in {"off", "boost", "narrow"}:
+            raise ConfigError(f"search.time_phrases {self.time_phrases!r} is unknown; use off, boost or narrow")
+        if not self.time_boost >= 0:
+            raise ConfigError(f"search.time_boost must be 0 or more, got {self.time_boost}")
 
 
 @dataclass

@@ -11,6 +11,7 @@ import contextlib
 import gc
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,8 @@ from ..errors import NotFoundError
 from ..index.filters import Filter
 from ..lifecycle.links import LinkGraph
 from ..search import SearchResults
-from ..validation import LIMITS, check_finite, check_query
+from ..search_query import SearchQuery
+from ..validation import LIMITS, check_finite, time_or_none
 from .checks import expiry, scope_for
 from .records import DEFAULT_NAMESPACE, AddResult, Memory, NewMemory
 from .versioning import FactVersions
@@ -357,6 +359,8 @@ class MemoryService:
         track_access: bool | None = None,
         expand_links: bool | None = None,
         rank: bool = True,
+        time_phrases: str | None = None,
+        asked_at: datetime | str | None = None,
     ) -> SearchResults:
         """Hybrid search (BM25 + vectors, fused, then ranked by feedback and recency).
 
@@ -370,30 +374,35 @@ class MemoryService:
         ``expand_links`` (default ``links.expand_by_default``) appends strongly linked neighbours
         of the hits, in the same scope, marked ``parts.fusion == "link"``. ``rank=False`` orders
         by relevance alone, without the feedback and recency weights (for adapters whose
-        framework promises plain similarity order, such as vector stores).
+        framework promises plain similarity order, such as vector stores). A time in the question
+        ("last Tuesday", "in March", "two weeks ago", "before the trip"), read relative to
+        ``asked_at`` (default: the store's clock), raises the memories created in that window
+        (``time_phrases="boost"``, the default ``search.time_phrases``), keeps only them
+        (``"narrow"``) or is ignored (``"off"``).
         """
         kernel = self.kernel
         cfg = kernel.config
-        limit = cfg.search.default_limit if limit is None else limit
-        embedder, query_vector = kernel.embedder, None
-        if vector is None and query is not None and (fusion or cfg.search.fusion) != "keyword" \
-                and check_query(query).strip() and getattr(embedder, "embeds_text", True):
-            query_vector = kernel.searcher.embed_query(query)  # without the lock: a remote model takes a while
+        now = kernel.clock.now()
+        scope = scope_for(
+            namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=ids, where=where, tags=tags,
+            category=category, source=source, since=since, until=until,
+            live_at=None if include_expired else to_iso(now), current_only=not include_superseded,
+        )
+        q = SearchQuery.build(
+            query, scope, limit=cfg.search.default_limit if limit is None else limit,
+            default_fusion=cfg.search.fusion, vector=vector, offset=offset, fusion=fusion,
+            vector_weight=vector_weight, min_score=min_score, include_archive=include_archive, mmr_lambda=mmr_lambda,
+            fetch_k=fetch_k, rank=rank, time_mode=cfg.search.time_phrases if time_phrases is None else time_phrases,
+            asked_at=now if asked_at is None else time_or_none(asked_at, "asked_at"),
+        )
+        embedder = kernel.embedder
+        embedded = vector is None and q.has_text and q.fusion != "keyword" and getattr(embedder, "embeds_text", True)
+        if embedded:  # without the lock: a remote model takes a while
+            q = replace(q, vector=kernel.searcher.embed_query(q.text or ""))
         with kernel.session():
-            if query_vector is not None and kernel.embedder is not embedder:  # re-embedded to another meanwhile
-                query_vector = kernel.searcher.embed_query(query or "")
-            now_iso = to_iso(kernel.clock.now())
-            scope = scope_for(
-                namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, ids=ids, where=where, tags=tags,
-                category=category, source=source, since=since, until=until,
-                live_at=None if include_expired else now_iso, current_only=not include_superseded,
-            )
-            hits, _ = kernel.searcher.run(
-                query, scope, vector=vector if query_vector is None else query_vector, limit=limit, offset=offset,
-                fusion=fusion,
-                vector_weight=vector_weight, min_score=min_score, include_archive=include_archive,
-                mmr_lambda=mmr_lambda, fetch_k=fetch_k, rank=rank,
-            )
+            if embedded and kernel.embedder is not embedder:  # re-embedded to another embedder meanwhile
+                q = replace(q, vector=kernel.searcher.embed_query(q.text or ""))
+            hits, _ = kernel.searcher.run(q)
             track = cfg.search.track_access if track_access is None else track_access
             expand = cfg.links.expand_by_default if expand_links is None else expand_links
             links = kernel.service(LinkGraph)

@@ -44,6 +44,7 @@ from ..index.scope import Scope
 from ..llm import ModelOutputError, parse_json_output
 from ..namespaces import check_namespace
 from ..restatement import is_restatement, spell_out, statement_words
+from ..search_query import SearchQuery
 from .records import AddResult, Memory, NearFacts
 
 if TYPE_CHECKING:
@@ -249,7 +250,8 @@ class FactVersions:
             floor = profile_of(kernel.embedder).similarity_floor
         scope = Scope(namespaces=(item.namespace,), kinds=("fact",), live_at=to_iso(kernel.clock.now()),
                       current_only=True)
-        hits, _ = kernel.searcher.run(None, scope, vector=item.vector, limit=limit, fusion="vector")
+        hits, _ = kernel.searcher.run(SearchQuery.build(None, scope, vector=item.vector, limit=limit, fusion="vector",
+                                                        default_fusion="vector"))
         near = list(changed)
         seen = {m.id for m in near}
         near += [h.memory for h in hits if h.memory.id not in seen

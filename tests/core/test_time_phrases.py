@@ -40,11 +40,11 @@ def span(question: str, now: datetime = NOW) -> tuple[str | None, str | None]:
     ("what happened on December 24", ("2023-12-24", "2023-12-25")),  # not yet this year: last year's
     ("what did I say two weeks ago", ("2024-04-30", "2024-05-05")),
     ("3 days ago I mentioned a book", ("2024-05-12", "2024-05-15")),
-    ("anything in the last 10 days", ("2024-05-06", None)),
-    ("what did I say recently", ("2024-04-16", None)),
+    ("anything in the last 10 days", ("2024-05-06", "2024-05-16")),
+    ("what did I say recently", ("2024-04-16", "2024-05-16")),
     ("what did I do before March", (None, "2024-03-01")),
-    ("what changed since last week", ("2024-05-06", None)),
-    ("anything after 2023-05-01", ("2023-05-02", None)),
+    ("what changed since last week", ("2024-05-06", "2024-05-16")),
+    ("anything after 2023-05-01", ("2023-05-02", "2024-05-16")),
 ])
 def test_phrases_become_windows(question, expected):
     assert span(question) == expected
@@ -68,7 +68,8 @@ def test_an_event_anchor_is_left_for_search_to_place():
     trip = datetime(2024, 4, 2, tzinfo=timezone.utc)
     placed = window.around(trip)
     assert placed.end == trip and placed.start is None and placed.contains(trip - timedelta(days=1))
-    assert find_time("since my wedding", NOW).around(trip).start == trip
+    since = find_time("since my wedding", NOW).around(trip, NOW)
+    assert since.start == trip and since.end is not None and since.contains(NOW) and not since.contains(NOW + timedelta(seconds=1))
 
 
 def test_the_reference_time_decides_and_its_zone_too():

@@ -1,0 +1,77 @@
+"""A time in the question narrows or raises the memories of that time (search.time_phrases)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from shared_core import ManualClock, MemoryStore
+
+THURSDAY = datetime(2024, 5, 16, 18, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def diary(tmp_path):
+    clock = ManualClock(THURSDAY - timedelta(days=40))
+    store = MemoryStore.open(tmp_path / "diary.db", clock=clock)
+    written = {}
+    for when, text in [
+        (THURSDAY - timedelta(days=37), "Planted tomatoes in the garden"),
+        (THURSDAY - timedelta(days=9), "Watered the garden and pulled weeds"),
+        (THURSDAY - timedelta(days=2), "Garden: the tomatoes need stakes"),   # Tuesday 14 May
+        (THURSDAY - timedelta(days=1), "Garden looks great after the rain"),
+        (THURSDAY - timedelta(days=20), "Booked the trip to Lisbon"),
+        (THURSDAY - timedelta(days=25), "Bought sunscreen for the holiday"),
+        (THURSDAY - timedelta(days=5), "Bought azulejo tiles as souvenirs for the holiday"),
+    ]:
+        clock.set(when)
+        written[text] = store.add(text, dedup=False)
+    clock.set(THURSDAY)
+    yield store, written
+    store.close()
+
+
+def test_last_tuesday_raises_tuesdays_memory(diary):
+    store, written = diary
+    plain = store.search("what did I note about the garden?", time_phrases="off", track_access=False)
+    timed = store.search("what did I note about the garden last Tuesday?", track_access=False)
+    tuesday = written["Garden: the tomatoes need stakes"]
+    assert timed.ids[0] == tuesday
+    assert plain.ids[0] != tuesday or plain[0].score < timed[0].score
+
+
+def test_narrow_keeps_only_the_window(diary):
+    store, written = diary
+    hits = store.search("garden in the last 10 days", time_phrases="narrow", track_access=False)
+    assert set(hits.ids) == {written["Watered the garden and pulled weeds"],
+                             written["Garden: the tomatoes need stakes"], written["Garden looks great after the rain"]}
+
+
+def test_before_an_event_is_placed_by_the_memory_of_the_event(diary):
+    store, written = diary
+    hits = store.search("what did I buy for the holiday before the trip?", time_phrases="narrow", track_access=False)
+    assert hits.ids[0] == written["Bought sunscreen for the holiday"]
+    assert written["Bought azulejo tiles as souvenirs for the holiday"] not in hits.ids  # bought after the trip
+
+
+def test_the_question_can_be_asked_at_another_time(diary):
+    store, written = diary
+    asked = THURSDAY - timedelta(days=30)  # a replay: "yesterday" then was 7 days after the tomatoes
+    hits = store.search("garden in the last 10 days", time_phrases="narrow", asked_at=asked, track_access=False)
+    assert hits.ids == [written["Planted tomatoes in the garden"]]
+
+
+def test_off_ignores_the_phrase_and_bad_modes_are_refused(diary):
+    store, _ = diary
+    assert store.search("garden last Tuesday", time_phrases="off", track_access=False)
+    with pytest.raises(ValueError, match="off, boost, narrow"):
+        store.search("garden", time_phrases="sometimes")
+
+
+def test_the_mode_comes_from_the_config(tmp_path):
+    with MemoryStore.open(tmp_path / "n.db", config={"search": {"time_phrases": "narrow"}}) as store:
+        assert store.config.search.time_phrases == "narrow"
+    from shared_core import ConfigError
+    with pytest.raises(ConfigError, match="time_phrases"):
+        MemoryStore.open(tmp_path / "x.db", config={"search": {"time_phrases": "always"}})
