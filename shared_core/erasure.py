@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .clock import to_iso
-from .conversations.api import Conversations
+from .conversations.service import Conversations
 from .conversations.transcripts import transcript_name
 from .errors import BusyError, OpenKoiError, StorageError, StoreClosedError
 from .files import upload_folder, upload_roots

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .clock import from_iso, to_iso
-from .conversations.api import Conversations
+from .conversations.service import Conversations
 from .errors import NotFoundError
 from .learning_records import ExtractionReport
 from .learnings import Learnings

@@ -34,9 +34,10 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..clock import to_iso
-from ..conversations.api import CHUNK_PREFIX, Conversations, searchable_text
 from ..conversations.embedding_doc import collapse_whitespace, truncate_at_boundary, unix_ms
-from ..conversations.records import MemorySummary, Message, media_refs
+from ..conversations.incoming import searchable_text
+from ..conversations.records import CHUNK_PREFIX, MemorySummary, Message, media_refs
+from ..conversations.service import Conversations
 from ..embed import fnv1a_64
 from ..errors import NotFoundError
 from ..memories import DEFAULT_NAMESPACE, Memory, NewMemory, check_namespace
