@@ -32,7 +32,7 @@ _MACROS = {
     "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *",
 }
 # (name, low, high, names) per field
-_FIELDS = (("minute", 0, 59, {}), ("hour", 0, 23, {}), ("day of month", 1, 31, {}), ("month", 1, 12, _MONTHS),
+_FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (("minute", 0, 59, {}), ("hour", 0, 23, {}), ("day of month", 1, 31, {}), ("month", 1, 12, _MONTHS),
            ("day of week", 0, 7, _DAYS))
 _SEARCH_DAYS = 366 * 28 + 7  # the longest gap any valid expression can have (Feb 29 on a given weekday)
 
@@ -91,7 +91,7 @@ class CronSchedule:
         """The latest fire time at or before ``when`` (aware, in ``tz``), or None if there is none."""
         local = when.astimezone(tz)
         day = local.date()
-        limit = (local.hour, local.minute)
+        limit: tuple[int, int] | None = (local.hour, local.minute)
         for _ in range(_SEARCH_DAYS):
             if self.matches_day(day):
                 for hour in sorted(self.hours, reverse=True):
@@ -110,7 +110,7 @@ class CronSchedule:
         """The first fire time strictly after ``when`` (aware, in ``tz``)."""
         local = when.astimezone(tz)
         day = local.date()
-        limit = (local.hour, local.minute)
+        limit: tuple[int, int] | None = (local.hour, local.minute)
         for _ in range(_SEARCH_DAYS):
             if self.matches_day(day):
                 for hour in sorted(self.hours):
