@@ -105,7 +105,8 @@ class DocumentRepository:
     def content(self, document_id: str) -> str | None:
         return self.db.scalar("SELECT content FROM rag_documents WHERE id = ?", (document_id,))
 
-    def list(self, namespace: str | None, limit: int | None, offset: int = 0) -> list[Document]:
+    def page(self, namespace: str | None, limit: int | None, offset: int = 0) -> list[Document]:
+        """Documents of ``namespace`` (``None``: every namespace), most recently uploaded first."""
         where, params = ("WHERE namespace = ?", [namespace]) if namespace is not None else ("", [])
         rows = self.db.query(
             f"SELECT {_DOCUMENT_COLUMNS} FROM rag_documents {where} "

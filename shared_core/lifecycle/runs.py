@@ -8,33 +8,21 @@ job's work: a second process waiting on the write lock then sees the job done.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import Any
 
-from ..clock import from_iso, to_iso
+from ..clock import from_iso
 from ..db import Database
 from .cron import CronSchedule, is_due
+from .records import JobRun
+from .repository import RunRepository
 
 __all__ = ["JobRun", "last_run", "record_run", "due", "next_due"]
 
 
-@dataclass(frozen=True)
-class JobRun:
-    job: str
-    last_run_at: datetime
-    last_status: str
-    last_report: dict[str, Any]
-
-
 def last_run(db: Database, job: str) -> JobRun | None:
-    rows = db.query("SELECT job, last_run_at, last_status, last_report FROM lifecycle_runs WHERE job = ?", (job,))
-    if not rows:
-        return None
-    name, at, status, report = rows[0]
-    return JobRun(name, from_iso(at), status, json.loads(report or "{}"))  # type: ignore[arg-type]
+    return RunRepository(db).get(job)
 
 
 def record_run(db: Database, job: str, when: datetime, status: str, report: Mapping[str, Any] | None = None) -> None:
@@ -43,12 +31,7 @@ def record_run(db: Database, job: str, when: datetime, status: str, report: Mapp
     ``last_run_at`` never moves back, even if the clock does, so a clock set back cannot make
     a job that already ran due again.
     """
-    db.execute(
-        "INSERT INTO lifecycle_runs (job, last_run_at, last_status, last_report) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT(job) DO UPDATE SET last_run_at = max(last_run_at, excluded.last_run_at), "
-        "last_status = excluded.last_status, last_report = excluded.last_report",
-        (job, to_iso(when), status, json.dumps(dict(report or {}), default=str, sort_keys=True)),
-    )
+    RunRepository(db).record(job, when, status, report or {})
 
 
 def _reference(db: Database, job: str) -> datetime | None:
