@@ -12,7 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from ..clock import from_iso, to_iso
-from ..db import Database
+from ..db import Backend
+from ..db.backend import inserted_rowid
 from .records import MemorySummary, Message, Session, WorkingSummary
 
 __all__ = ["MessageRepository"]
@@ -107,7 +108,7 @@ def working_from_row(row: Sequence[Any]) -> WorkingSummary:
 
 
 class MessageRepository:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Backend) -> None:
         self.db = db
 
     # -- sessions ------------------------------------------------------------------------
@@ -202,7 +203,7 @@ class MessageRepository:
                 m.summary_ref_id, m.token_count, int(m.active),
             ),
         )
-        return int(cursor.lastrowid)
+        return inserted_rowid(cursor)
 
     def message(self, message_id: str) -> Message | None:
         rows = self.db.query(f"SELECT {_MSG_SELECT} FROM raw_messages m WHERE m.message_id = ?", (message_id,))

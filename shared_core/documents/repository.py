@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from ..clock import from_iso, to_iso
-from ..db import Database
+from ..db import Backend
 
 __all__ = ["Document", "DocumentChunk", "DocumentRepository"]
 
@@ -83,7 +83,7 @@ class DocumentChunk:
 
 
 class DocumentRepository:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Backend) -> None:
         from ..index.keyword import keyword_index_for
 
         self.db = db

@@ -5,14 +5,14 @@ The rows themselves are deleted by each domain's eraser (the registry), never he
 
 from __future__ import annotations
 
-from ..db import Database
+from ..db import Backend
 from .records import PENDING_KEY
 
 __all__ = ["ErasureRepository"]
 
 
 class ErasureRepository:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Backend) -> None:
         self.db = db
 
     def row_counts(self, namespace: str) -> dict[str, int]:

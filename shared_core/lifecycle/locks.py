@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 from ..clock import Clock
-from ..db import Database
+from ..db import Backend
 from .records import RunLock
 from .repository import LockRepository
 
@@ -47,7 +47,7 @@ def _holder_alive(holder: str | None) -> bool:
 class RunLocks:
     """Take, refresh, check and release run locks (callers hold the store lock)."""
 
-    def __init__(self, db: Database, clock: Clock) -> None:
+    def __init__(self, db: Backend, clock: Clock) -> None:
         self.db = db
         self.clock = clock
         self._repo = LockRepository(db)

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from ..clock import from_iso, to_iso
-from ..db import Database
+from ..db import Backend
 from .records import JobRun, Link
 
 __all__ = ["LinkRepository", "LockRepository", "RunRepository", "PruneRepository", "trim_index_log"]
@@ -23,7 +23,7 @@ _BATCH = 400
 class LinkRepository:
     """``memory_links``: one row per linked pair, ``memory_id`` < ``related_id``."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Backend) -> None:
         self.db = db
 
     def strengthen(self, pairs: Sequence[tuple[str, str, str]], *, initial: float, increment: float,
@@ -84,7 +84,7 @@ class LinkRepository:
 class LockRepository:
     """``run_locks``: one row per key."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Backend) -> None:
         self.db = db
 
     def get(self, key: str) -> tuple[str, datetime, datetime, str | None] | None:
@@ -123,7 +123,7 @@ class LockRepository:
 class RunRepository:
     """``lifecycle_runs``: one row per job."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Backend) -> None:
         self.db = db
 
     def get(self, job: str) -> JobRun | None:
@@ -147,7 +147,7 @@ class RunRepository:
 class PruneRepository:
     """What size pruning reads of the memory index (it archives through the archive repository)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Backend) -> None:
         self.db = db
 
     def unpinned(self, kinds: Sequence[str]) -> list[tuple[int, str, float, datetime | None, datetime | None]]:
@@ -160,7 +160,7 @@ class PruneRepository:
                 for rowid, memory_id, score, last, created in rows]
 
 
-def trim_index_log(db: Database, keep: int) -> int:
+def trim_index_log(db: Backend, keep: int) -> int:
     """Drop all but the newest ``keep`` entries of the vector mirror's change log; return how many went."""
     cursor = db.execute("DELETE FROM index_log WHERE seq <= (SELECT max(seq) FROM index_log) - ?", (keep,))
     return int(cursor.rowcount or 0)

@@ -6,13 +6,13 @@ from __future__ import annotations
 from datetime import datetime
 
 from ..clock import to_iso
-from ..db import Database
+from ..db import Backend
 
 __all__ = ["WorkspaceRepository"]
 
 
 class WorkspaceRepository:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Backend) -> None:
         self.db = db
 
     # -- workspace_files ---------------------------------------------------------------------------

@@ -226,7 +226,7 @@ def inspector_routes(app: FastAPI, store: MemoryStore) -> None:
 
 
 def _page_routes(app: FastAPI) -> None:
-    folder = resources.files("shared_core.server").joinpath("static", "inspector")
+    folder = resources.files("shared_core.server") / "static" / "inspector"
     public = set(getattr(app.state, PUBLIC_PATHS_ATTRIBUTE, ()))
     for path, (name, media_type) in PAGE_FILES.items():
         public.add(path)
