@@ -12,7 +12,7 @@ from typing import Any
 
 from .archive import Archive
 from .context.memory_manager import MemoryManager
-from .conversations.api import Conversations
+from .conversations.service import Conversations
 from .documents.knowledge_base import KnowledgeBase
 from .episodes import Episodes
 from .erasure import Erasure

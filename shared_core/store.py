@@ -23,7 +23,7 @@ import numpy as np
 from .archive import Archive
 from .clock import Clock
 from .config import Config
-from .db import Database
+from .db import Backend
 from .embed import Embedder
 from .erasure import EraseReport, Erasure
 from .index.filters import Filter
@@ -550,7 +550,7 @@ class MemoryStore:
     # -- for domain modules and adapters --------------------------------------------------------
 
     @property
-    def db(self) -> Database:
+    def db(self) -> Backend:
         """The underlying connection wrapper (domain modules run their SQL through it)."""
         return self.kernel.backend
 

@@ -26,7 +26,7 @@ def test_a_built_wheel_carries_the_inspector_page(tmp_path):
     import subprocess
     import zipfile
 
-    from shared_core.server.inspector_routes import PAGE_FILES
+    from shared_core.server.routes.inspector import PAGE_FILES
 
     root = Path(__file__).resolve().parents[1]
     subprocess.run([sys.executable, "-m", "pip", "wheel", str(root), "--no-deps", "--no-build-isolation", "-q",

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..clock import Clock, from_iso, to_iso
-from ..db import Database
+from ..db import Backend
 from ..index.keyword import keyword_index_for
 from ..index.keyword_query import KeywordQuery
 from ..index.scope import Scope
@@ -24,7 +24,7 @@ _ARCHIVE_SELECT = ", ".join(["archive_rowid", *_SHARED, "archived_at", "archive_
 class ArchiveRepository:
     """SQL for ``memory_archive``; callers hold the kernel's session."""
 
-    def __init__(self, db: Database, memories: MemoryRepository, clock: Clock, keyword: Any = None) -> None:
+    def __init__(self, db: Backend, memories: MemoryRepository, clock: Clock, keyword: Any = None) -> None:
         self.db = db
         self.memories = memories
         self.clock = clock

@@ -121,7 +121,7 @@ def update(ctx: click.Context, memory_id: str, text: str | None, tags: str | Non
 @click.pass_context
 @friendly_errors
 def delete(ctx: click.Context, memory_ids: tuple[str, ...]) -> None:
-    """Delete memories for good."""
+    """Remove memories for good."""
     count = open_store(ctx).delete(list(memory_ids))
     click.echo(f"deleted {count}")
 

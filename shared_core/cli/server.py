@@ -251,7 +251,7 @@ def _token_file(path: str | None) -> Any:
 @_tokens_file
 @friendly_errors
 def token_add(name: str, namespaces: tuple[str, ...], tokens_file: str | None) -> None:
-    """Create a token named NAME and print it (only its SHA-256 is stored)."""
+    """Issue a token named NAME and print it (only its SHA-256 is stored)."""
     tokens = _token_file(tokens_file)
     try:
         secret = tokens.add(name, namespaces or ("*",))

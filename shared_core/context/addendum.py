@@ -45,7 +45,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..clock import to_iso
-from ..conversations.api import Conversations
+from ..conversations.service import Conversations
 from ..episodes import Episodes
 from ..errors import NotFoundError
 from ..memories import DEFAULT_NAMESPACE, check_namespace

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..categories import Categorizer
 from ..category_search import CategorySearch
-from ..conversations.api import Conversations
+from ..conversations.service import Conversations
 from ..embed import fnv1a_64
 from ..items import ITEM_KIND
 from ..learnings import Learnings

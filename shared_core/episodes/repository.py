@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from ..clock import from_iso, to_iso
-from ..db import Database
+from ..db import Backend
 from .records import Episode
 
 __all__ = ["EpisodeRepository"]
@@ -17,7 +17,7 @@ _COLUMNS = "id, namespace, summary, occurred_at, channel, importance, session_id
 
 
 class EpisodeRepository:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Backend) -> None:
         self.db = db
 
     def insert(self, episode: Episode) -> None:

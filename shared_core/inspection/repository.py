@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from ..clock import to_iso
-from ..db import Database
+from ..db import Backend
 
 __all__ = ["InspectionRepository"]
 
@@ -17,7 +17,7 @@ __all__ = ["InspectionRepository"]
 class InspectionRepository:
     """Counts for the overview and the session list (run inside ``kernel.session()``)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Backend) -> None:
         self.db = db
 
     def live_by_kind(self, namespace: str, now: datetime) -> dict[str, int]:

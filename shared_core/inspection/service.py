@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..archive.service import Archive
 from ..clock import days_between
-from ..conversations.api import Conversations
+from ..conversations.service import Conversations
 from ..documents.knowledge_base import KnowledgeBase
 from ..errors import NotFoundError
 from ..learnings import Learnings

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from ..clock import from_iso, to_iso
-from ..db import Database
+from ..db import Backend
 from .records import LearningCandidate, LearningType, StoredLearning
 
 __all__ = ["LearningRepository"]
@@ -25,7 +25,7 @@ _BATCH = 500
 
 
 class LearningRepository:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Backend) -> None:
         self.db = db
 
     # -- reading --------------------------------------------------------------------------------

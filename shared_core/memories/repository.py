@@ -15,7 +15,8 @@ import numpy as np
 
 from ..clock import Clock, from_iso, to_iso
 from ..config import Config
-from ..db import Database
+from ..db import Backend
+from ..db.backend import inserted_rowid
 from ..embed import Embedder, as_matrix, content_hash
 from ..embed.hashes import content_hashes
 from ..errors import BusyError, NotFoundError
@@ -52,7 +53,7 @@ _INSERT_WITH_VECTOR = _INSERT.replace("embedded_at)", "embedded_at, embedding)")
 class MemoryRepository:
     """SQL for memories. Callers hold the store lock; writes run in ``db.transaction()``."""
 
-    def __init__(self, db: Database, vectors: VectorIndex, embedder: Embedder, clock: Clock, config: Config) -> None:
+    def __init__(self, db: Backend, vectors: VectorIndex, embedder: Embedder, clock: Clock, config: Config) -> None:
         self._access: dict[int, int] = {}  # access counts a read could not write yet (another writer had the turn)
         self.db = db
         self.vectors = vectors
@@ -358,7 +359,7 @@ class MemoryRepository:
         cursor = self.db.execute(
             f"INSERT INTO memory_chunks ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})", values
         )
-        rowid = int(cursor.lastrowid)
+        rowid = inserted_rowid(cursor)
         if not self.vectors.inline:
             state = RowState(memory.namespace, memory.kind, epoch_of(to_iso(memory.expires_at)),
                              memory.valid_to is None, stamp_of(to_iso(now), text_hash))
@@ -367,7 +368,7 @@ class MemoryRepository:
 
     def _insert(self, memory_id: str, item: Prepared, now_iso: str | None) -> int:
         cursor = self.db.execute(self._insert_sql, self._row(memory_id, item, now_iso))
-        return int(cursor.lastrowid)
+        return inserted_rowid(cursor)
 
     @property
     def _insert_sql(self) -> str:

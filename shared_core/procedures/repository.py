@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from ..clock import from_iso, to_iso
-from ..db import Database
+from ..db import Backend
 from .records import Procedure
 
 __all__ = ["ProcedureRepository"]
@@ -17,7 +17,7 @@ _COLUMNS = "id, namespace, name, description, steps, triggers, usage_count, last
 
 
 class ProcedureRepository:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Backend) -> None:
         self.db = db
 
     def by_name(self, namespace: str, name: str) -> Procedure | None:

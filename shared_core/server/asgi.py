@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import Awaitable, Callable, Collection, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, MutableMapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from .auth import ANONYMOUS, TokenFile
+from .auth import ANONYMOUS, Principal, TokenFile
 
-__all__ = ["BearerAuth", "BodyLimit", "BrowserGuard", "PRINCIPAL_KEY", "PUBLIC_PATHS_ATTRIBUTE", "allowed_hosts_for",
+__all__ = ["BearerAuth", "BodyLimit", "BrowserGuard", "MCP_METHODS", "PRINCIPAL_KEY", "PUBLIC_PATHS_ATTRIBUTE",
+           "allowed_hosts_for",
            "is_loopback", "send_json"]
 
 Scope = MutableMapping[str, Any]
@@ -27,9 +28,12 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 PRINCIPAL_KEY = "openkoi_principal"  # in scope["state"]: the request's Principal
 # app.state.<this>: paths a GET or HEAD may fetch without a token (the inspector's page, which holds no data)
 PUBLIC_PATHS_ATTRIBUTE = "public_paths"
+# the HTTP methods of MCP's streamable transport at /mcp (the last one ends a session)
+MCP_METHODS = tuple("GET POST DELETE".split())
 
 
-async def send_json(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]] = ()) -> None:
+async def send_json(send: Send, status: int, body: dict[str, Any],
+                    headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
     payload = json.dumps(body).encode("utf-8")
     await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()), *headers]})
@@ -52,6 +56,7 @@ class BearerAuth:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
+        principal: Principal | None
         if self.tokens is None:
             principal = ANONYMOUS
         elif _public(scope):
@@ -124,7 +129,7 @@ class BodyLimit:
         if declared is not None and declared > limit:
             await _too_large(send, limit)
             return
-        if declared is not None or scope.get("method") in ("GET", "HEAD", "DELETE", "OPTIONS"):
+        if declared is not None or scope.get("method") in _NO_BODY_METHODS:
             await self.app(scope, _counting(receive, limit), send)  # trust, but still count
             return
         chunks, size = [], 0
@@ -177,6 +182,7 @@ async def _too_large(send: Send, limit: int) -> None:
 
 LOOPBACK_NAMES = frozenset(("localhost", "127.0.0.1", "::1"))
 _SAFE_METHODS = frozenset(("GET", "HEAD", "OPTIONS", "TRACE"))
+_NO_BODY_METHODS = frozenset("GET HEAD DELETE OPTIONS".split())  # requests that need not declare a length
 # the body types a page may send to any site without the browser asking the server first (CORS "simple")
 _SIMPLE_TYPES = frozenset(("text/plain", "application/x-www-form-urlencoded", "multipart/form-data"))
 

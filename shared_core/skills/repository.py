@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from ..clock import from_iso, to_iso
-from ..db import Database
+from ..db import Backend
 from .records import SkillScore
 
 __all__ = ["SkillRepository"]
@@ -26,7 +26,7 @@ last_used = ?5
 
 
 class SkillRepository:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Backend) -> None:
         self.db = db
 
     def fold_score(self, namespace: str, skill_name: str, category: str, score: float, used_at: datetime) -> None:

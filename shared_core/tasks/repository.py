@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from ..clock import from_iso, to_iso
-from ..db import Database
+from ..db import Backend
 from .records import Cycle, Finding, JournaledTask, JournalEntry, TaskRecord, json_default
 
 __all__ = ["TaskRepository"]
@@ -20,7 +20,7 @@ _BATCH = 500
 
 
 class TaskRepository:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Backend) -> None:
         self.db = db
 
     # -- flushed tasks --------------------------------------------------------------------------

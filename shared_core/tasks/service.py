@@ -38,7 +38,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..clock import from_iso, to_iso
-from ..conversations.api import Conversations
+from ..conversations.service import Conversations
 from ..errors import NotFoundError
 from ..learnings.records import ExtractionReport
 from ..learnings.service import Learnings

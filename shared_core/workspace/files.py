@@ -173,7 +173,7 @@ class Workspace:
     # -- writing -------------------------------------------------------------------------------
 
     def init(self, *, overwrite: bool = False) -> list[str]:
-        """Create the folder and the missing files from short templates; return the files written."""
+        """Make the folder and the missing files from short templates; return the files written."""
         written = []
         for name, template in TEMPLATES.items():
             path = self.file(name)

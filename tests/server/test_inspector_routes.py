@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
-from shared_core.server.inspector_routes import PAGE_FILES
+from shared_core.server.routes.inspector import PAGE_FILES
 
 ALICE, BOB = "user:alice", "user:bob"
 

@@ -20,15 +20,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 from fastapi import FastAPI, HTTPException, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import NotFoundError
-from .asgi import PUBLIC_PATHS_ATTRIBUTE
-from .rest import MANAGED_KINDS, Namespace, principal_of
-from .schemas import MAX_SEARCH_WINDOW, Kind, MemoryOut, Name, Tag, Text
+from ...errors import NotFoundError
+from ..asgi import PUBLIC_PATHS_ATTRIBUTE
+from ..schemas import MAX_SEARCH_WINDOW, Kind, MemoryOut, Name, Tag, Text
+from .access import Namespace, principal_of
+from .memories import MANAGED_KINDS
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from ...store import MemoryStore
 
-__all__ = ["add_inspector", "PAGE_FILES"]
+__all__ = ["inspector_routes", "PAGE_FILES"]
 
 # what the page is made of: URL path -> (file in static/inspector, media type)
 PAGE_FILES = {
@@ -218,14 +219,14 @@ class ChunkOut(BaseModel):
 
 # -- the routes -----------------------------------------------------------------------------------------
 
-def add_inspector(app: FastAPI, store: MemoryStore) -> None:
+def inspector_routes(app: FastAPI, store: MemoryStore) -> None:
     """Serve the inspector's page at ``/`` (without a token) and add the routes it reads."""
     _page_routes(app)
     _data_routes(app, store)
 
 
 def _page_routes(app: FastAPI) -> None:
-    folder = resources.files("shared_core.server").joinpath("static", "inspector")
+    folder = resources.files("shared_core.server") / "static" / "inspector"
     public = set(getattr(app.state, PUBLIC_PATHS_ATTRIBUTE, ()))
     for path, (name, media_type) in PAGE_FILES.items():
         public.add(path)

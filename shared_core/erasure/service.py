@@ -1,29 +1,5 @@
-"""Erasing a namespace: every byte of it leaves the disk, or the report says what is left and why.
-
-``store.erase_namespace(ns)`` (issue 25 part 6) works in three steps on an SQLite file:
-
-1. **Rows.** One write transaction with SQLite's ``secure_delete`` on (deleted content is
-   overwritten with zeros, not only unlinked): the namespace's rows in every table (each domain
-   registers an eraser), its keyword postings merged out of the FTS5 indexes (``optimize``), the
-   vector table copied without deleted vectors, the planner's sampled index keys
-   (``sqlite_stat4``) rebuilt, and a marker that an erase is unfinished (it names no namespace).
-   Once it commits, the namespace's files go: transcripts, REST uploads, workspace files,
-   proposed SKILL.md files.
-2. **The file.** ``VACUUM`` rewrites the database from its live rows: no free page or slack
-   space keeps an older copy (of an edit, of a merge, of a row deleted before ``secure_delete``).
-3. **The log.** A truncating checkpoint copies the write-ahead log into the file and cuts it to
-   zero bytes; until then ``<db>-wal`` still holds the old page images. It cannot finish while
-   another connection reads a snapshot taken before the erase (a process inside ``BEGIN ...``,
-   a cursor not read to its end), nor can SQLite drop the old pages that snapshot still sees.
-   The erase then reports ``pending`` and finishes by itself as soon as it can: a thread of the
-   erasing store retries while it stays open, and any later :meth:`MemoryStore.finish_erase`,
-   ``maintain()``, opening of the memory or ``openkoi-memory erase --finish`` completes it.
-
-The marker is cleared only after the log was cut, so ``verify`` (``openkoi-memory erase --verify``)
-can tell from any process whether old bytes may remain. On PostgreSQL the rows are deleted and the
-tables vacuumed; what the server itself keeps (dead tuples until vacuumed, its WAL, base backups
-and replicas) is listed in the report's ``notes`` and in docs/privacy.md.
-"""
+"""``store.erase_namespace``, ``finish_erase`` and ``verify_erase``: the steps of an erase are
+described in :mod:`shared_core.erasure`."""
 
 from __future__ import annotations
 
@@ -32,84 +8,33 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .clock import to_iso
-from .conversations.api import Conversations
-from .conversations.transcripts import transcript_name
-from .errors import BusyError, OpenKoiError, StorageError, StoreClosedError
-from .files import upload_folder, upload_roots
-from .lifecycle.forgetting import LOCK_PREFIX
-from .memories import check_namespace
-from .workspace import Workspaces
+from ..clock import to_iso
+from ..conversations.service import Conversations
+from ..conversations.transcripts import transcript_name
+from ..errors import BusyError, OpenKoiError, StorageError, StoreClosedError
+from ..files import upload_folder, upload_roots
+from ..index.scope import Scope
+from ..lifecycle.forgetting import LOCK_PREFIX
+from ..lifecycle.locks import RunLocks
+from ..memories import check_namespace
+from ..workspace import Workspaces
+from .records import PENDING_KEY, EraseReport
+from .repository import ErasureRepository
 
 if TYPE_CHECKING:
-    from .kernel import Kernel
+    from ..kernel import Kernel
 
-__all__ = ["EraseReport", "Erasure", "PENDING_KEY"]
+__all__ = ["Erasure"]
 
 logger = logging.getLogger("openkoi.store")
 
-PENDING_KEY = "erase_pending"  # store_meta: {"stage": "vacuum" | "checkpoint", "since": iso time}
 _RETRY_FIRST, _RETRY_MAX = 0.5, 10.0  # seconds between the background finisher's tries (doubling)
 # how long a retry waits for readers to end (a truncating checkpoint: writers wait meanwhile) or for the
 # writer's turn (the rewrite): short, since this store's own searches wait for a try that holds its lock
 _FINISH_WAIT = 0.2
-
-
-@dataclass(frozen=True)
-class EraseReport:
-    """What an erase deleted, and whether any byte of the namespace may remain (and why).
-
-    ``deleted``: rows per table. ``files``: files removed. ``remaining``: one sentence per thing
-    still there, with the reason and what to do; empty when everything is gone. ``notes``: what
-    the backend cannot promise (PostgreSQL's own copies). ``action``: ``erase`` (also a finished
-    erase) or ``verify`` (a check that deleted nothing).
-    """
-
-    namespace: str | None
-    deleted: Mapping[str, int] = field(default_factory=dict)
-    files: tuple[str, ...] = ()
-    remaining: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
-    action: str = "erase"
-
-    @property
-    def complete(self) -> bool:
-        """True when no row, file or byte of the namespace is left where this library can reach it."""
-        return not self.remaining
-
-    @property
-    def status(self) -> str:
-        """``erased`` or ``pending``."""
-        return "erased" if self.complete else "pending"
-
-    @property
-    def memories(self) -> int:
-        """Live memories deleted (what ``erase_namespace`` used to return)."""
-        return int(self.deleted.get("memory_chunks", 0))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"namespace": self.namespace, "action": self.action, "status": self.status,
-                "complete": self.complete, "memories": self.memories, "deleted": dict(self.deleted),
-                "files": list(self.files), "remaining": list(self.remaining), "notes": list(self.notes)}
-
-    def __str__(self) -> str:
-        whose = f" of {self.namespace!r}" if self.namespace is not None else ""
-        if self.action == "verify":
-            head = f"nothing{whose} remains" if self.complete else f"{len(self.remaining)} thing(s){whose} remain"
-        else:
-            rows = sum(self.deleted.values())
-            head = f"{self.status}{':' if whose else ''}{whose.removeprefix(' of')}"
-            if self.deleted or self.files:
-                head += f", {rows} row(s) in {len(self.deleted)} table(s) and {len(self.files)} file(s) deleted"
-        lines = [head]
-        lines += [f"  remains: {text}" for text in self.remaining]
-        lines += [f"  note: {text}" for text in self.notes]
-        return "\n".join(lines)
 
 
 class Erasure:
@@ -118,6 +43,7 @@ class Erasure:
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
         self.db = kernel.backend
+        self._repo = ErasureRepository(kernel.backend)
         self._finisher: threading.Thread | None = None
         self._stop = threading.Event()
 
@@ -136,9 +62,7 @@ class Erasure:
                 with db.transaction():
                     deleted = {table: n for table, n in self._row_counts(namespace).items() if n}
                     db.defer_foreign_keys()  # erasers may run in any order
-                    rowids = [int(r[0]) for r in db.query(
-                        "SELECT chunk_rowid FROM memory_chunks WHERE namespace = ?", (namespace,))]
-                    kernel.memories.delete_rows(rowids)
+                    kernel.memories.delete_rows(kernel.memories.rowids(Scope(namespaces=(namespace,), current_only=False)))
                     for eraser in list(kernel.hooks.erasers):
                         eraser(namespace)
                     kernel.keyword.optimize()
@@ -212,7 +136,7 @@ class Erasure:
                         "as that read ends; end it (commit or close that connection), then check with "
                         "openkoi-memory erase --verify (store.verify_erase())",)
             with db.transaction():
-                db.execute("DELETE FROM store_meta WHERE key = ?", (PENDING_KEY,))
+                self._repo.clear_pending()
             db.truncate_log(wait=0.0)  # leave the log empty too; it holds nothing erased either way
             return ()
 
@@ -268,11 +192,10 @@ class Erasure:
     # -- what a namespace has ------------------------------------------------------------------------
 
     def _row_counts(self, namespace: str) -> dict[str, int]:
-        db = self.db
-        counts = {table: int(db.scalar(f'SELECT count(*) FROM "{table}" WHERE namespace = ?', (namespace,)) or 0)
-                  for table in db.tables_with_column("namespace")}
-        counts["run_locks"] = int(db.scalar("SELECT count(*) FROM run_locks WHERE key = ?",
-                                            (LOCK_PREFIX + namespace,)) or 0)
+        """Rows of the namespace per table, and its forgetting lock (a row of ``run_locks`` keyed by it)."""
+        counts = self._repo.row_counts(namespace)
+        lock = RunLocks(self.db, self.kernel.clock).current(LOCK_PREFIX + namespace)
+        counts["run_locks"] = 0 if lock is None else 1
         return counts
 
     def _leftovers(self, namespace: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
