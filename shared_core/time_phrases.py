@@ -53,6 +53,7 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [(re.compile(p, re.IGNORECASE), k
     (rf"\b(?:on\s+)?(?:the\s+)?{_DAY}\s+(?:of\s+)?{_MONTH}\b", "date"),
     (rf"\b{_NUM}\s+{_UNIT}\s+ago\b", "ago"),
     (rf"\b(?:in\s+the\s+)?(?P<which>last|past)\s+{_NUM}\s+{_UNIT}\b", "past_span"),
+    (r"\b(?:in\s+|during\s+|over\s+)?the\s+(?P<which>last|past)\s+(?P<unit>day|week|fortnight|month|year)\b", "past_span"),
     (rf"\b(?P<which>last|this|next|past)\s+{_WEEKDAY}\b", "weekday"),
     (rf"\b(?:on\s+)?{_WEEKDAY}\b", "bare_weekday"),
     (r"\b(?P<which>last|this|next|past)\s+(?P<unit>week|weekend|month|year)\b", "this_unit"),
@@ -176,8 +177,8 @@ def _window(match: re.Match[str], kind: str, reference: datetime) -> TimeWindow 
         center = today - timedelta(days=count)
         slack = max(1, count // 7)  # "two weeks ago" is about then, give or take a couple of days
         return days(center - timedelta(days=slack), 2 * slack + 1)
-    if kind == "past_span":
-        count = _number(groups["n"]) * _UNITS[groups["unit"].lower()]
+    if kind == "past_span":  # "in the last 10 days"; "in the past week" is the last 7 days, not last calendar week
+        count = _number(groups.get("n") or "1") * _UNITS[groups["unit"].lower()]
         return TimeWindow(_start_of(today - timedelta(days=count), tz), _until(reference), phrase)
     if kind in ("weekday", "bare_weekday"):
         weekday = _WEEKDAYS[groups["weekday"].lower().rstrip(".")]

@@ -41,6 +41,8 @@ def span(question: str, now: datetime = NOW) -> tuple[str | None, str | None]:
     ("what did I say two weeks ago", ("2024-04-30", "2024-05-05")),
     ("3 days ago I mentioned a book", ("2024-05-12", "2024-05-15")),
     ("anything in the last 10 days", ("2024-05-06", "2024-05-16")),
+    ("what did I say in the past week", ("2024-05-09", "2024-05-16")),
+    ("garden in the last day", ("2024-05-15", "2024-05-16")),
     ("what did I say recently", ("2024-04-16", "2024-05-16")),
     ("what did I do before March", (None, "2024-03-01")),
     ("what changed since last week", ("2024-05-06", "2024-05-16")),

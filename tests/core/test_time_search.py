@@ -75,3 +75,14 @@ def test_the_mode_comes_from_the_config(tmp_path):
     from shared_core import ConfigError
     with pytest.raises(ConfigError, match="time_phrases"):
         MemoryStore.open(tmp_path / "x.db", config={"search": {"time_phrases": "always"}})
+
+
+def test_the_docs_example_runs():
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "search.md").read_text(encoding="utf-8")
+    section = page.split("## Times in the question", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code is not None
+    exec(compile(code.group(1), "search.md[times]", "exec"), {})  # noqa: S102 - our own documentation
