@@ -52,12 +52,21 @@ S = TypeVar("S")
 
 class Hooks:
     """What runs at given moments: erasers (``erase_namespace``), embedding-text builders (a memory
-    of that kind is embedded from ``builder(memory)``, not its text) and closers (on close)."""
+    of that kind is embedded from ``builder(memory)``, not its text), closers (on close) and
+    session detachers (sessions are about to be deleted: rows of other domains that point at
+    them let go, inside the same transaction)."""
 
     def __init__(self) -> None:
         self.erasers: list[Callable[[str], object]] = []
         self.embedding_texts: dict[str, Callable[[Memory], str]] = {}
         self.closers: list[Callable[[], object]] = []
+        self.session_detachers: list[Callable[[Sequence[str]], object]] = []
+
+    def sessions_deleted(self, session_ids: Sequence[str]) -> None:
+        """Tell every domain whose rows point at these sessions that they are about to go."""
+        if session_ids:
+            for detach in self.session_detachers:
+                detach(session_ids)
 
     def embedding_text(self, memory: Memory) -> str:
         """The text ``memory`` is embedded from."""
@@ -70,7 +79,8 @@ class Domain(Generic[S]):
     """One line of the registry: a domain's name (``store.<name>``), its service (built with the
     kernel on first use), the memory kinds it owns, and what the kernel runs for it: ``eraser``
     on ``erase_namespace``, ``embedding_texts`` (kind -> builder) when such a memory is embedded,
-    ``closer`` on close (once built) and ``on_open`` when the memory opens (building the service)."""
+    ``closer`` on close (once built), ``on_open`` when the memory opens (building the service) and
+    ``detach_sessions`` before conversation sessions are deleted (its rows that point at them let go)."""
 
     name: str
     service: Callable[[Kernel], S]
@@ -79,6 +89,7 @@ class Domain(Generic[S]):
     embedding_texts: Mapping[str, Callable[[S, Memory], str]] = field(default_factory=dict)
     closer: Callable[[S], object] | None = None
     on_open: Callable[[S], object] | None = None
+    detach_sessions: Callable[[S, Sequence[str]], object] | None = None
 
 
 class Kernel:
@@ -114,6 +125,9 @@ class Kernel:
         if domain.closer is not None:
             closer = domain.closer
             self.hooks.closers.append(lambda: name in self._services and closer(self._services[name]))
+        if domain.detach_sessions is not None:
+            detach = domain.detach_sessions
+            self.hooks.session_detachers.append(lambda ids: detach(self.domain(name), ids))
 
     def _embedding_text(self, name: str, builder: Callable[[Any, Memory], str], memory: Memory) -> str:
         return builder(self.domain(name), memory)

@@ -183,8 +183,6 @@ class MessageRepository:
         return [r[0] for r in self.db.query(f"SELECT s.id FROM sessions s {where}ORDER BY s.id", params)]
 
     def delete_session(self, session_id: str) -> None:
-        # tasks (seed 000) may point at the session: keep them, without the dangling reference
-        self.db.execute("UPDATE tasks SET session_id = NULL WHERE session_id = ?", (session_id,))
         self.db.execute("DELETE FROM working_memory_summaries WHERE session_id = ?", (session_id,))
         self.db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
 
@@ -484,9 +482,5 @@ class MessageRepository:
         )
         self.db.execute("DELETE FROM raw_messages WHERE namespace = ?", (namespace,))
         self.db.execute("DELETE FROM memory_summaries WHERE namespace = ?", (namespace,))
-        self.db.execute(
-            "UPDATE tasks SET session_id = NULL WHERE session_id IN (SELECT id FROM sessions WHERE namespace = ?)",
-            (namespace,),
-        )
         self.db.execute("DELETE FROM sessions WHERE namespace = ?", (namespace,))
         return paths

@@ -95,6 +95,7 @@ class Conversations(SessionMethods, MessageMethods, SearchMethods, WorkingMemory
     def erase(self, namespace: str) -> None:
         """``erase_namespace``: rows of every table of this layer, and the transcript files (after commit)."""
         ids = self._repo.session_ids(namespace)
+        self.kernel.hooks.sessions_deleted(ids)
         self._repo.erase_namespace(namespace)
         self._transcripts.remove_after_commit(ids)
 

@@ -120,6 +120,7 @@ class SessionMethods(ConversationsBase):
                     raise NotFoundError(f"no session {session_id!r}")
                 messages = self._repo.session_messages(session.id)
                 self._remove(messages)
+                self.kernel.hooks.sessions_deleted([session.id])  # tasks that point at it keep going without it
                 self._repo.delete_session(session.id)
                 self._transcripts.remove_after_commit([session.id])
             return len(messages)

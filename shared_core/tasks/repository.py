@@ -4,6 +4,7 @@ callers hold the kernel's session."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +23,13 @@ _BATCH = 500
 class TaskRepository:
     def __init__(self, db: Backend) -> None:
         self.db = db
+
+    def detach_sessions(self, session_ids: Sequence[str]) -> None:
+        ids = list(session_ids)
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            self.db.execute(f"UPDATE tasks SET session_id = NULL WHERE session_id IN ({', '.join('?' for _ in part)})",
+                            part)
 
     # -- flushed tasks --------------------------------------------------------------------------
 

@@ -476,6 +476,10 @@ class TaskMemory:
         if session_id is not None and stamp is not None:
             self.kernel.service(Conversations).repository.ensure_session(session_id, stamp)
 
+    def detach_sessions(self, session_ids: Sequence[str]) -> None:
+        """Sessions are going: tasks that ran in them stay, without the reference."""
+        self._repo.detach_sessions(session_ids)
+
     def erase(self, namespace: str) -> None:
         """Remove a namespace's tasks, cycles, findings and journal (learnings go first: they point here).
 

@@ -248,3 +248,17 @@ def test_erasing_a_namespace_drops_its_running_tasks(store):
         task.cycle(0.4)
     assert store.tasks.close_all() == 0
     assert store.db.scalar("SELECT count(*) FROM tasks") == 0
+
+
+def test_a_deleted_session_leaves_its_tasks_without_the_reference(store):
+    """The conversations domain deletes the session; the tasks domain lets go of it (a hook, not
+    a write to another domain's table)."""
+    kept = store.tasks.start("Add pagination to the orders API", session_id="s-1")
+    kept.cycle(0.9, "accept")
+    kept.complete()
+    other = store.tasks.start("Fix the login page", session_id="s-2")
+    other.cycle(0.9, "accept")
+    other.complete()
+    store.conversations.delete_session("s-1")
+    assert store.db.query("SELECT id, session_id FROM tasks ORDER BY id") == sorted(
+        [(kept.id, None), (other.id, "s-2")])
