@@ -41,7 +41,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-__all__ = ["CJK", "MARKS", "PUNCTUATION", "ARTICLE", "fold", "search_form", "query_tokens", "phrase_tokens"]
+__all__ = ["CJK", "MARKS", "PUNCTUATION", "ARTICLE", "SPACE", "fold", "search_form", "query_tokens", "phrase_tokens"]
 
 #: Han (with 々〆〇 and the Hangzhou numerals), Hiragana, Katakana (not its ゠ and ・), Bopomofo and Hangul
 CJK = (r"[\u1100-\u11ff\u3005-\u3007\u3021-\u3029\u3031-\u3035\u303b\u303c\u3041-\u309f\u30a1-\u30fa"
@@ -57,11 +57,15 @@ PUNCTUATION = (r"[!-/:-@\[-`{-~\u00a1-\u00bf\u00d7\u00f7\u05be\u05c0\u05c3\u05c6
                r"\u061f\u066a-\u066d\u06d4\u0964\u0965\u2000-\u206f\u2190-\u2bff\u3000-\u3004\u3008-\u3020"
                r"\u3030\u303d-\u303f\u30a0\u30fb\U0001f000-\U0001fbff]")
 _ARABIC_LETTER = r"\u0620-\u064a\u066e-\u06d3\u06d5\u06ee\u06ef\u06fa-\u06ff"
-#: Arabic's definite article, alone or after w-, b-, k-, f- (and l- + article: ``لل``), before two letters
+#: Arabic's definite article, alone or after w-, b-, k-, f- (and l- + article: ``لل``), before two letters;
+#: repeated ones all at once, so what is left has none (folding twice is folding once)
 ARTICLE = (rf"(^|[^{_ARABIC_LETTER}])(?:\u0648\u0627\u0644|\u0628\u0627\u0644|\u0643\u0627\u0644|\u0641\u0627\u0644"
-           rf"|\u0627\u0644|\u0644\u0644)(?=[{_ARABIC_LETTER}]{{2}})")
+           rf"|\u0627\u0644|\u0644\u0644)+(?=[{_ARABIC_LETTER}]{{2}})")
+#: what separates the words of the search form (an explicit set: Python's and PostgreSQL's \s differ)
+SPACE = r"[\t\n\v\f\r ]"
 
 _CJK_RUN = re.compile(CJK + "+")
+_SPACES = re.compile(SPACE + "+")
 _CJK_SPLIT = re.compile(f"({CJK}+)")
 _MARKS = re.compile(MARKS + "+")
 _PUNCTUATION = re.compile(PUNCTUATION)  # each character a space, as the ASCII shortcut does
@@ -105,7 +109,7 @@ def search_form(text: object) -> str:
     folded = fold(text)
     if folded.isascii() or not _CJK_RUN.search(folded):
         return folded
-    words = _CJK_RUN.sub(lambda m: f" {m.group(0)} ", folded).split()
+    words = [w for w in _SPACES.split(_CJK_RUN.sub(lambda m: f" {m.group(0)} ", folded)) if w]
     return " ".join(_grams(w) if _CJK_RUN.fullmatch(w) else w for w in words)
 
 
@@ -119,7 +123,7 @@ def phrase_tokens(word: str) -> list[str]:
         if _CJK_RUN.fullmatch(piece):
             out += [piece] if len(piece) == 1 else [piece[i : i + 2] for i in range(len(piece) - 1)]
         else:
-            out += [w for w in piece.split() if len(w) > 1]
+            out += [w for w in _SPACES.split(piece) if len(w) > 1]
     return out
 
 
