@@ -41,7 +41,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-__all__ = ["CJK", "MARKS", "PUNCTUATION", "ARTICLE", "SPACE", "fold", "search_form", "query_tokens", "phrase_tokens"]
+__all__ = ["CJK", "MARKS", "ASCII_PUNCTUATION", "PUNCTUATION", "ARTICLE", "SPACE", "fold", "search_form", "query_tokens", "phrase_tokens"]
 
 #: Han (with 々〆〇 and the Hangzhou numerals), Hiragana, Katakana (not its ゠ and ・), Bopomofo and Hangul
 CJK = (r"[\u1100-\u11ff\u3005-\u3007\u3021-\u3029\u3031-\u3035\u303b\u303c\u3041-\u309f\u30a1-\u30fa"
@@ -51,10 +51,12 @@ CJK = (r"[\u1100-\u11ff\u3005-\u3007\u3021-\u3029\u3031-\u3035\u303b\u303c\u3041
 MARKS = (r"[\u0300-\u036f\u0591-\u05bd\u05bf\u05c1\u05c2\u05c4\u05c5\u05c7\u0610-\u061a\u0640\u064b-\u065f"
          r"\u0670\u06d6-\u06dc\u06df-\u06e4\u06e7\u06e8\u06ea-\u06ed\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff"
          r"\ufe00-\ufe0f\ufe20-\ufe2f\U000e0100-\U000e01ef]")
+#: ASCII punctuation (ASCII text is folded by this and lower case alone)
+ASCII_PUNCTUATION = r"[!-/:-@\[-`{-~]"
 #: ASCII and Latin-1 punctuation, general punctuation, CJK, Hebrew, Arabic and Devanagari punctuation;
 #: arrows, mathematical and technical symbols, shapes, dingbats and emoji
-PUNCTUATION = (r"[!-/:-@\[-`{-~\u00a1-\u00bf\u00d7\u00f7\u05be\u05c0\u05c3\u05c6\u05f3\u05f4\u060c\u061b"
-               r"\u061f\u066a-\u066d\u06d4\u0964\u0965\u2000-\u206f\u2190-\u2bff\u3000-\u3004\u3008-\u3020"
+PUNCTUATION = (ASCII_PUNCTUATION[:-1] + r"\u00a1-\u00bf\u00d7\u00f7\u05be\u05c0\u05c3\u05c6\u05f3\u05f4\u060c"
+               r"\u061b\u061f\u066a-\u066d\u06d4\u0964\u0965\u2000-\u206f\u2190-\u2bff\u3000-\u3004\u3008-\u3020"
                r"\u3030\u303d-\u303f\u30a0\u30fb\U0001f000-\U0001fbff]")
 _ARABIC_LETTER = r"\u0620-\u064a\u066e-\u06d3\u06d5\u06ee\u06ef\u06fa-\u06ff"
 #: Arabic's definite article, alone or after w-, b-, k-, f- (and l- + article: ``لل``), before two letters;
@@ -75,7 +77,7 @@ _ARABIC = re.compile(f"[{_ARABIC_LETTER}]")
 _LETTERS = str.maketrans({"ß": "ss", "œ": "oe", "æ": "ae", "þ": "th", "ς": "σ", "ø": "o", "ł": "l", "đ": "d",
                           "ð": "d", "ı": "i", "\u0649": "\u064a", "\u0629": "\u0647", "\u0671": "\u0627",
                           "\u06cc": "\u064a", "\u06a9": "\u0643"})
-_ASCII_PUNCTUATION = str.maketrans({chr(c): " " for c in range(128) if re.fullmatch(PUNCTUATION, chr(c))})
+_ASCII_PUNCTUATION = str.maketrans({chr(c): " " for c in range(128) if re.fullmatch(ASCII_PUNCTUATION, chr(c))})
 
 
 def fold(text: str) -> str:
