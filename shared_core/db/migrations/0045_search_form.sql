@@ -133,26 +133,28 @@ CREATE FUNCTION openkoi_search_length(value text) RETURNS integer
     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
 $$ SELECT cardinality(array_remove(regexp_split_to_array(openkoi_search_form(value), '[\t\n\v\f\r ]+'), '')) $$;
 
-ALTER TABLE memory_chunks DROP COLUMN search_text;
-ALTER TABLE memory_chunks DROP COLUMN search_length;
-ALTER TABLE memory_chunks ADD COLUMN search_text tsvector GENERATED ALWAYS AS (
+-- The columns are generated: dropped and added again, every row gets the new form. One ALTER
+-- rewrites the table once; the HNSW index is dropped first so that the rewrite does not build
+-- it (the store builds it again when it opens, vectors_pg.ensure_ready).
+DROP INDEX IF EXISTS idx_chunks_embedding_@DIMS@;
+ALTER TABLE memory_chunks DROP COLUMN search_text, DROP COLUMN search_length,
+    ADD COLUMN search_text tsvector GENERATED ALWAYS AS (
         setweight(to_tsvector('openkoi', openkoi_search_form(text)), 'B')
         || setweight(to_tsvector('openkoi', openkoi_search_form(tags)), 'A')
         || setweight(to_tsvector('openkoi', openkoi_search_form(source)), 'C')
-    ) STORED;
-ALTER TABLE memory_chunks ADD COLUMN search_length INTEGER GENERATED ALWAYS AS (
+    ) STORED,
+    ADD COLUMN search_length integer GENERATED ALWAYS AS (
         openkoi_search_length(text) + openkoi_search_length(tags) + openkoi_search_length(source)
     ) STORED;
 CREATE INDEX idx_chunks_search_text ON memory_chunks USING gin (search_text);
 
-ALTER TABLE memory_archive DROP COLUMN search_text;
-ALTER TABLE memory_archive DROP COLUMN search_length;
-ALTER TABLE memory_archive ADD COLUMN search_text tsvector GENERATED ALWAYS AS (
+ALTER TABLE memory_archive DROP COLUMN search_text, DROP COLUMN search_length,
+    ADD COLUMN search_text tsvector GENERATED ALWAYS AS (
         setweight(to_tsvector('openkoi', openkoi_search_form(text)), 'B')
         || setweight(to_tsvector('openkoi', openkoi_search_form(tags)), 'A')
         || setweight(to_tsvector('openkoi', openkoi_search_form(source)), 'C')
-    ) STORED;
-ALTER TABLE memory_archive ADD COLUMN search_length INTEGER GENERATED ALWAYS AS (
+    ) STORED,
+    ADD COLUMN search_length integer GENERATED ALWAYS AS (
         openkoi_search_length(text) + openkoi_search_length(tags) + openkoi_search_length(source)
     ) STORED;
 CREATE INDEX idx_archive_search_text ON memory_archive USING gin (search_text);
