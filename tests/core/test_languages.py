@@ -21,6 +21,7 @@ from shared_core.index.sanitize import search_terms
 from shared_core.index.textform import phrase_tokens, search_form
 
 MIGRATION = Path(migrations.__file__).parent / "migrations" / "0045_search_form.sql"
+SEARCH_DOC = Path(__file__).resolve().parents[2] / "docs" / "search.md"
 
 # language -> memories; each query below names the one memory it must find, and only that one
 MEMORIES = {
@@ -161,6 +162,12 @@ def test_the_knowledge_base_threshold_counts_cjk_query_words(store):
     assert keyword.document_count("strasse", 10) == 0
     store.add("Die Straße")
     assert keyword.document_count("Strasse", 10) == 1
+
+
+def test_the_docs_example_runs_as_written():
+    section = SEARCH_DOC.read_text(encoding="utf-8").split("## Every language", 1)[1]
+    example = re.search(r"```python\n(.*?)```", section, flags=re.DOTALL).group(1)
+    exec(compile(example, "search.md[Every language]", "exec"), {"__name__": "docs_every_language"})  # noqa: S102
 
 
 # -- an existing memory ----------------------------------------------------------------------------
