@@ -2,9 +2,10 @@
 
 FTS5 indexes the search form of each column (:mod:`.textform`: lower case, no diacritics,
 CJK runs as pairs of characters), read through the view ``memory_search_form`` (migration 45).
-Queries go through the seed's sanitiser, then into the same form (an OR of quoted tokens). On a large index an OR
-query with a very common word ("what", "did") makes FTS5 score tens of thousands of
-rows, so words found in more than ``max_df_ratio`` of the rows (and more than
+Queries go through the seed's sanitiser, then into the same form (an OR of quoted tokens).
+
+On a large index an OR query with a very common word ("what", "did") makes FTS5 score tens
+of thousands of rows, so words found in more than ``max_df_ratio`` of the rows (and more than
 ``df_gate_min_rows`` rows) are left out of the query: their BM25 weight is small, and
 dropping them keeps a 100k-row search fast. Document frequencies come from FTS5's own
 vocabulary; query words are stemmed by FTS5 itself (a temporary table with the same

@@ -41,7 +41,8 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-__all__ = ["CJK", "MARKS", "ASCII_PUNCTUATION", "PUNCTUATION", "ARTICLE", "SPACE", "fold", "search_form", "query_tokens", "phrase_tokens"]
+__all__ = ["CJK", "MARKS", "ASCII_PUNCTUATION", "PUNCTUATION", "ARTICLE", "SPACE",
+           "fold", "search_form", "query_tokens", "phrase_tokens"]
 
 #: Han (with 々〆〇 and the Hangzhou numerals), Hiragana, Katakana (not its ゠ and ・), Bopomofo and Hangul
 CJK = (r"[\u1100-\u11ff\u3005-\u3007\u3021-\u3029\u3031-\u3035\u303b\u303c\u3041-\u309f\u30a1-\u30fa"
