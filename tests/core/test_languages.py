@@ -151,9 +151,9 @@ def test_the_archive_searches_the_same_way(store):
     assert store.search("タワー", fusion="keyword").ids == [restored.id]
 
 
-def test_the_knowledge_base_threshold_counts_cjk_query_words(store):
-    """The knowledge base keeps a keyword hit by the share of the query's words it holds: a CJK
-    sentence counts as its pairs, not as one word that only the whole sentence would hold."""
+def test_term_statistics_count_the_search_form(store):
+    """The knowledge base keeps a keyword hit by the idf-weighted share of the query's tokens it
+    holds: a CJK sentence counts as its pairs, not as one word only the whole sentence would hold."""
     assert search_terms("東京タワーはどこですか")[:4] == ["東京", "京タ", "タワ", "ワー"]
     mid = store.add("東京タワーに行った")
     keyword = store.kernel.keyword
