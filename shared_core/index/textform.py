@@ -78,13 +78,13 @@ _ARABIC = re.compile(f"[{_ARABIC_LETTER}]")
 _LETTERS = str.maketrans({"ß": "ss", "œ": "oe", "æ": "ae", "þ": "th", "ς": "σ", "ø": "o", "ł": "l", "đ": "d",
                           "ð": "d", "ı": "i", "\u0649": "\u064a", "\u0629": "\u0647", "\u0671": "\u0627",
                           "\u06cc": "\u064a", "\u06a9": "\u0643"})
-_ASCII_PUNCTUATION = str.maketrans({chr(c): " " for c in range(128) if re.fullmatch(ASCII_PUNCTUATION, chr(c))})
+_ASCII_PUNCTUATION = re.compile(ASCII_PUNCTUATION)
 
 
 def fold(text: str) -> str:
     """Steps 1-5: the text as its words are compared (lower case, no diacritics, no punctuation)."""
     if text.isascii():  # the steps reduce to these two for ASCII (NFKC leaves it as it is)
-        return text.lower().translate(_ASCII_PUNCTUATION)
+        return _ASCII_PUNCTUATION.sub(" ", text.lower())
     text = unicodedata.normalize("NFKC", text).lower().translate(_LETTERS)
     text = unicodedata.normalize("NFC", _MARKS.sub("", unicodedata.normalize("NFD", text)))
     if _ARABIC.search(text):
@@ -109,8 +109,10 @@ def search_form(text: object) -> str:
         return ""
     if not isinstance(text, str):  # SQLite hands over what a column holds: FTS5 indexed a number as its text
         text = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
+    if text.isascii():
+        return fold(text)
     folded = fold(text)
-    if folded.isascii() or not _CJK_RUN.search(folded):
+    if not _CJK_RUN.search(folded):
         return folded
     words = [w for w in _SPACES.split(_CJK_RUN.sub(lambda m: f" {m.group(0)} ", folded)) if w]
     return " ".join(_grams(w) if _CJK_RUN.fullmatch(w) else w for w in words)
