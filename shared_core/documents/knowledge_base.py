@@ -36,7 +36,7 @@ from ..embed import profile_of
 from ..errors import NotFoundError
 from ..files import record_upload_root, upload_folder, upload_roots
 from ..index.filters import Condition
-from ..index.sanitize import query_terms
+from ..index.sanitize import search_terms
 from ..memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
 from ..memories.service import MemoryService
 from ..search import Hit
@@ -344,7 +344,7 @@ class KnowledgeBase:
         if not hits:
             return {}
         rowids = [h.memory.rowid for h in hits]
-        weights = self._repo.term_weights(query_terms(query), rowids)
+        weights = self._repo.term_weights(search_terms(query), rowids)
         total = sum(weight for weight, _ in weights)
         if total <= 0:
             return {}

@@ -1,8 +1,11 @@
 """The keyword side of search: FTS5 BM25 over text, tags and source (seed 002).
 
-Queries go through the seed's sanitiser (OR of quoted words). On a large index an OR
-query with a very common word ("what", "did") makes FTS5 score tens of thousands of
-rows, so words found in more than ``max_df_ratio`` of the rows (and more than
+FTS5 indexes the search form of each column (:mod:`.textform`: lower case, no diacritics,
+CJK runs as pairs of characters), read through the view ``memory_search_form`` (migration 45).
+Queries go through the seed's sanitiser, then into the same form (an OR of quoted tokens).
+
+On a large index an OR query with a very common word ("what", "did") makes FTS5 score tens
+of thousands of rows, so words found in more than ``max_df_ratio`` of the rows (and more than
 ``df_gate_min_rows`` rows) are left out of the query: their BM25 weight is small, and
 dropping them keeps a 100k-row search fast. Document frequencies come from FTS5's own
 vocabulary; query words are stemmed by FTS5 itself (a temporary table with the same
@@ -28,12 +31,15 @@ from ..db import Backend, Database
 from ..db.postgres import PostgresDatabase
 from .keyword_query import KeywordQuery, gate_in_scope, idf
 from .protocols import KeywordIndex
-from .sanitize import query_terms, to_fts_query
+from .sanitize import search_terms, to_fts_query
 from .scope import Scope
+from .textform import phrase_tokens
 
 __all__ = ["SqliteKeywordIndex", "keyword_index_for"]
 
-TOKENIZER = "porter unicode61 remove_diacritics 2"  # must match migration 0002's memory_fts
+# must match migration 45's memory_fts (its quotes doubled there, inside the SQL string)
+TOKENIZER = "porter unicode61 remove_diacritics 0 categories 'L* N* Co M*'"
+_TOKENIZER_SQL = TOKENIZER.replace("'", "''")
 
 
 def keyword_index_for(db: Backend, config: SearchConfig | None = None) -> KeywordIndex:
@@ -63,7 +69,7 @@ class SqliteKeywordIndex:
 
     def prepare(self, text: str, scope: Scope | None = None) -> KeywordQuery:
         """The query for ``text``; with a ``scope``, a word is left out only if it is common within it."""
-        terms = query_terms(text)
+        terms = search_terms(text)
         if not terms:
             return KeywordQuery((), (), "")
         rows = int(self.db.scalar("SELECT max(chunk_rowid) FROM memory_chunks") or 0)
@@ -162,16 +168,20 @@ class SqliteKeywordIndex:
 
     def document_count(self, term: str, cap: int) -> int:
         """How many rows contain ``term`` (counted up to ``cap``)."""
+        phrase = _phrase(term)
+        if not phrase:
+            return 0
         return int(self.db.scalar(
-            "SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?)", (f'"{term}"', cap)
+            "SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?)", (phrase, cap)
         ) or 0)
 
     def rows_containing(self, term: str, rowids: list[int]) -> set[int]:
-        if not rowids:
+        phrase = _phrase(term)
+        if not rowids or not phrase:
             return set()
         marks = ", ".join("?" for _ in rowids)
         return {int(r[0]) for r in self.db.query(
-            f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid IN ({marks})", (f'"{term}"', *rowids)
+            f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid IN ({marks})", (phrase, *rowids)
         )}
 
     # -- document-frequency gate -------------------------------------------------------------
@@ -228,7 +238,7 @@ class SqliteKeywordIndex:
             if not self._oracle_ready:
                 conn.execute(
                     "CREATE VIRTUAL TABLE IF NOT EXISTS temp.openkoi_tokenize "
-                    f"USING fts5(t, tokenize='{TOKENIZER}')"
+                    f"USING fts5(t, tokenize='{_TOKENIZER_SQL}')"
                 )
                 conn.execute(
                     "CREATE VIRTUAL TABLE IF NOT EXISTS temp.openkoi_tokenize_terms "
@@ -248,3 +258,9 @@ class SqliteKeywordIndex:
         for doc, term in found:
             groups[int(doc) - 1].append(term)
         return groups
+
+
+def _phrase(term: str) -> str:
+    """``term`` as one FTS5 phrase of its search-form tokens ('' when it has none)."""
+    tokens = phrase_tokens(term)
+    return f'"{" ".join(tokens)}"' if tokens else ""

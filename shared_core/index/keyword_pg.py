@@ -1,13 +1,14 @@
 """The keyword side of search on PostgreSQL: full-text search over ``search_text``.
 
 ``memory_chunks.search_text`` is a generated ``tsvector`` (GIN-indexed) of text (weight B),
-tags (A) and source (C), built with the ``openkoi`` text search configuration (English
-stemming, no stop words) after ``openkoi_fold`` (diacritics removed, ASCII punctuation
-split). Queries go through seed 002's sanitiser (:func:`.sanitize.query_terms`); then each word,
-folded the same way, goes through PostgreSQL's own parser and stemmer as
-``phraseto_tsquery`` (plain text in, so no input can raise a syntax error; a word the
-parser splits, such as ``x2y``, becomes a phrase, as a quoted FTS5 term does), and the
-words' tsqueries are OR-joined.
+tags (A) and source (C): the search form of each (migration 45's ``openkoi_search_form``, the
+SQL twin of :func:`.textform.search_form`: lower case, no diacritics, punctuation split, CJK
+runs as pairs of characters) through the ``openkoi`` text search configuration (English
+stemming, no stop words). Queries go through seed 002's sanitiser into the same form
+(:func:`.sanitize.search_terms`); then each token goes through PostgreSQL's own parser and
+stemmer as ``phraseto_tsquery`` (plain text in, so no input can raise a syntax error; a token
+the parser splits, such as ``x2y``, becomes a phrase, as a quoted FTS5 term does), and the
+tokens' tsqueries are OR-joined.
 
 Ranking is FTS5's BM25, computed from PostgreSQL's own statistics: for each query word,
 idf x tf x (k1 + 1) / (tf + k1 x (1 - b + b x dl / avgdl)), with k1 = 1.2 and b = 0.75
@@ -30,27 +31,21 @@ short).
 from __future__ import annotations
 
 import time
-import unicodedata
 from collections.abc import Callable
 from typing import Any
 
 from ..config import SearchConfig
 from ..db.postgres import PostgresDatabase
 from .keyword_query import KeywordQuery, gate_in_scope, idf
-from .sanitize import query_terms
+from .sanitize import search_terms
 from .scope import Scope
+from .textform import phrase_tokens
 
-__all__ = ["PgKeywordIndex", "fold"]
+__all__ = ["PgKeywordIndex"]
 
 TS_CONFIG = "openkoi"  # migration 0001's text search configuration
 _K1, _B = 1.2, 0.75  # FTS5's BM25 constants
 _STATISTICS_FROM_ROWS = 10_000  # below this, N and document frequencies are counted exactly
-
-
-def fold(term: str) -> str:
-    """What the migrations' ``openkoi_fold`` does to a sanitised word: diacritics removed."""
-    decomposed = unicodedata.normalize("NFD", term)
-    return "".join(ch for ch in decomposed if not 0x300 <= ord(ch) <= 0x36F)
 
 
 class PgKeywordIndex:
@@ -66,14 +61,14 @@ class PgKeywordIndex:
 
     def prepare(self, text: str, scope: Scope | None = None) -> KeywordQuery:
         """The query for ``text``; with a ``scope``, a word is left out only if it is common within it."""
-        terms = query_terms(text)
+        terms = search_terms(text)
         if not terms:
             return KeywordQuery((), (), "")
-        # each word as PostgreSQL's parser and stemmer see it: a (phrase) tsquery and its lexemes
+        # each token as PostgreSQL's parser and stemmer see it: a (phrase) tsquery and its lexemes
         analysed = self.db.query(
             f"SELECT phraseto_tsquery('{TS_CONFIG}', w)::text, tsvector_to_array(to_tsvector('{TS_CONFIG}', w)) "
             "FROM unnest(CAST(? AS text[])) WITH ORDINALITY AS u(w, i) ORDER BY i",
-            ([fold(t) for t in terms],),
+            (terms,),
         )
         queries = [q for q, _ in analysed]
         rows = self._n = self._rows()
@@ -234,7 +229,7 @@ class PgKeywordIndex:
         """How many rows contain ``term`` (counted up to ``cap``)."""
         return int(self.db.scalar(
             "SELECT count(*) FROM (SELECT 1 FROM memory_chunks WHERE search_text @@ "
-            f"phraseto_tsquery('{TS_CONFIG}', ?) LIMIT ?) s", (fold(term), cap),
+            f"phraseto_tsquery('{TS_CONFIG}', ?) LIMIT ?) s", (" ".join(phrase_tokens(term)), cap),
         ) or 0)
 
     def rows_containing(self, term: str, rowids: list[int]) -> set[int]:
@@ -242,5 +237,5 @@ class PgKeywordIndex:
             return set()
         return {int(r[0]) for r in self.db.query(
             f"SELECT chunk_rowid FROM memory_chunks WHERE search_text @@ phraseto_tsquery('{TS_CONFIG}', ?) "
-            "AND chunk_rowid = ANY(CAST(? AS bigint[]))", (fold(term), list(rowids)),
+            "AND chunk_rowid = ANY(CAST(? AS bigint[]))", (" ".join(phrase_tokens(term)), list(rowids)),
         )}

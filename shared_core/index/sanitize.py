@@ -3,7 +3,7 @@
 1. URLs are stripped (noisy, FTS5-incompatible tokens).
 2. Hyphens split words ("word-word" would read as column filter or subtraction).
 3. Remaining punctuation and FTS5 special characters are stripped.
-4. Single-character tokens are dropped.
+4. Single-character tokens are dropped (not a Chinese, Japanese or Korean character: one is a word).
 5. Each remaining word is quoted (``"word"``) so it is matched literally.
 6. Words are joined with OR for broad matching.
 7. (ours) At most the first 64 distinct words are kept (:data:`MAX_TERMS`): every word is a
@@ -12,6 +12,9 @@
 
 Only letters, digits and combining marks survive step 3, so a quoted word can never
 contain a quote, and no input can raise an FTS5 syntax error.
+
+The keyword indexes match :func:`search_terms`: these words in their search form (lower case,
+no diacritics, CJK runs as pairs of characters; see :mod:`.textform`).
 """
 
 from __future__ import annotations
@@ -19,13 +22,16 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["query_terms", "to_fts_query", "sanitize", "MAX_TERMS"]
+from .textform import CJK, query_tokens
+
+__all__ = ["query_terms", "search_terms", "to_fts_query", "sanitize", "MAX_TERMS"]
 
 MAX_TERMS = 64
 
 # a scheme starts a word and is short: without the boundary and the bound, a long run of letters
 # made the engine retry the scheme at every position (a 40k-character word took 8.5 s)
 _URL = re.compile(r"\b(?:[a-z][a-z0-9+.-]{0,31}://|www\.)\S*", re.IGNORECASE)
+_CJK = re.compile(CJK)
 
 
 def _is_word_char(ch: str) -> bool:
@@ -40,7 +46,7 @@ def query_terms(text: str, max_terms: int = MAX_TERMS) -> list[str]:
     seen: set[str] = set()
     terms = []
     for word in cleaned.split():
-        if len(word) < 2:  # rule 4
+        if len(word) < 2 and not _CJK.match(word):  # rule 4
             continue
         key = word.casefold()
         if key not in seen:
@@ -49,6 +55,15 @@ def query_terms(text: str, max_terms: int = MAX_TERMS) -> list[str]:
             if len(terms) == max_terms:
                 break
     return terms
+
+
+def search_terms(text: str, max_terms: int = MAX_TERMS) -> list[str]:
+    """The tokens a keyword index matches for ``text``: :func:`query_terms` in their search form.
+
+    >>> search_terms("Straße nach 東京タワー")
+    ['strasse', 'nach', '東京', '京タ', 'タワ', 'ワー']
+    """
+    return query_tokens(query_terms(text, max_terms), max_terms)
 
 
 def to_fts_query(terms: list[str]) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import BusyError, DriverError, SchemaError, StorageError, StoreClosedError
+from ...index.textform import search_form
 from ..backend import Capabilities, SizeMeasure
 from ..migrations import Migration, apply_migrations, latest_version
 from ..transactions import NestedTransactions, busy_error, released, unstorable
@@ -99,6 +100,8 @@ class Database(NestedTransactions):
         self._closed = False
         self._errors = _ErrorTranslation(self)
         self.conn.create_function("casefold", 1, _casefold, deterministic=True)
+        # the keyword index's triggers and view call it (migration 45)
+        self.conn.create_function("openkoi_search_form", 1, search_form, deterministic=True)
         # dropped without close() (a store opened per request and never closed): the garbage
         # collector releases the file, its lock file and the checkpoint thread instead
         self._finalizer = weakref.finalize(self, _release, self.conn, self._turns, self._checkpointer)
