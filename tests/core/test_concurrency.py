@@ -32,7 +32,7 @@ def _spawn(*args: object) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True)
 
 
-def _finish(proc: subprocess.Popen, timeout: float = 200) -> list[str]:
+def _finish(proc: subprocess.Popen, timeout: float = 900) -> list[str]:  # generous: a loaded machine is slow, not wrong
     out, err = proc.communicate(timeout=timeout)
     lines = out.splitlines()
     errors = [line for line in lines if line.startswith("error")]
