@@ -7,16 +7,16 @@ any other HTTP error is final at once. ``sleep`` is injectable so that tests nev
 
 from __future__ import annotations
 
-import http.client
 import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .base import EmbeddingServiceError
+
+if TYPE_CHECKING:
+    import urllib.error
 
 __all__ = ["RetryPolicy", "JsonClient", "HttpError"]
 
@@ -81,6 +81,11 @@ class JsonClient:
         what an unreachable service's error tells the user to do; ``on_error``: turns an HTTP error
         answer into the exception to raise (so each service can name its own key or command).
         """
+        # imported here: urllib.request brings ssl and email, a quarter of a second at every start otherwise
+        import http.client
+        import urllib.error
+        import urllib.request
+
         data = json.dumps(body).encode("utf-8")
         problem = ""
         retry_after: float | None = None
@@ -126,6 +131,8 @@ def _generic(describe: str, error: HttpError) -> EmbeddingServiceError:
 
 def _error_message(exc: urllib.error.HTTPError) -> str:
     """The message in an error answer: OpenAI's ``{"error": {"message"}}``, Ollama's ``{"error"}``, or its text."""
+    import http.client
+
     try:
         raw = exc.read(4096)
     except (OSError, http.client.HTTPException):
