@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -44,7 +45,7 @@ KNOWN_DIMS: dict[str, int] = {
 }
 
 
-class _HttpEmbedder:
+class _HttpEmbedder(ABC):
     """What both services share: batching, the dimensions (known, given or learned) and their check."""
 
     profile = EmbedderProfile()  # sentence-model defaults (see EmbedderProfile)
@@ -131,11 +132,13 @@ class _HttpEmbedder:
             yield batch
 
     @property
+    @abstractmethod
     def describe(self) -> str:
-        raise NotImplementedError
+        """What errors call the service, e.g. "the OpenAI API at https://api.openai.com/v1"."""
 
+    @abstractmethod
     def _post(self, texts: list[str]) -> list[Any]:
-        raise NotImplementedError
+        """One request for ``texts``: their vectors as the service returned them, in order."""
 
 
 class OpenAIEmbedder(_HttpEmbedder):
