@@ -37,7 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from shared_core import MemoryStore, NewMemory  # noqa: E402
+from shared_core import ManualClock, MemoryStore, NewMemory  # noqa: E402
 from shared_core.embed import HashingEmbedder  # noqa: E402
 
 
@@ -261,7 +261,10 @@ def evaluate(report: LoadReport, embedder: Any, methods: dict[str, dict[str, Any
         query_vectors = np.asarray(embedder.embed([q.text for q in conv.questions]), dtype=np.float32)
         for name, options in methods.items():
             search_config = {"track_access": False, **{k: v for k, v in options.items() if k != "fusion"}}
-            with MemoryStore.open(":memory:", embedder=embedder, config={"search": search_config}) as store:
+            # The replay's clock stands on the day the questions are asked, so recency is the same on any date.
+            clock = ManualClock(conv.asked_at) if conv.asked_at else None
+            with MemoryStore.open(":memory:", embedder=embedder, config={"search": search_config},
+                                  clock=clock) as store:
                 store.add_many(
                     [NewMemory(text=text, id=dia, namespace=conv.sample_id, kind="message", vector=vec,
                                created_at=conv.said_at.get(dia))
