@@ -93,7 +93,7 @@ def parse_size(value: int | float | str) -> int:
 class ModelsConfig:
     """Which embedder to use when none is passed in code (seed 000 ``[models]``)."""
 
-    embedder: str = "hashing"  # "hashing" or "sentence-transformers/<model>"
+    embedder: str = "static"  # "static" (the table shipped), "hashing" or "sentence-transformers/<model>"
 
 
 @dataclass

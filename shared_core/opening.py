@@ -13,7 +13,7 @@ from typing import Any
 from .clock import Clock, SystemClock, to_iso
 from .config import Config
 from .db import Backend, is_postgres_url, open_database
-from .embed import Embedder, HashingEmbedder, check_dims, check_embedder, embedder_from_name
+from .embed import Embedder, check_dims, check_embedder, embedder_from_name
 from .erasure import Erasure
 from .errors import EmbedderMismatchError, SchemaError
 from .files import data_dir_for, set_aside_leftovers
@@ -81,8 +81,7 @@ def _attach(db: Backend, embedder: Embedder | None, cfg: Config, clock: Clock, r
                     f"({exc}); pass it in code: MemoryStore.open(path, embedder=...)"
                 ) from None
         else:
-            embedder = HashingEmbedder() if cfg.models.embedder in ("hashing", "default") else \
-                embedder_from_name(cfg.models.embedder)
+            embedder = embedder_from_name(cfg.models.embedder)
     check_embedder(embedder)
     if db.read_only and version == 0:
         raise SchemaError(f"{db.path} is not an openkoi-memory database yet; open it writable once to create it")

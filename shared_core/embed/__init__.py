@@ -1,4 +1,4 @@
-"""Embedders: the protocol, the hashing default, and an optional sentence-transformers one."""
+"""Embedders: the protocol, the static default, the hashing one, and an optional sentence-transformers one."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from .hashes import EMBEDDING_TEXT_VERSION, content_hash, fnv1a_64
 from .hashing import HashingEmbedder
 from .precomputed import PrecomputedVectors
 from .sentence import SentenceTransformerEmbedder
+from .static import StaticEmbedder
 
 __all__ = [
     "Embedder",
@@ -24,6 +25,7 @@ __all__ = [
     "HashingEmbedder",
     "PrecomputedVectors",
     "SentenceTransformerEmbedder",
+    "StaticEmbedder",
     "EMBEDDING_TEXT_VERSION",
     "content_hash",
     "fnv1a_64",
@@ -39,11 +41,15 @@ __all__ = [
 def embedder_from_name(name: str) -> Embedder:
     """Build an embedder from a config or database name.
 
-    ``hashing`` or ``openkoi-hashing-v1-<dims>``: the default; ``sentence-transformers/<model>``:
-    a local sentence-transformers model. Anything else (an adapter-wrapped LangChain or
-    LlamaIndex model, say) cannot be rebuilt from its name and must be passed in code.
+    ``static``, ``default`` or ``static/minilm-256``: the default (the table shipped in the
+    package); ``hashing`` or ``openkoi-hashing-v1-<dims>``: the hashing embedder;
+    ``sentence-transformers/<model>``: a local sentence-transformers model. Anything else (an
+    adapter-wrapped LangChain or LlamaIndex model, say) cannot be rebuilt from its name and must
+    be passed in code.
     """
-    if name in ("hashing", "default"):
+    if name in ("static", "default", "static/minilm-256"):
+        return StaticEmbedder()
+    if name == "hashing":
         return HashingEmbedder()
     if name.startswith("openkoi-hashing-v1-"):
         rest = name.removeprefix("openkoi-hashing-v1-")
