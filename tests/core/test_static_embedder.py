@@ -110,3 +110,12 @@ def test_a_missing_or_foreign_table_says_what_to_do(tmp_path):
     np.savez(foreign, vectors=np.zeros((2, 4), dtype=np.float32))
     with pytest.raises(ValueError, match="not a static embedding table"):
         StaticTable.load(foreign)
+
+
+def test_the_embedders_section_of_the_search_docs_runs_as_written(capsys):
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "search.md").read_text(encoding="utf-8")
+    code = doc.split("## Embedders", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "docs/search.md[Embedders]", "exec"), {})  # noqa: S102
+    assert capsys.readouterr().out.splitlines() == ["static/minilm-256", *FACTS]
