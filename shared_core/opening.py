@@ -13,7 +13,7 @@ from typing import Any
 from .clock import Clock, SystemClock, to_iso
 from .config import Config
 from .db import Backend, is_postgres_url, open_database
-from .embed import Embedder, check_dims, check_embedder, embedder_from_name
+from .embed import Embedder, HashingEmbedder, check_dims, check_embedder, embedder_from_name
 from .erasure import Erasure
 from .errors import EmbedderMismatchError, SchemaError
 from .files import data_dir_for, set_aside_leftovers
@@ -80,6 +80,10 @@ def _attach(db: Backend, embedder: Embedder | None, cfg: Config, clock: Clock, r
                     f"{db.path} was built with the embedder {recorded_name!r}, which cannot be rebuilt here "
                     f"({exc}); pass it in code: MemoryStore.open(path, embedder=...)"
                 ) from None
+        elif version == 1:
+            # the seed schema, from before files recorded their embedder: its vectors were sized by the
+            # default of that time, the hashing embedder
+            embedder = HashingEmbedder()
         else:
             embedder = embedder_from_name(cfg.models.embedder)
     check_embedder(embedder)
