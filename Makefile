@@ -4,6 +4,10 @@
 #                 tests again with the other SQLite driver (.ci/other-driver), then the whole suite
 #                 on PostgreSQL (a private pgserver, or $OPENKOI_TEST_DATABASE_URL)
 #   make test-postgres - only the PostgreSQL run
+#   make screenshots - the inspector's browser tests (tests/ui) once more, copying their screenshots to
+#                  docs/images/inspector-*.png, so the docs show what the tests saw
+# The inspector's browser tests drive Debian's Chromium (/usr/bin/chromium, or $OPENKOI_CHROMIUM); make test
+# installs it with apt-get when it is missing and make runs as root (CI does), and says what to run otherwise.
 #   make fuzz      - the fuzz and property tests (marked `fuzz`) with a long budget: OPENKOI_FUZZ_EXAMPLES
 #                    (FUZZ_EXAMPLES, 500) generated cases each instead of make test's small one (schemathesis
 #                    over every REST endpoint: about 5 minutes on 2 cores); FUZZ_BACKEND=postgres for PostgreSQL
@@ -20,7 +24,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 EXTRAS ?= dev,langchain,classic,llama-index,documents,pptx,tokens,server,postgres,langgraph-postgres
 
-.PHONY: demo test test-postgres fuzz install lint bench bench-run bench-1m bench-postgres clean
+.PHONY: demo test test-postgres fuzz install lint bench bench-run bench-1m bench-postgres clean chromium screenshots
 
 BENCH_PYTHON ?= $(BIN)/python
 LOCOMO_PATH ?= $(abspath ../shared/data/locomo10.json)
@@ -36,6 +40,7 @@ PG_SIZES ?= 10000 100000
 PG_VECTORS ?= hashing,random
 FUZZ_EXAMPLES ?= 500
 FUZZ_BACKEND ?= sqlite
+CHROMIUM ?= $(or $(OPENKOI_CHROMIUM),/usr/bin/chromium)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,12 +61,24 @@ $(VENV)/.installed-bench: pyproject.toml setup.py shared_core/_speedups.c | $(BI
 demo: $(VENV)/.installed-demo
 	$(BIN)/openkoi-memory demo
 
-test: $(VENV)/.installed-test
+# Chromium for the browser tests: never a browser download, always the distribution's package
+chromium:
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing Debian's chromium for the inspector's browser tests"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		else \
+			echo "no Chromium at $(CHROMIUM): the inspector's browser tests (tests/ui) will be skipped;" \
+				"install it (sudo apt-get install chromium) or set OPENKOI_CHROMIUM"; \
+		fi; \
+	fi
+
+test: $(VENV)/.installed-test chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 	.ci/other-driver $(BIN)/python
 	OPENKOI_TEST_BACKEND=postgres $(BIN)/python -m pytest $(PYTEST_ARGS)
 
-test-postgres: $(VENV)/.installed-test
+test-postgres: $(VENV)/.installed-test chromium
 	OPENKOI_TEST_BACKEND=postgres $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # a test marked `fuzz` reads its budget from OPENKOI_FUZZ_EXAMPLES (its make-test default when unset)
@@ -70,6 +87,10 @@ fuzz: $(VENV)/.installed-test
 		$(BIN)/python -m pytest -m fuzz -p no:cacheprovider $(PYTEST_ARGS)
 
 install: $(VENV)/.installed-test
+
+screenshots: $(VENV)/.installed-test chromium
+	OPENKOI_DOC_SCREENSHOTS=docs/images $(BIN)/python -m pytest -q -p no:cacheprovider tests/ui
+	@ls -l docs/images/inspector-*.png
 
 lint: $(VENV)/.installed-test
 	$(BIN)/python -m ruff check shared_core langchain_openkoi llama_index_openkoi tests bench notebooks

@@ -36,7 +36,7 @@ from .search import Hit, SearchResults
 
 if TYPE_CHECKING:
     from .categories import Categorizer
-    from .memory_service import MemoryService
+    from .memories.service import MemoryService
 
 __all__ = ["CategorySearch", "search_by_category", "known_categories"]
 

@@ -64,7 +64,7 @@ def data_dir_for(db: Any, cfg: Config) -> Path | None:
     memory (named after its URL); None for ``:memory:``."""
     if db.capabilities.shared:
         return Path(cfg.data_dir) / "postgres" / _slug(db.path)
-    if db.capabilities.in_memory:
+    if db.capabilities.in_memory or db.path == ":memory:":  # the test suite's PostgreSQL stand-in for one too
         return None
     return data_dir_of(db.path)
 

@@ -27,7 +27,7 @@ from typing import Any, Generic, TypeVar, cast
 
 import numpy as np
 
-from .archive_repository import ArchiveRepository
+from .archive.repository import ArchiveRepository
 from .categories import Categorizer
 from .clock import Clock
 from .config import Config
@@ -40,7 +40,7 @@ from .index.protocols import KeywordIndex, VectorIndex
 from .index.vectors import vector_index_for
 from .llm import TextModel
 from .memories import Memory
-from .memory_repository import MemoryRepository
+from .memories.repository import MemoryRepository
 from .search import Searcher
 
 __all__ = ["Kernel", "Hooks", "Domain"]

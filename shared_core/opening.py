@@ -15,20 +15,22 @@ from .config import Config
 from .db import Backend, is_postgres_url, open_database
 from .embed import Embedder, HashingEmbedder, check_dims, check_embedder, embedder_from_name
 from .erasure import Erasure
-from .errors import EmbedderMismatchError, SchemaError
+from .errors import ConfigError, EmbedderMismatchError, SchemaError
 from .files import data_dir_for, set_aside_leftovers
 from .kernel import Domain, Kernel
 from .llm import TextModel
 from .reembedding import switch_embedder
 from .registry import DOMAINS
 
-__all__ = ["open_kernel", "default_target"]
+__all__ = ["open_kernel", "default_target", "named_embedder"]
+
+_HASHING = ("hashing",)
 
 
 def open_kernel(
     path: str | os.PathLike[str] | None = None,
     *,
-    embedder: Embedder | None = None,
+    embedder: Embedder | str | None = None,
     config: Config | Mapping[str, Any] | None = None,
     clock: Clock | None = None,
     read_only: bool = False,
@@ -42,6 +44,11 @@ def open_kernel(
     target = default_target(cfg) if path is None else os.fspath(path)
     if target != ":memory:" and not is_postgres_url(target):
         target = str(Path(target).expanduser())
+    if isinstance(embedder, str):  # "openai/text-embedding-3-small", ...: built before any file exists
+        embedder = named_embedder(embedder, cfg)
+    configured = None
+    if embedder is None and not read_only and _is_new_file(target) and cfg.models.embedder not in _HASHING:
+        configured = named_embedder(cfg.models.embedder, cfg)  # a missing key is reported before the file exists
     checked = False
     if embedder is not None and not read_only and _is_new_file(target):
         check_embedder(embedder)
@@ -49,14 +56,16 @@ def open_kernel(
         checked = True
     db = open_database(target, read_only=read_only, settings=cfg.database)
     try:
-        return _attach(db, embedder, cfg, clock, reembed, text_model, domains, dims_checked=checked)
+        return _attach(db, embedder, cfg, clock, reembed, text_model, domains, dims_checked=checked,
+                       configured=configured)
     except BaseException:
         db.close()
         raise
 
 
 def _attach(db: Backend, embedder: Embedder | None, cfg: Config, clock: Clock, reembed: bool,
-            text_model: TextModel | None, domains: Sequence[Domain[Any]], *, dims_checked: bool = False) -> Kernel:
+            text_model: TextModel | None, domains: Sequence[Domain[Any]], *, dims_checked: bool = False,
+            configured: Embedder | None = None) -> Kernel:
     """Migrate the opened database, settle its embedder and build its kernel."""
     version = db.schema_version()
     if version == 0 and not db.read_only:  # a new memory
@@ -74,7 +83,9 @@ def _attach(db: Backend, embedder: Embedder | None, cfg: Config, clock: Clock, r
     if embedder is None:
         if recorded_name:
             try:
-                embedder = embedder_from_name(recorded_name)
+                embedder = named_embedder(recorded_name, cfg, dims=recorded_dims)
+            except ConfigError:  # e.g. no API key in the environment: its own message says which to set
+                raise
             except (ValueError, ImportError, FileNotFoundError) as exc:
                 raise EmbedderMismatchError(
                     f"{db.path} was built with the embedder {recorded_name!r}, which cannot be rebuilt here "
@@ -85,7 +96,8 @@ def _attach(db: Backend, embedder: Embedder | None, cfg: Config, clock: Clock, r
             # default of that time, the hashing embedder
             embedder = HashingEmbedder()
         else:
-            embedder = embedder_from_name(cfg.models.embedder)
+            embedder = configured or (HashingEmbedder() if cfg.models.embedder in _HASHING else
+                                      named_embedder(cfg.models.embedder, cfg))
     check_embedder(embedder)
     if db.read_only and version == 0:
         raise SchemaError(f"{db.path} is not an openkoi-memory database yet; open it writable once to create it")
@@ -108,8 +120,8 @@ def _attach(db: Backend, embedder: Embedder | None, cfg: Config, clock: Clock, r
         if not reembed:
             raise EmbedderMismatchError(
                 f"{db.path} was built with the embedder {recorded_name!r} ({recorded_dims} dims), not "
-                f"{embedder.name!r} ({embedder.dims} dims); open it with that embedder, or re-embed it "
-                "with MemoryStore.open(path, embedder=..., reembed=True)"
+                f"{embedder.name!r} ({embedder.dims} dims); open it with that embedder, or re-embed it with "
+                "MemoryStore.open(path, embedder=..., reembed=True)"
             )
         switch_embedder(kernel, embedder)
     else:
@@ -117,6 +129,12 @@ def _attach(db: Backend, embedder: Embedder | None, cfg: Config, clock: Clock, r
     if not db.read_only:
         kernel.service(Erasure).resume()  # an erase another process left pending, if its reader has gone
     return kernel
+
+
+def named_embedder(name: str, cfg: Config, *, dims: int | None = None) -> Embedder:
+    """The embedder ``name`` stands for, with the ``[models]`` settings (the server's URL, the batch size)."""
+    return embedder_from_name(name, dims=dims, base_url=cfg.models.embedder_url or None,
+                              batch_size=cfg.models.embedder_batch_size or None)
 
 
 def _is_new_file(target: str) -> bool:

@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING
 from .errors import NotFoundError
 from .learnings import Learnings
 from .memories import DEFAULT_NAMESPACE, check_namespace
-from .memory_service import MemoryService
+from .memories.service import MemoryService
 from .skills import Skills
 from .tokens import count_tokens
 
 if TYPE_CHECKING:
     from .kernel import Kernel
-    from .learning_records import Learning
+    from .learnings.records import Learning
     from .skills import SkillRecommendation
 
 __all__ = ["Historian", "Recall", "RecalledItem"]

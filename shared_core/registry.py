@@ -12,12 +12,12 @@ from typing import Any
 
 from .archive import Archive
 from .context.memory_manager import MemoryManager
-from .conversations.api import Conversations
+from .conversations.service import Conversations
 from .documents.knowledge_base import KnowledgeBase
 from .episodes import Episodes
 from .erasure import Erasure
-from .facts import Facts
 from .insights import Insights
+from .inspection.service import Inspector
 from .kernel import Domain
 from .kv import KeyValueStore
 from .learnings import Learnings
@@ -25,7 +25,8 @@ from .lifecycle.forgetting import ForgettingEngine
 from .lifecycle.links import LinkGraph
 from .lifecycle.maintenance import Maintenance
 from .lifecycle.pruning import Pruner
-from .memory_service import MemoryService
+from .memories.facts import Facts
+from .memories.service import MemoryService
 from .procedures import Procedures
 from .recall import Historian
 from .skills import Skills
@@ -58,4 +59,5 @@ DOMAINS: tuple[Domain[Any], ...] = (
     Domain("erasure", Erasure, closer=Erasure.stop_finisher),
     Domain("pruning", Pruner),
     Domain("maintenance", Maintenance),
+    Domain("inspector", Inspector),
 )

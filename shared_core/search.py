@@ -24,7 +24,7 @@ from .embed import Embedder, as_vector, profile_of
 from .index.protocols import KeywordIndex, VectorIndex
 from .index.scope import Scope
 from .memories import Memory
-from .memory_repository import MemoryRepository
+from .memories.repository import MemoryRepository
 from .ranking import FUSIONS, feedback_weight, fuse, maximal_marginal_relevance, recency_weight
 from .validation import check_finite, check_limit, check_query
 

@@ -23,17 +23,17 @@ import numpy as np
 from .archive import Archive
 from .clock import Clock
 from .config import Config
-from .db import Database
+from .db import Backend
 from .embed import Embedder
 from .erasure import EraseReport, Erasure
-from .facts import Facts
 from .index.filters import Filter
 from .kernel import Domain, Kernel
 from .lifecycle.maintenance import Maintenance
 from .llm import TextModel
 from .memories import DEFAULT_NAMESPACE, AddResult, Memory, NewMemory
-from .memory_service import MemoryService, Progress
-from .opening import open_kernel
+from .memories.facts import Facts
+from .memories.service import MemoryService, Progress
+from .opening import named_embedder, open_kernel
 from .reembedding import reembed
 from .registry import DOMAINS
 from .search import SearchResults
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from .documents import KnowledgeBase
     from .episodes import Episodes
     from .insights import Insights
+    from .inspection import Inspector
     from .kv import KeyValueStore
     from .learnings import Learnings
     from .lifecycle.forgetting import ForgettingEngine
@@ -113,6 +114,7 @@ class MemoryStore:
         erasure: Erasure
         pruning: Pruner
         maintenance: Maintenance
+        inspector: Inspector
 
     def __init__(self, kernel: Kernel) -> None:
         """A store over an opened kernel; use :meth:`open`."""
@@ -147,7 +149,7 @@ class MemoryStore:
         cls,
         path: str | os.PathLike[str] | None = None,
         *,
-        embedder: Embedder | None = None,
+        embedder: Embedder | str | None = None,
         config: Config | Mapping[str, Any] | None = None,
         clock: Clock | None = None,
         read_only: bool = False,
@@ -160,8 +162,10 @@ class MemoryStore:
         ``path``: a file, ``":memory:"``, a ``postgresql://user:pw@host/db[?schema=name]`` URL (a
         memory shared by several processes and machines; docs/scaling.md), or ``None`` for
         ``$OPENKOI_DATABASE_URL``, else ``[database] url`` from the config, else
-        ``<data dir>/openkoi.db`` (the XDG data dir, or ``$OPENKOI_DATA``). ``embedder``: defaults to what the database was built with,
-        else ``[models] embedder`` from the config (the hashing embedder). ``config``: a
+        ``<data dir>/openkoi.db`` (the XDG data dir, or ``$OPENKOI_DATA``). ``embedder``: an embedder, or its
+        name (``"openai/text-embedding-3-small"``, ``"ollama/nomic-embed-text"``, ...; docs/embedders.md);
+        defaults to what the database was built with, else ``[models] embedder`` from the config (the
+        hashing embedder). ``config``: a
         :class:`Config`, or a dict of overrides on top of ``config.toml``. ``reembed=True``
         lets a different embedder take over an existing database by re-embedding everything.
         ``text_model``: optional; summaries and fact/learning extraction use it, with rule-based
@@ -252,7 +256,7 @@ class MemoryStore:
         (a number, a name, a negation) is kept: the new version of the old fact when the
         subject is the same (``event == "superseded"``, the old one in :meth:`history`),
         otherwise a new fact. ``supersedes=old_id`` makes this the new version of that memory;
-        see :mod:`shared_core.facts` for the whole rule.
+        see :mod:`shared_core.memories.versioning` for the whole rule.
         """
         return self.memories.add(
             text, id=id, kind=kind, namespace=namespace, tags=tags, category=category, source=source,
@@ -307,7 +311,7 @@ class MemoryStore:
         )
 
     def delete(self, ids: str | Sequence[str], *, namespace: str | None = None, missing_ok: bool = False) -> int:
-        """Delete memories for good (row, index entry, vector); return how many were deleted.
+        """Permanently delete memories (row, index entry, vector); return how many were deleted.
 
         Deleting is an explicit request; the lifecycle itself only ever archives.
         """
@@ -321,7 +325,7 @@ class MemoryStore:
         kind: str | Sequence[str] | None = None,
         where: Mapping[str, Any] | Filter | None = None,
     ) -> int:
-        """Delete every memory matching the filters (e.g. all chunks of one source document)."""
+        """Permanently delete every memory matching the filters (e.g. all chunks of one source document)."""
         return self.memories.delete_where(
             namespace=namespace, namespace_prefix=namespace_prefix, kind=kind, where=where,
         )
@@ -357,7 +361,7 @@ class MemoryStore:
         return self.memories.get(id, namespace=namespace)
 
     def history(self, id: str) -> list[Memory]:  # noqa: A002
-        """Every version of a memory, oldest first, linked by ``supersedes`` (see :mod:`shared_core.versioning`)."""
+        """Every version of a memory, oldest first, linked by ``supersedes`` (see :mod:`shared_core.memories.versioning`)."""
         return self.kernel.service(Facts).history(id)
 
     def get_many(self, ids: Sequence[str], *, namespace: str | None = None) -> list[Memory]:
@@ -493,7 +497,7 @@ class MemoryStore:
     # -- lifecycle basics ----------------------------------------------------------------------
 
     def sweep_expired(self) -> int:
-        """Delete memories whose ``expires_at`` has passed (TTL); return how many."""
+        """Permanently delete the memories whose ``expires_at`` has passed (TTL); return how many."""
         return self.memories.sweep_expired()
 
     def erase_namespace(self, namespace: str) -> EraseReport:
@@ -521,23 +525,25 @@ class MemoryStore:
 
     # -- re-embedding ------------------------------------------------------------------------
 
-    def reembed(self, embedder: Embedder | None = None, *, batch_size: int = 256,
+    def reembed(self, embedder: Embedder | str | None = None, *, batch_size: int = 256,
                 progress: Progress | None = None) -> int:
         """Re-embed what needs it; return how many memories were re-embedded.
 
-        With a different ``embedder`` (or dims): everything, and the database then records the
-        new embedder. Otherwise: only rows whose versioned FNV-64a content hash (seed 003) or
+        With a different ``embedder`` (an embedder or its name, such as ``"openai/text-embedding-3-small"``,
+        or other dims): everything, and the database then records the new embedder. Otherwise: only rows whose versioned FNV-64a content hash (seed 003) or
         embedder name no longer matches. The embedding (minutes with a real model) runs without
         the store's lock and outside any write transaction, so searches go on and other writers
         get their turns; only the writing of each batch (or, for a new embedder, of all the new
         vectors at the end) holds the memory.
         """
+        if isinstance(embedder, str):
+            embedder = named_embedder(embedder, self.kernel.config)
         return reembed(self.kernel, embedder, batch_size=batch_size, progress=progress)
 
     # -- for domain modules and adapters --------------------------------------------------------
 
     @property
-    def db(self) -> Database:
+    def db(self) -> Backend:
         """The underlying connection wrapper (domain modules run their SQL through it)."""
         return self.kernel.backend
 

@@ -123,7 +123,8 @@ class ToolParam:
                 return None
             raise ValueError(f"{self.name} must not be null")
         expected = _JSON_TYPES[self.type]
-        if isinstance(value, bool) and self.type != "boolean" or not isinstance(value, expected):
+        fits = isinstance(value, expected)  # kept apart from the test: value stays Any for the checks below
+        if isinstance(value, bool) and self.type != "boolean" or not fits:
             raise ValueError(f"{self.name} must be a{'n' if self.type[0] in 'aeiou' else ''} {self.type}, "
                              f"got {type(value).__name__}")
         if self.type == "array" and not all(isinstance(item, str) for item in value):
@@ -193,9 +194,9 @@ class ToolSpec:
 
 _ID = ToolParam("id", "string", "The memory's id, as shown in [id:...] in search results.", min_length=1,
                 max_length=MAX_NAME)
-_QUERY = {"min_length": 1, "max_length": MAX_QUERY}
-_CONTENT = {"min_length": 1, "max_length": MAX_CONTENT}
-_TAGS = {"max_length": MAX_TAGS * (MAX_NAME + 2), "max_items": MAX_TAGS}
+_QUERY: dict[str, Any] = {"min_length": 1, "max_length": MAX_QUERY}
+_CONTENT: dict[str, Any] = {"min_length": 1, "max_length": MAX_CONTENT}
+_TAGS: dict[str, Any] = {"max_length": MAX_TAGS * (MAX_NAME + 2), "max_items": MAX_TAGS}
 _LIMIT = ToolParam("limit", "integer", "How many memories to return at most.", default=5, minimum=1, maximum=MAX_LIMIT)
 
 TOOL_SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (
@@ -237,8 +238,8 @@ TOOL_SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (
         replace(_LIMIT, description="How many facts to return at most."),
     ), read_only=True),
     ToolSpec("memory_search", (
-        "Search everything remembered in this memory (facts, learnings, documents, notes, workspace files) "
-        "with keyword and semantic matching together."), (
+        "Search everything remembered in this memory (facts, learnings, documents, notes, workspace files) with "
+        "keyword and semantic matching together."), (
         ToolParam("query", "string", "Keywords and natural synonyms, not a question: e.g. 'payment HMAC signature "
                   "api auth'.", **_QUERY),
         _LIMIT,

@@ -46,3 +46,19 @@ def test_the_wheel_carries_the_static_table_and_its_notice(tmp_path):
     for data in ("minilm-static-256.npz", "NOTICE", "LICENSE-Apache-2.0"):
         assert f"shared_core/embed/data/{data}" in names
     assert wheel.stat().st_size < 12_000_000, wheel.stat().st_size
+
+
+def test_a_built_wheel_carries_the_inspector_page(tmp_path):
+    """The page is package data: a wheel (what pip installs from) holds every file the server serves."""
+    import subprocess
+    import zipfile
+
+    from shared_core.server.routes.inspector import PAGE_FILES
+
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(root), "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(tmp_path)], check=True, timeout=600, capture_output=True)
+    (wheel,) = tmp_path.glob("openkoi_memory-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for file_name, _ in PAGE_FILES.values():
+        assert f"shared_core/server/static/inspector/{file_name}" in names

@@ -14,7 +14,7 @@ from .documents import ingest, kb
 from .insights import insights
 from .learning import history_command, learnings_command, recall_command, skills_command
 from .lifecycle import links, maintain, prune
-from .server import mcp, serve, token
+from .server import mcp, serve, token, ui
 from .support import main
 from .transfer import migrate_backend_command
 
@@ -22,5 +22,5 @@ __all__ = ["main"]
 
 for command in (maintain, prune, links, insights, recall_command, learnings_command, skills_command, history_command,
                 ingest, kb, sessions, forget, context_command, compact_command, end_session_command, workspace,
-                serve, mcp, token, migrate_backend_command):
+                serve, mcp, token, ui, migrate_backend_command):
     main.add_command(command)

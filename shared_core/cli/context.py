@@ -54,7 +54,7 @@ def compact_command(ctx: click.Context, session_id: str, preset: str | None, win
     """
     store = open_store(ctx)
     session = store.conversations.session(session_id)
-    overrides = {"window_tokens": window} if window else {}
+    overrides: dict[str, Any] = {"window_tokens": window} if window else {}
     manager = store.memory_manager.context_manager(preset, namespace=session.namespace, session_id=session.id,
                                                    **overrides)
     messages = store.conversations.messages(session.id)
@@ -129,7 +129,7 @@ _path_option = click.option("--path", type=click.Path(file_okay=False), help="Th
 @click.pass_context
 @friendly_errors
 def workspace_init(ctx: click.Context, namespace: str, path: str | None) -> None:
-    """Create the folder and its missing files from templates."""
+    """Make the folder and its missing files from templates."""
     space = _workspace(ctx, namespace, path)
     written = space.init()
     click.echo(f"{space.path}: created {', '.join(written) if written else 'nothing (all files exist)'}")

@@ -143,12 +143,12 @@ def kb_show(ctx: click.Context, document_id: str, show_metadata: bool) -> None:
         click.echo(documents.get_full_document(document_id))
 
 
-@kb.command("delete")
+@kb.command()  # named after the function: kb delete
 @click.argument("document_ids", nargs=-1, required=True)
 @click.pass_context
 @friendly_errors
-def kb_delete(ctx: click.Context, document_ids: tuple[str, ...]) -> None:
-    """Delete documents with their chunks."""
+def delete(ctx: click.Context, document_ids: tuple[str, ...]) -> None:
+    """Remove documents with their chunks."""
     documents = open_store(ctx).documents
     for document_id in document_ids:
         documents.delete_document(document_id)

@@ -31,7 +31,7 @@ def insights() -> None:
 @friendly_errors
 def add(ctx: click.Context, title: str, description: str, namespace: str, importance: str, urgency: str,
         task_label: str | None, dedupe_key: str | None, bot_id: str) -> None:
-    """Create or update an insight; prints its id."""
+    """Add or update an insight; prints its id."""
     insight = open_store(ctx).insights.upsert(
         title, description, namespace=namespace, importance=importance, urgency=urgency, task_label=task_label,
         dedupe_key=dedupe_key, bot_id=bot_id)

@@ -1,5 +1,5 @@
 """Commands for single memories: add, search, show, reinforce, demote, update, delete, erase (a whole
-namespace), stats, export, import, and the demo."""
+namespace), stats, reembed, export, import, and the demo."""
 
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ def update(ctx: click.Context, memory_id: str, text: str | None, tags: str | Non
 @click.pass_context
 @friendly_errors
 def delete(ctx: click.Context, memory_ids: tuple[str, ...]) -> None:
-    """Delete memories for good."""
+    """Remove memories for good."""
     count = open_store(ctx).delete(list(memory_ids))
     click.echo(f"deleted {count}")
 
@@ -180,6 +180,19 @@ def stats(ctx: click.Context, as_json: bool) -> None:
         return
     for key, value in info.__dict__.items():
         click.echo(f"{key:15s} {value}")
+
+
+@main.command()
+@click.pass_context
+@friendly_errors
+def reembed(ctx: click.Context) -> None:
+    """Re-embed what changed; with --embedder NAME, move the whole memory to that embedder."""
+    target = ctx.find_root().params.get("embedder") or None
+    store = open_store(ctx, embedder=None)  # opened with its own embedder, then moved
+    before = store.embedder.name
+    count = store.reembed(target, progress=lambda done, total: click.echo(f"{done}/{total}", err=True))
+    after = store.embedder.name
+    click.echo(f"re-embedded {count} memories with {after}" + (f" (was {before})" if after != before else ""))
 
 
 @main.command("export")

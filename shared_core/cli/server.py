@@ -17,7 +17,7 @@ from ..memories import DEFAULT_NAMESPACE
 from ..server.asgi import is_loopback
 from .support import friendly_errors, open_store
 
-__all__ = ["serve", "mcp", "token"]
+__all__ = ["serve", "mcp", "token", "ui"]
 
 
 def _need_server_extra() -> None:
@@ -187,6 +187,52 @@ def mcp(ctx: click.Context, namespace: str, fixed_namespace: bool, transport: st
     uvicorn.run(app, host=host, port=port, log_level=log_level, lifespan="on", server_header=False)
 
 
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind; anything but a loopback address lets other machines reach the page.")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, help="Port (default: a free one).")
+@click.option("-n", "--namespace", "namespaces", multiple=True, metavar="NAMESPACE",
+              help="Limit the page's token to this namespace (repeatable; exact, or a prefix ending in '*'). "
+                   "Default: every namespace.")
+@_tokens_file
+@click.option("--open", "open_browser", is_flag=True, help="Also open the page in the default browser.")
+@_allow_host
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="warning",
+              show_default=True)
+@click.pass_context
+@friendly_errors
+def ui(ctx: click.Context, host: str, port: int, namespaces: tuple[str, ...], tokens_file: str | None,
+       open_browser: bool, allow_hosts: tuple[str, ...], log_level: str) -> None:
+    """Open the memory inspector: see, search and fix what the agent remembers, in a browser.
+
+    Serves the page and the REST API on HOST:PORT and prints its URL, which carries a token made
+    for this run (in the URL's fragment, so it reaches no log). The tokens file's tokens work too.
+    """
+    _need_server_extra()
+    from ..server.ui import SessionTokens, bind, page_url, serve_ui
+
+    _setup_logging(log_level)
+    store = open_store(ctx, one_shot=False)
+    try:
+        tokens = SessionTokens.around(tokens_file, namespaces)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not is_loopback(host):
+        click.echo(f"warning: serving on {host}: other machines can reach the page, and the token travels "
+                   "unencrypted over plain HTTP", err=True)
+    sock = bind(host, port)
+    first = next((n for n in namespaces if not n.endswith("*")), None)
+    url = page_url(host, sock.getsockname()[1], tokens.session_token, first)
+    click.echo(f"openkoi-memory inspector for {store.path} (Ctrl-C to stop); open:", err=True)
+    click.echo(url)
+    sys.stdout.flush()
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(url)
+    serve_ui(store, sock, tokens, host=host, allowed_hosts=_checked_hosts(allow_hosts, tokens), log_level=log_level)
+
+
 @click.group()
 def token() -> None:
     """Manage the server's bearer tokens (the tokens file, mode 600)."""
@@ -205,7 +251,7 @@ def _token_file(path: str | None) -> Any:
 @_tokens_file
 @friendly_errors
 def token_add(name: str, namespaces: tuple[str, ...], tokens_file: str | None) -> None:
-    """Create a token named NAME and print it (only its SHA-256 is stored)."""
+    """Issue a token named NAME and print it (only its SHA-256 is stored)."""
     tokens = _token_file(tokens_file)
     try:
         secret = tokens.add(name, namespaces or ("*",))

@@ -38,6 +38,7 @@ def open_store(ctx: click.Context, *, results: int | None = None, **kwargs: Any)
     options = ctx.find_root().params
     one_shot = kwargs.pop("one_shot", True) and (results is None or results <= _SQLITE_VEC_RESULTS)
     overrides = {"search": {"vector_index": "sqlite-vec"}} if one_shot else None
+    kwargs.setdefault("embedder", options.get("embedder") or None)
     store = MemoryStore.open(options.get("db"), config=overrides, **kwargs)
     ctx.call_on_close(store.close)
     return store
@@ -122,8 +123,12 @@ class _Main(click.Group):
 @click.option("--db", envvar="OPENKOI_DB", type=click.Path(dir_okay=False), default=None,
               help="The memory: a file or a postgresql:// URL (default: $OPENKOI_DATABASE_URL, else "
                    "<data dir>/openkoi.db; env OPENKOI_DB).")
+@click.option("--embedder", envvar="OPENKOI_EMBEDDER", default=None, metavar="NAME",
+              help="The embedder of a new memory, e.g. openai/text-embedding-3-small or ollama/nomic-embed-text "
+                   "(default: [models] embedder; an existing memory keeps its own: move it with `reembed`; "
+                   "env OPENKOI_EMBEDDER).")
 @click.version_option(package_name="openkoi-memory")
-def main(db: str | None) -> None:
+def main(db: str | None, embedder: str | None) -> None:
     """openkoi-memory: local-first long-term memory for LLM agents, in one SQLite file."""
 
 

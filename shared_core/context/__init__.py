@@ -13,13 +13,13 @@ Reached as ``store.memory_manager`` (:class:`MemoryManager`); see docs/context.m
 """
 
 from .addendum import AddendumItem, ContextAddendum
-from .extraction import ExtractedFact, Extraction, extract_facts
+from .fact_rules import extract_facts
 from .facts import ConversationFacts, SalientFact, StoredFact
 from .manager import ContextManager, ContextResult, ContextStatus, FlushResult
 from .memory_manager import MemoryManager, SavedMemory, SessionEnd
 from .messages import COMPACTED_HEADER, count_message_tokens, summary_message
 from .policy import PRESETS, ContextPolicy
-from .state import ContextEvent
+from .records import ContextEvent, ExtractedFact, Extraction
 
 __all__ = [
     "MemoryManager",

@@ -45,17 +45,17 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..clock import to_iso
-from ..conversations.api import Conversations
+from ..conversations.service import Conversations
 from ..episodes import Episodes
 from ..errors import NotFoundError
 from ..memories import DEFAULT_NAMESPACE, check_namespace
-from ..memory_service import MemoryService
+from ..memories.service import MemoryService
 from ..recall import Historian
 from ..summarize import split_sentences
 from ..tokens import count_tokens
 from ..workspace import Workspaces
 from .facts import ConversationFacts
-from .state import session_key
+from .records import session_key
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
@@ -288,7 +288,7 @@ def build_addendum(facts: ConversationFacts, conversation_id: str | None, query:
     # the query's matches are listed as relevant; the known facts are the others (and come first), less
     # those the conversation's summary already states
     stated = {_normal(i.text) for i in candidates["working_summary"]}
-    for fact in facts.known_facts(ns, kinds=kinds, exclude=shown | {i.id for i in candidates["relevant_facts"]}):
+    for fact in facts.known_facts(ns, kinds=kinds, exclude=shown | {i.id for i in candidates["relevant_facts"] if i.id is not None}):
         if _normal(fact.memory.text) in stated:
             continue
         candidates["known_facts"].append(_line("known_facts", f"- {fact.memory.text}", id=fact.memory.id,
@@ -365,7 +365,7 @@ def _working_summary(facts: ConversationFacts, session: Any, conversation_id: st
         return None
     found: list[tuple[datetime, str, str | None]] = []
     with facts.kernel.session():
-        compactions = facts.state.events(session_key(conversation_id, namespace), action="compact", limit=1)
+        compactions = facts.repository.events(session_key(conversation_id, namespace), action="compact", limit=1)
     if compactions and compactions[0].summary.strip():
         found.append((compactions[0].created_at, compactions[0].summary, compactions[0].summary_id))
     if session is not None:

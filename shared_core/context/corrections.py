@@ -35,7 +35,7 @@ A new fact **corrects** a current fact of the namespace with the same slot when
   one holds the value the correction names as wrong ("Pri").
 
 A fact in none of these shapes has no slot; a correction of it is matched by
-:func:`shared_core.versioning.subject_key` (the words before the first verb) and a shared word.
+:func:`shared_core.memories.versioning.subject_key` (the words before the first verb) and a shared word.
 Among several candidates the one holding the named wrong value wins, then the opposite, then the
 one sharing most words, then the newest.
 """
@@ -47,8 +47,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..memories import Memory
-from ..versioning import subject_key
-from .extraction import ExtractedFact
+from ..memories.versioning import subject_key
+from .records import ExtractedFact
 
 __all__ = ["FactSlot", "slot_of", "corrected_fact"]
 
@@ -145,14 +145,14 @@ def slot_of(text: str) -> FactSlot | None:
                                           "ten", "any", "no"}
         return FactSlot("has", value, bool(match["neg"]) or match["value"].startswith("no "))
     if match := _IDENTITY.match(said):
-        value = match["value"]
+        identity = match["value"]
         for pattern, key, exclusive in _IDENTITY_SLOTS:
-            if found := pattern.match(value):
+            if found := pattern.match(identity):
                 if key == "allergic to":  # the allergen is the slot: "allergic to peanuts" has a yes or a no
                     return FactSlot(f"allergic to {' '.join(sorted(_words(found['rest'])))}", frozenset(),
                                     bool(match["neg"]))
                 return FactSlot(key, _words(found["rest"]), bool(match["neg"]), exclusive)
-        return FactSlot("is", _words(value), bool(match["neg"]))
+        return FactSlot("is", _words(identity), bool(match["neg"]))
     if match := _THING.match(said):
         return FactSlot(f"the {' '.join(sorted(_words(match['thing'])))}", _words(match["value"]), exclusive=True)
     return None
@@ -198,13 +198,13 @@ def _rank(new: FactSlot | None, item: ExtractedFact, wrong: frozenset[str], memo
         return (int(bool(wrong) and wrong <= _words(memory.text)), 0, len(shared))
     if old.key != new.key:
         return None
-    shared = len(old.value & new.value)
+    overlap = len(old.value & new.value)
     if old.negated != new.negated:  # one says the opposite of the other
         if _same_thing(old.value, new.value):
-            return (named, 1, shared)
+            return (named, 1, overlap)
         return None
     if new.negated or not (item.correction or item.replaces):
         return None
-    if named or new.exclusive or shared:
-        return (named, 0, shared)
+    if named or new.exclusive or overlap:
+        return (named, 0, overlap)
     return None

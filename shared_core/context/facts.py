@@ -16,12 +16,12 @@ from ..category_search import CategorySearch, search_by_category
 from ..clock import days_between
 from ..errors import NotFoundError
 from ..memories import DEFAULT_NAMESPACE, Memory
-from ..memory_service import MemoryService
+from ..memories.service import MemoryService
 from ..ranking import is_salient, salience, standing
 from ..workspace import Workspace
 from .corrections import corrected_fact
-from .extraction import ExtractedFact
-from .state import ContextState
+from .records import ExtractedFact
+from .repository import ContextRepository
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
@@ -52,12 +52,12 @@ class SalientFact:
 
 
 class ConversationFacts:
-    """Facts stored from conversations and facts shown to prompts, over one memory; ``state``
+    """Facts stored from conversations and facts shown to prompts, over one memory; ``repository``
     remembers which messages were read and what was compacted."""
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
-        self.state = ContextState(kernel.backend)
+        self.repository = ContextRepository(kernel.backend)
 
     def store_facts(
         self,
@@ -103,10 +103,10 @@ class ConversationFacts:
             fresh = [f.text for f in stored if f.event != "reinforced"]
             label = f"From session {session_id}" if session_id else "Facts"
             workspace.append_memory(fresh, heading=f"{label} ({kernel.clock.now():%Y-%m-%d})")
-            for fact in stored:
-                if fact.correction:
+            for saved in stored:
+                if saved.correction:
                     workspace.add_learnings_entry("learnings/corrections.md", stamp(kernel),
-                                                  [("correction", fact.text)])
+                                                  [("correction", saved.text)])
         return stored
 
     def _add_fact(self, text: str, namespace: str, source: str, session_id: str | None, metadata: dict[str, Any],

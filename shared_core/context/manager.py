@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..embed import fnv1a_64
-from .extraction import Extraction, extract
+from .extraction import extract
 from .messages import COMPACTED_HEADER, Turn, as_turns, batches, summary_message
 from .policy import ContextPolicy
-from .state import ContextEvent, session_key
+from .records import ContextEvent, Extraction, session_key
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
@@ -159,7 +159,7 @@ class ContextManager:
 
     def _unread(self, key: str, turns: Sequence[Turn]) -> list[Turn]:
         with self.kernel.session():
-            seen = self.facts.state.extracted(key, [t.fingerprint for t in turns])
+            seen = self.facts.repository.extracted(key, [t.fingerprint for t in turns])
         return [t for t in turns if t.fingerprint not in seen]
 
     def status(self, messages: Sequence[Any], *, session_id: str | None = None) -> ContextStatus:
@@ -172,7 +172,7 @@ class ContextManager:
         flush = self.policy.flush_threshold
         if flush is not None and tokens >= flush and unread:
             with self.kernel.session():
-                if self.facts.state.flushed_since_compaction(key):
+                if self.facts.repository.flushed_since_compaction(key):
                     flush = None  # one proactive flush per fill of the window; compaction reads the rest
         over_count = self.policy.max_messages is not None and len(body) > self.policy.max_messages
         compact = (tokens > self.policy.compact_threshold or over_count) and self.policy.split(len(body)) > 0
@@ -220,7 +220,7 @@ class ContextManager:
             messages_before=len(turns), messages_after=len(turns), compacted=0, tokens_before=tokens,
             tokens_after=tokens, fact_ids=[f.id for f in result.facts], method=result.method)
         with self.kernel.session(write=True):
-            self.facts.state.log(event)
+            self.facts.repository.log(event)
         return result
 
     def end(self, messages: Sequence[Any], *, session_id: str | None = None) -> FlushResult:
@@ -292,7 +292,7 @@ class ContextManager:
             compacted=len(old) + len(summaries), tokens_before=tokens_before, tokens_after=tokens_after,
             fact_ids=[f.id for f in facts], summary_id=summary_id, summary=summary, method=found.method)
         with self.kernel.session(write=True):
-            self.facts.state.log(record)
+            self.facts.repository.log(record)
         logger.info("compacted %s: %d messages into a summary, %d -> %d tokens, %d facts stored first", key,
                     len(old), tokens_before, tokens_after, len(facts))
         return ContextResult(
@@ -306,6 +306,6 @@ class ContextManager:
         facts = self.facts.store_facts(found.facts, namespace=self.namespace, session_id=session_id,
                                          workspace=self.workspace, method=found.method)
         with self.kernel.session(write=True):
-            self.facts.state.mark_extracted(key, self.namespace, [t.fingerprint for t in read],
+            self.facts.repository.mark_extracted(key, self.namespace, [t.fingerprint for t in read],
                                               self.kernel.clock.now())
         return facts

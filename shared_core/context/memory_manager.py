@@ -23,21 +23,21 @@ from typing import TYPE_CHECKING, Any
 
 from ..categories import Categorizer
 from ..category_search import CategorySearch
-from ..conversations.api import Conversations
+from ..conversations.service import Conversations
 from ..embed import fnv1a_64
 from ..items import ITEM_KIND
 from ..learnings import Learnings
 from ..memories import DEFAULT_NAMESPACE, Memory, check_namespace
-from ..memory_service import MemoryService
+from ..memories.service import MemoryService
 from ..workspace import Workspace, Workspaces
 from ..workspace.index import reindex
 from .addendum import ContextAddendum, build_addendum
-from .extraction import ExtractedFact, Extraction, extract
+from .extraction import extract
 from .facts import ConversationFacts, SalientFact, StoredFact, stamp
 from .manager import ContextManager
 from .messages import as_turns, batches
 from .policy import ContextPolicy
-from .state import ContextEvent, session_key
+from .records import ContextEvent, ExtractedFact, Extraction, session_key
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
@@ -77,7 +77,7 @@ class MemoryManager:
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
         self.facts = ConversationFacts(kernel)
-        self.state = self.facts.state
+        self.repository = self.facts.repository
 
     def __repr__(self) -> str:
         return f"MemoryManager({self.kernel.backend.path!r})"
@@ -150,13 +150,13 @@ class MemoryManager:
                     limit: int | None = None) -> list[ContextEvent]:
         """The compactions of a conversation, newest first."""
         with self.kernel.session():
-            return self.state.events(session_key(session_id, namespace), action="compact", limit=limit)
+            return self.repository.events(session_key(session_id, namespace), action="compact", limit=limit)
 
     def context_events(self, session_id: str | None, *, namespace: str = DEFAULT_NAMESPACE,
                        limit: int | None = None) -> list[ContextEvent]:
         """The flushes and compactions of a conversation, newest first."""
         with self.kernel.session():
-            return self.state.events(session_key(session_id, namespace), limit=limit)
+            return self.repository.events(session_key(session_id, namespace), limit=limit)
 
     # -- facts and summaries (part 5) -------------------------------------------------------------
 
@@ -199,7 +199,7 @@ class MemoryManager:
         messages = convs.messages(session.id)
         turns = as_turns(messages, cfg.message_overhead_tokens)
         with self.kernel.session():
-            seen = self.state.extracted(key, [t.fingerprint for t in turns])
+            seen = self.repository.extracted(key, [t.fingerprint for t in turns])
         unread = [t for t in turns if t.fingerprint not in seen and t.role != "system"]
         facts: list[StoredFact] = []
         method = "rules"
@@ -210,7 +210,7 @@ class MemoryManager:
             facts += self.store_facts(found.facts, namespace=session.namespace, session_id=session.id,
                                       workspace=self.workspace(session.namespace), method=found.method)
             with self.kernel.session(write=True):
-                self.state.mark_extracted(key, session.namespace, [t.fingerprint for t in batch],
+                self.repository.mark_extracted(key, session.namespace, [t.fingerprint for t in batch],
                                           self.kernel.clock.now())
         working = convs.working_memory(session.id, summarize=False)
         window = as_turns(working.messages, cfg.message_overhead_tokens)
@@ -341,4 +341,4 @@ class MemoryManager:
 
     def erase(self, namespace: str) -> None:
         """``erase_namespace``: the context bookkeeping rows (the workspace has its own eraser)."""
-        self.state.erase(namespace)
+        self.repository.erase(namespace)

@@ -3,9 +3,19 @@
 Reached as ``store.conversations`` (:class:`Conversations`); see docs/conversations.md.
 """
 
-from .api import CHUNK_PREFIX, Conversations, MessageHit, MessageResults, ReconcileReport
 from .embedding_doc import build_embedding_document, truncate_at_boundary
-from .records import MemorySummary, Message, NewMessage, Session, WorkingSummary
+from .records import (
+    CHUNK_PREFIX,
+    MemorySummary,
+    Message,
+    MessageHit,
+    MessageResults,
+    NewMessage,
+    ReconcileReport,
+    Session,
+    WorkingSummary,
+)
+from .service import Conversations
 from .working import WorkingMemory
 
 __all__ = [

@@ -7,6 +7,7 @@ its ``memoryStage``, ``pinned`` its ``isPinned``, ``namespace`` its ``userId``).
 
 from __future__ import annotations
 
+import html
 import json
 import secrets
 from collections.abc import Mapping, Sequence
@@ -16,9 +17,11 @@ from typing import Any
 
 from ..clock import to_iso
 
-__all__ = ["Session", "Message", "NewMessage", "MemorySummary", "WorkingSummary", "TIERS", "new_message_id"]
+__all__ = ["Session", "Message", "NewMessage", "MemorySummary", "WorkingSummary", "MessageHit", "MessageResults",
+           "ReconcileReport", "TIERS", "CHUNK_PREFIX", "new_message_id"]
 
 TIERS = ("short", "mid", "long")
+CHUNK_PREFIX = "msg:"  # index chunk id of a message: "msg:<message_id>"
 
 
 def new_message_id() -> str:
@@ -331,3 +334,108 @@ class WorkingSummary:
 
     def to_dict(self) -> dict[str, Any]:
         return _jsonable(asdict(self))
+
+
+@dataclass(frozen=True)
+class MessageHit:
+    """One result of :meth:`Conversations.search`: a message, or (fallback) a forgetting summary."""
+
+    kind: str  # "message" or "summary"
+    score: float
+    timestamp: datetime
+    message: Message | None = None
+    summary: MemorySummary | None = None
+    similarity: float | None = None
+    keyword_match: bool = False
+
+    @property
+    def text(self) -> str:
+        return self.message.content if self.message is not None else self.summary.summary_text  # type: ignore[union-attr]
+
+    @property
+    def id(self) -> str:
+        return self.message.message_id if self.message is not None else self.summary.summary_id  # type: ignore[union-attr]
+
+
+class MessageResults(list[MessageHit]):
+    """Search results, best first (or newest first when summaries were merged in, as seed 003 does)."""
+
+    def __init__(self, hits: Sequence[MessageHit] = (), *, query: str = "", fallback_used: bool = False) -> None:
+        super().__init__(hits)
+        self.query = query
+        self.fallback_used = fallback_used
+
+    @property
+    def ids(self) -> list[str]:
+        return [h.id for h in self]
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{h.kind}</td><td><code>{html.escape(h.id)}</code></td><td>{h.score:.4f}</td>"
+            f"<td>{to_iso(h.timestamp)}</td><td style='text-align:left'>{html.escape(h.text[:200])}</td></tr>"
+            for h in self
+        )
+        note = " (summaries merged in)" if self.fallback_used else ""
+        return (f"<table><caption>{len(self)} results for {html.escape(repr(self.query))}{note}</caption>"
+                f"<thead><tr><th>kind</th><th>id</th><th>score</th><th>time</th><th>text</th></tr></thead>"
+                f"<tbody>{rows}</tbody></table>")
+
+
+@dataclass
+class ReconcileReport:
+    """What :meth:`Conversations.reconcile` found and fixed."""
+
+    checked: int = 0
+    repaired: list[str] = field(default_factory=list)  # session ids whose transcript was fixed
+    removed: list[str] = field(default_factory=list)  # stray files deleted
+
+    @property
+    def clean(self) -> bool:
+        return not self.repaired and not self.removed
+
+
+# -- the arguments of the public methods -----------------------------------------------------------
+
+_NEW_MESSAGE_FIELDS = frozenset(NewMessage.__dataclass_fields__)
+
+
+def session_id_arg(value: Any) -> str:
+    """A session id as given to a public method, checked."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"a session id must be a non-empty string such as 'chat-42', got {value!r}")
+    return check_text(value, "session id", max_len=512)
+
+
+def message_id_arg(value: Any) -> str:
+    """A message id as given to a public method, checked."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"a message id must be a non-empty string, got {value!r}")
+    return check_text(value, "message id", max_len=512)
+
+
+def active_arg(active: Any) -> bool | None:
+    """``active=``: True, False or None (all messages)."""
+    if active is not None and not isinstance(active, bool):
+        raise TypeError(f"active must be True, False or None (all messages), got {active!r}")
+    return active
+
+
+def count_arg(n: Any) -> int:
+    """``n=``: how many messages, a non-negative whole number."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"n must be a non-negative whole number, got {n!r}")
+    return n
+
+
+def as_new_message(raw: NewMessage | Mapping[str, Any]) -> NewMessage:
+    """A :class:`NewMessage`, or a dict of its fields, as a :class:`NewMessage`."""
+    if isinstance(raw, NewMessage):
+        return raw
+    if isinstance(raw, Mapping):
+        unknown = set(raw) - _NEW_MESSAGE_FIELDS
+        if unknown:
+            raise ValueError(f"unknown message fields {sorted(unknown)}; known: {sorted(_NEW_MESSAGE_FIELDS)}")
+        if "role" not in raw:
+            raise ValueError("a message needs a role, e.g. {'role': 'user', 'content': 'hi'}")
+        return NewMessage(**raw)
+    raise TypeError(f"messages must be NewMessage objects or dicts, got {type(raw).__name__}")

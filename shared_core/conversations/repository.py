@@ -12,7 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from ..clock import from_iso, to_iso
-from ..db import Database
+from ..db import Backend
+from ..db.backend import inserted_rowid
 from .records import MemorySummary, Message, Session, WorkingSummary
 
 __all__ = ["MessageRepository"]
@@ -81,13 +82,20 @@ def summary_from_row(row: Sequence[Any]) -> MemorySummary:
     v = dict(zip(SUMMARY_COLUMNS, row, strict=False))
     return MemorySummary(
         summary_id=v["summary_id"], namespace=v["namespace"], summary_tier=v["summary_tier"],
-        source_tier=v["source_tier"], start_timestamp=from_iso(v["start_timestamp"]),
-        end_timestamp=from_iso(v["end_timestamp"]), message_count=int(v["message_count"]),
+        source_tier=v["source_tier"], start_timestamp=_required_time(v["start_timestamp"]),
+        end_timestamp=_required_time(v["end_timestamp"]), message_count=int(v["message_count"]),
         source_record_ids=json.loads(v["source_record_ids"]), key_points=json.loads(v["key_points"]),
         keywords=json.loads(v["keywords"]), keywords_text=v["keywords_text"], summary_text=v["summary_text"],
         dimensions=json.loads(v["dimensions"]), quality_score=float(v["quality_score"]),
         created_at=from_iso(v["created_at"]), updated_at=from_iso(v["updated_at"]),
     )
+
+
+def _required_time(text: str) -> datetime:
+    """A timestamp of a NOT NULL column."""
+    value = from_iso(text)
+    assert value is not None
+    return value
 
 
 def working_from_row(row: Sequence[Any]) -> WorkingSummary:
@@ -100,7 +108,7 @@ def working_from_row(row: Sequence[Any]) -> WorkingSummary:
 
 
 class MessageRepository:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Backend) -> None:
         self.db = db
 
     # -- sessions ------------------------------------------------------------------------
@@ -195,7 +203,7 @@ class MessageRepository:
                 m.summary_ref_id, m.token_count, int(m.active),
             ),
         )
-        return int(cursor.lastrowid)
+        return inserted_rowid(cursor)
 
     def message(self, message_id: str) -> Message | None:
         rows = self.db.query(f"SELECT {_MSG_SELECT} FROM raw_messages m WHERE m.message_id = ?", (message_id,))
@@ -280,6 +288,11 @@ class MessageRepository:
             part = list(rowids[start : start + _BATCH])
             self.db.execute(f"UPDATE raw_messages SET active = ? WHERE id IN ({', '.join('?' for _ in part)})",
                             (int(active), *part))
+
+    def max_seq(self, session_id: str) -> int:
+        """The highest ``seq`` among the session's messages (0 when it has none)."""
+        return int(self.db.scalar("SELECT coalesce(max(seq), 0) FROM raw_messages WHERE session_id = ?",
+                                  (session_id,)) or 0)
 
     def count_after(self, session_id: str, seq: int) -> int:
         return int(self.db.scalar(

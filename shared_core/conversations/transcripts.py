@@ -91,7 +91,7 @@ class TranscriptDir:
         return self.directory / name
 
     def claim(self) -> None:
-        """Create the directory and make sure it belongs to this store (not to another database)."""
+        """Make the directory, and make sure it belongs to this store (not to another database)."""
         if self._claimed:
             return
         try:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .postgres.url import PgTarget
 
 __all__ = ["Backend", "Capabilities", "DriverInfo", "Rows", "SizeMeasure", "SqlFlavour", "INDEX_KEYS",
-           "INDEX_ENTRIES"]
+           "INDEX_ENTRIES", "inserted_rowid"]
 
 #: the SQL a backend's scope filters, JSON paths and constant conditions are written in
 SqlFlavour = Literal["sqlite", "postgresql"]
@@ -76,6 +76,16 @@ class Rows(Protocol):
     def fetchone(self) -> Any: ...
 
     def fetchall(self) -> list[Any]: ...
+
+
+def inserted_rowid(rows: Rows) -> int:
+    """The row id an ``INSERT`` gave its row (both backends report it for the memory's tables)."""
+    rowid = rows.lastrowid
+    if rowid is None:
+        from ..errors import StorageError
+
+        raise StorageError("the database reported no row id for an insert; is the table missing its key?")
+    return int(rowid)
 
 
 class DriverInfo(Protocol):

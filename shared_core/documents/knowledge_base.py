@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..embed import profile_of
 from ..errors import NotFoundError
-from ..files import upload_folder, upload_roots
+from ..files import record_upload_root, upload_folder, upload_roots
 from ..index.filters import Condition
 from ..index.sanitize import query_terms
 from ..memories import DEFAULT_NAMESPACE, NewMemory, check_namespace, new_id
-from ..memory_service import MemoryService
+from ..memories.service import MemoryService
 from ..search import Hit
 from .chunking import Chunk, Chunker
 from .discovery import discover
@@ -379,14 +379,14 @@ class KnowledgeBase:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise ValueError(f"limit must be a whole number >= 0 or None, got {limit!r}")
         with self.kernel.session():
-            return self._repo.list(namespace, limit, offset)
+            return self._repo.page(namespace, limit, offset)
 
     def count_documents(self, *, namespace: str | None = DEFAULT_NAMESPACE) -> int:
         with self.kernel.session():
             return self._repo.count(namespace)
 
     def delete_document(self, document_id: str, *, namespace: str | None = None, missing_ok: bool = False) -> bool:
-        """Delete a document, its chunks and their index entries in one transaction; True if it existed."""
+        """Remove a document, its chunks and their index entries in one transaction; True if it existed."""
         try:
             document = self.get_document(document_id, namespace=namespace)
         except NotFoundError:
@@ -400,6 +400,12 @@ class KnowledgeBase:
             if uploaded is not None:  # the server's copy of an uploaded file goes with its document
                 db.after_commit(lambda: uploaded.unlink(missing_ok=True))
         return True
+
+    def record_upload_root(self, root: Path) -> None:
+        """Remember ``root`` as a folder this memory's uploads go to (a server's ``upload_dir``), before the
+        first file lands there, so that erasing a namespace from any process finds its uploads there too."""
+        with self.kernel.session():
+            record_upload_root(self.kernel.data_dir, self.kernel.backend, root)
 
     def _uploaded_copy(self, blob_path: str) -> Path | None:
         """The file, if ``blob_path`` is a copy the REST API keeps in an upload folder (not a user's own file)."""

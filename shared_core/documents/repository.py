@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from ..clock import from_iso, to_iso
-from ..db import Database
+from ..db import Backend
 
 __all__ = ["Document", "DocumentChunk", "DocumentRepository"]
 
@@ -83,7 +83,7 @@ class DocumentChunk:
 
 
 class DocumentRepository:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Backend) -> None:
         from ..index.keyword import keyword_index_for
 
         self.db = db
@@ -105,7 +105,8 @@ class DocumentRepository:
     def content(self, document_id: str) -> str | None:
         return self.db.scalar("SELECT content FROM rag_documents WHERE id = ?", (document_id,))
 
-    def list(self, namespace: str | None, limit: int | None, offset: int = 0) -> list[Document]:
+    def page(self, namespace: str | None, limit: int | None, offset: int = 0) -> list[Document]:
+        """Documents of ``namespace`` (``None``: every namespace), most recently uploaded first."""
         where, params = ("WHERE namespace = ?", [namespace]) if namespace is not None else ("", [])
         rows = self.db.query(
             f"SELECT {_DOCUMENT_COLUMNS} FROM rag_documents {where} "

@@ -1,4 +1,5 @@
-"""Embedders: the protocol, the static default, the hashing one, and an optional sentence-transformers one."""
+"""Embedders: the protocol, the static default, the hashing one, HTTP services (OpenAI-compatible, Ollama) and local models,
+each buildable from one string (:func:`embedder_from_name`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from .base import (
     Embedder,
     EmbedderProfile,
     EmbeddingError,
+    EmbeddingServiceError,
     as_matrix,
     as_vector,
     check_dims,
@@ -14,7 +16,11 @@ from .base import (
 )
 from .hashes import EMBEDDING_TEXT_VERSION, content_hash, fnv1a_64
 from .hashing import HashingEmbedder
+from .http import RetryPolicy
+from .local import FastEmbedEmbedder, Model2VecEmbedder
+from .names import EMBEDDER_FORMS, embedder_from_name
 from .precomputed import PrecomputedVectors
+from .remote import OllamaEmbedder, OpenAIEmbedder
 from .sentence import SentenceTransformerEmbedder
 from .static import StaticEmbedder
 
@@ -22,7 +28,14 @@ __all__ = [
     "Embedder",
     "EmbedderProfile",
     "EmbeddingError",
+    "EmbeddingServiceError",
     "HashingEmbedder",
+    "OpenAIEmbedder",
+    "OllamaEmbedder",
+    "FastEmbedEmbedder",
+    "Model2VecEmbedder",
+    "RetryPolicy",
+    "EMBEDDER_FORMS",
     "PrecomputedVectors",
     "SentenceTransformerEmbedder",
     "StaticEmbedder",
@@ -37,29 +50,3 @@ __all__ = [
     "embedder_from_name",
 ]
 
-
-def embedder_from_name(name: str) -> Embedder:
-    """Build an embedder from a config or database name.
-
-    ``static``, ``default`` or ``static/minilm-256``: the default (the table shipped in the
-    package); ``hashing`` or ``openkoi-hashing-v1-<dims>``: the hashing embedder;
-    ``sentence-transformers/<model>``: a local sentence-transformers model. Anything else (an
-    adapter-wrapped LangChain or LlamaIndex model, say) cannot be rebuilt from its name and must
-    be passed in code.
-    """
-    if name in ("static", "default", "static/minilm-256"):
-        return StaticEmbedder()
-    if name == "hashing":
-        return HashingEmbedder()
-    if name.startswith("openkoi-hashing-v1-"):
-        rest = name.removeprefix("openkoi-hashing-v1-")
-        if rest.isdigit():
-            return HashingEmbedder(dims=int(rest))
-    if name.startswith("precomputed-") and name.removeprefix("precomputed-").isdigit():
-        return PrecomputedVectors(int(name.removeprefix("precomputed-")))
-    if name.startswith("sentence-transformers/"):
-        return SentenceTransformerEmbedder(name.removeprefix("sentence-transformers/"))
-    raise ValueError(
-        f"cannot build the embedder {name!r} from its name; pass it in code, e.g. "
-        "MemoryStore.open(path, embedder=...)"
-    )

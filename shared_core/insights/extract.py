@@ -203,7 +203,7 @@ def rule_based_insights(messages: Sequence[SourceMessage]) -> list[InsightData]:
             normal = " ".join(re.findall(r"[^\W_]+", sentence.casefold()))
             key = f"{label}:{hashlib.sha1(normal.encode()).hexdigest()[:16]}"
             importance, urgency = _levels(label, message.text)  # cues may sit in a neighbouring sentence
-            event = {"event": f"{label.replace('_', ' ')} mentioned"}
+            event: dict[str, Any] = {"event": f"{label.replace('_', ' ')} mentioned"}
             if message.timestamp is not None:
                 event = {"at": to_iso(message.timestamp), **event}
             if message.person:

@@ -21,6 +21,7 @@ __all__ = [
     "InsightData",
     "Insight",
     "InsightWeights",
+    "AccessCounts",
     "RankedInsight",
     "InsightHit",
     "ExtractionResult",
@@ -139,6 +140,16 @@ class Insight:
             if isinstance(value, datetime):
                 out[key] = to_iso(value)
         return out
+
+
+@dataclass(frozen=True)
+class AccessCounts:
+    """An insight's logged accesses in the windows its score reads."""
+
+    frequency: int = 0  # within insights.frequency_window_days (30)
+    last_7d: int = 0
+    previous_7d: int = 0
+    active: int = 0  # within insights.active_window_days (30)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ clock of the store: nothing decays in place, so maintenance frequency changes no
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 import math
@@ -21,7 +22,7 @@ from ..clock import days_between, to_iso
 from ..errors import NotFoundError
 from ..llm import ModelOutputError
 from ..memories import DEFAULT_NAMESPACE, check_namespace
-from ..memory_service import MemoryService
+from ..memories.service import MemoryService
 from ..ranking import (
     InsightValue,
     insight_decay_factor,
@@ -42,6 +43,7 @@ from .extract import (
     rule_based_insights,
 )
 from .records import (
+    AccessCounts,
     ExtractionResult,
     Insight,
     InsightData,
@@ -52,6 +54,7 @@ from .records import (
     dedupe_key_for,
     insight_id,
 )
+from .repository import InsightRepository
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
@@ -59,7 +62,6 @@ if TYPE_CHECKING:
 __all__ = ["Insights", "InsightsMaintenance"]
 
 logger = logging.getLogger("openkoi.insights")
-_SELECT = ", ".join(Insight.COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -74,19 +76,12 @@ class InsightsMaintenance:
         return self.removed_access_events > 0
 
 
-@dataclass(frozen=True)
-class _Counts:
-    frequency: int = 0  # within insights.frequency_window_days (30)
-    last_7d: int = 0
-    previous_7d: int = 0
-    active: int = 0  # within insights.active_window_days (30)
-
-
 class Insights:
     """Structured insights with seed 003's value score, weight adjustment, decay and trend."""
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
+        self._repo = InsightRepository(kernel.backend)
 
     @property
     def _cfg(self) -> Any:
@@ -110,7 +105,7 @@ class Insights:
         platform: str | None = None,
         channel: str | None = None,
     ) -> Insight:
-        """Create or update the insight ``(namespace, bot_id, dedupe_key)``; return it.
+        """The insight ``(namespace, bot_id, dedupe_key)``, created or updated.
 
         The new title, description, importance, urgency, label, platform and channel replace the
         old ones; new details and timeline events are appended (duplicates skipped). Upserting
@@ -155,14 +150,7 @@ class Insights:
             event = "updated"
         if self.kernel.archive.get(new_id) is not None:  # its index entry was size-pruned: bring it back
             self.kernel.service(Archive).restore(new_id)
-        self.kernel.backend.execute(
-            f"INSERT INTO insights ({_SELECT}) VALUES ({', '.join('?' for _ in Insight.COLUMNS)}) "
-            "ON CONFLICT(id) DO UPDATE SET title = excluded.title, description = excluded.description, "
-            "importance = excluded.importance, urgency = excluded.urgency, details = excluded.details, "
-            "timeline = excluded.timeline, task_label = excluded.task_label, platform = excluded.platform, "
-            "channel = excluded.channel, updated_at = excluded.updated_at",
-            _row_values(insight),
-        )
+        self._repo.upsert(insight)
         if existing is None or existing.text != insight.text or existing.task_label != insight.task_label or \
                 existing.importance != insight.importance or existing.urgency != insight.urgency or \
                 self.kernel.memories.get_row(new_id) is None:
@@ -200,21 +188,19 @@ class Insights:
         }
 
     def delete(self, insight_id: str, *, namespace: str | None = None) -> bool:
-        """Delete an insight, its index entry (live or archived) and its access log."""
+        """Remove an insight, its index entry (live or archived) and its access log."""
         with self.kernel.session() as db:
             if self._get(insight_id, namespace) is None:
                 return False
             with db.transaction():
                 self.kernel.service(MemoryService).delete(insight_id, missing_ok=True)
                 self.kernel.archive.delete([insight_id], kind="insight")
-                db.execute("DELETE FROM insights WHERE id = ?", (insight_id,))
+                self._repo.delete(insight_id)
             return True
 
     def erase(self, namespace: str) -> int:
         """Remove every insight and access event of a namespace (an ``erase_namespace`` eraser)."""
-        db = self.kernel.backend
-        db.execute("DELETE FROM insight_access WHERE namespace = ?", (namespace,))
-        return int(db.execute("DELETE FROM insights WHERE namespace = ?", (namespace,)).rowcount or 0)
+        return self._repo.erase(namespace)
 
     # -- interactions (seed 003's weight adjustment) ------------------------------------------
 
@@ -229,7 +215,7 @@ class Insights:
             with db.transaction():
                 self._log(insight, "view", now)
                 if boost:
-                    db.execute("UPDATE insights SET view_boosted_at = ? WHERE id = ?", (to_iso(now), insight.id))
+                    self._repo.set_view_boost(insight.id, now)
             return self.get(insight.id)
 
     def favorite(self, insight_id: str, on: bool = True, *, namespace: str | None = None) -> Insight:
@@ -242,11 +228,10 @@ class Insights:
             now = self.kernel.clock.now()
             with db.transaction():
                 if on and not insight.favorite:
-                    db.execute("UPDATE insights SET favorite = 1, favorited_at = ? WHERE id = ?",
-                                     (to_iso(now), insight.id))
+                    self._repo.mark_favorite(insight.id, now)
                     self._log(insight, "favorite", now)
                 elif not on and insight.favorite:
-                    db.execute("UPDATE insights SET favorite = 0, favorited_at = NULL WHERE id = ?", (insight.id,))
+                    self._repo.unmark_favorite(insight.id)
             return self.get(insight.id)
 
     def set_weight(self, insight_id: str, multiplier: float, *, namespace: str | None = None) -> Insight:
@@ -257,24 +242,19 @@ class Insights:
         with self.kernel.session() as db:
             insight = self.get(insight_id, namespace=namespace)
             with db.transaction():
-                db.execute("UPDATE insights SET custom_weight = ? WHERE id = ?", (float(multiplier), insight.id))
+                self._repo.set_custom_weight(insight.id, float(multiplier))
             return self.get(insight.id)
 
     def _log(self, insight: Insight, kind: str, now: datetime) -> None:
-        self.kernel.backend.execute("INSERT INTO insight_access (insight_id, namespace, kind, at) VALUES (?, ?, ?, ?)",
-                         (insight.id, insight.namespace, kind, to_iso(now)))
-        # never move backwards, even if the clock does
-        self.kernel.backend.execute("UPDATE insights SET last_access_at = max(coalesce(last_access_at, ''), ?) WHERE id = ?",
-                         (to_iso(now), insight.id))
+        self._repo.log_access(insight, kind, now)
 
     # -- reading ---------------------------------------------------------------------------
 
     def _get(self, insight_id: str, namespace: str | None = None) -> Insight | None:
-        rows = self.kernel.backend.query(f"SELECT {_SELECT} FROM insights WHERE id = ?", (insight_id,))
-        if not rows:
+        insight = self._repo.get(insight_id)
+        if insight is None or (namespace is not None and insight.namespace != namespace):
             return None
-        insight = Insight.from_row(rows[0])
-        return None if namespace is not None and insight.namespace != namespace else insight
+        return insight
 
     def get(self, insight_id: str, *, namespace: str | None = None) -> Insight:
         """The insight with this id, or :class:`NotFoundError`."""
@@ -296,41 +276,24 @@ class Insights:
              limit: int | None = None) -> list[Insight]:
         """Insights of a namespace, most recently updated first."""
         check_namespace(namespace)
-        sql = f"SELECT {_SELECT} FROM insights WHERE namespace = ?"
-        params: list[Any] = [namespace]
-        if task_label is not None:
-            sql += " AND task_label = ?"
-            params.append(task_label)
-        sql += " ORDER BY updated_at DESC, id"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(int(limit))
-        with self.kernel.session() as db:
-            return [Insight.from_row(r) for r in db.query(sql, params)]
+        with self.kernel.session():
+            return self._repo.most_recent(namespace, task_label=task_label, limit=limit)
 
     def count(self, *, namespace: str | None = None) -> int:
-        with self.kernel.session() as db:
-            if namespace is None:
-                return int(db.scalar("SELECT count(*) FROM insights") or 0)
-            return int(db.scalar("SELECT count(*) FROM insights WHERE namespace = ?", (namespace,)) or 0)
+        with self.kernel.session():
+            return self._repo.count(namespace)
 
     # -- scoring ---------------------------------------------------------------------------
 
-    def _counts(self, namespace: str, now: datetime) -> dict[str, _Counts]:
+    def _counts(self, namespace: str, now: datetime) -> dict[str, AccessCounts]:
         cfg = self._cfg
-        t_freq = to_iso(now - timedelta(days=cfg.frequency_window_days))
-        t_recent = to_iso(now - timedelta(days=cfg.trend_window_days))
-        t_previous = to_iso(now - timedelta(days=2 * cfg.trend_window_days))
-        t_active = to_iso(now - timedelta(days=cfg.active_window_days))
-        oldest = min(t_freq, t_previous, t_active)
-        rows = self.kernel.backend.query(
-            "SELECT insight_id, sum(at > ?), sum(at > ?), sum(at > ? AND at <= ?), sum(at > ?) FROM insight_access "
-            "WHERE namespace = ? AND at > ? AND at <= ? GROUP BY insight_id",
-            (t_freq, t_recent, t_previous, t_recent, t_active, namespace, oldest, to_iso(now)),
-        )
-        return {r[0]: _Counts(int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in rows}
+        return self._repo.access_counts(
+            namespace, now, frequency_since=now - timedelta(days=cfg.frequency_window_days),
+            recent_since=now - timedelta(days=cfg.trend_window_days),
+            previous_since=now - timedelta(days=2 * cfg.trend_window_days),
+            active_since=now - timedelta(days=cfg.active_window_days))
 
-    def _score(self, insight: Insight, counts: _Counts, now: datetime) -> tuple[InsightValue, InsightWeights]:
+    def _score(self, insight: Insight, counts: AccessCounts, now: datetime) -> tuple[InsightValue, InsightWeights]:
         cfg = self._cfg
         value = insight_value_score(
             insight_frequency_score(counts.frequency, cfg.frequency_max_accesses),
@@ -373,14 +336,13 @@ class Insights:
         if state not in (None, "active", "dormant"):
             raise ValueError(f"state must be 'active', 'dormant' or None, got {state!r}")
         check_namespace(namespace)
-        with self.kernel.session() as db:
+        with self.kernel.session():
             now = self.kernel.clock.now()
-            insights = [Insight.from_row(r) for r in db.query(
-                f"SELECT {_SELECT} FROM insights WHERE namespace = ?", (namespace,))]
+            insights = self._repo.all_in(namespace)
             counts = self._counts(namespace, now)
         scored = []
         for insight in insights:
-            value, weights = self._score(insight, counts.get(insight.id, _Counts()), now)
+            value, weights = self._score(insight, counts.get(insight.id, AccessCounts()), now)
             scored.append((value.score * weights.weight, insight, value, weights))
         scored.sort(key=lambda s: (-s[0], -(s[1].updated_at.timestamp() if s[1].updated_at else 0.0), s[1].id))
         ranked = RankedInsights()
@@ -411,7 +373,7 @@ class Insights:
         return self.ranked(insight_id, namespace=namespace).value
 
     def search(self, query: str, *, namespace: str = DEFAULT_NAMESPACE, limit: int = 10,
-               track_access: bool = True) -> list[InsightHit]:
+               track_access: bool = True) -> builtins.list[InsightHit]:
         """Hybrid search over insights; each returned insight logs a ``search`` access."""
         with self.kernel.session() as db:
             hits = self.kernel.service(MemoryService).search(query, kind="insight", namespace=namespace, limit=limit,
@@ -497,18 +459,17 @@ class Insights:
     # -- maintenance -------------------------------------------------------------------------
 
     def maintain(self) -> InsightsMaintenance:
-        """Drop access events older than ``insights.access_log_days``; idempotent."""
+        """Remove access events older than ``insights.access_log_days``; idempotent."""
         with self.kernel.session() as db:
             now = self.kernel.clock.now()
-            cutoff = to_iso(now - timedelta(days=self._cfg.access_log_days))
             with db.transaction():
-                removed = int(db.execute("DELETE FROM insight_access WHERE at <= ?", (cutoff,)).rowcount or 0)
+                removed = self._repo.drop_access_until(now - timedelta(days=self._cfg.access_log_days))
             return InsightsMaintenance(now, removed)
 
 
 def _level(value: Any, scale: Mapping[str, float], what: str) -> str:
     level = str(value).strip().lower() if isinstance(value, str) else None
-    if level not in scale:
+    if level is None or level not in scale:
         raise ValueError(f"{what} must be one of {', '.join(scale)}, got {value!r}")
     return level
 
@@ -543,16 +504,3 @@ def _append_new(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[di
             out.append(record)
     return out
 
-
-def _row_values(insight: Insight) -> tuple[Any, ...]:
-    values = []
-    for column in Insight.COLUMNS:
-        value = getattr(insight, column)
-        if column in ("details", "timeline"):
-            value = json.dumps(value, ensure_ascii=False, sort_keys=True)
-        elif isinstance(value, datetime):
-            value = to_iso(value)
-        elif isinstance(value, bool):
-            value = int(value)
-        values.append(value)
-    return tuple(values)

@@ -34,9 +34,11 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..clock import to_iso
-from ..conversations.api import CHUNK_PREFIX, Conversations, searchable_text
 from ..conversations.embedding_doc import collapse_whitespace, truncate_at_boundary, unix_ms
-from ..conversations.records import MemorySummary, Message, media_refs
+from ..conversations.incoming import searchable_text
+from ..conversations.records import CHUNK_PREFIX, MemorySummary, Message, media_refs
+from ..conversations.repository import MessageRepository
+from ..conversations.service import Conversations
 from ..embed import fnv1a_64
 from ..errors import NotFoundError
 from ..memories import DEFAULT_NAMESPACE, Memory, NewMemory, check_namespace
@@ -61,6 +63,7 @@ logger = logging.getLogger("openkoi.forgetting")
 SUMMARY_TIERS = {"short": "L1", "mid": "L2", "long": "L3"}  # seed 003: the tier the material came from
 LOCK_PREFIX = "memory_forgetting:"
 _DIM_KEYS = ("platform", "channel", "person", "bot_id")
+_DIM_WORDS = dict(zip(_DIM_KEYS, "on|in|with|via bot".split("|"), strict=True))  # "12 messages on slack in #ops"
 
 
 @dataclass
@@ -190,9 +193,9 @@ def _sentence(text: str) -> str:
 
 def _where(dimensions: dict[str, Any]) -> str:
     parts = []
-    for key, label in (("platform", "on"), ("channel", "in"), ("person", "with"), ("bot_id", "via bot")):
+    for key in _DIM_KEYS:
         if dimensions.get(key):
-            parts.append(f" {label} {dimensions[key]}")
+            parts.append(f" {_DIM_WORDS[key]} {dimensions[key]}")
     return "".join(parts)
 
 
@@ -201,7 +204,7 @@ class _Group:
     bucket: int
     dims: tuple[str | None, str | None, str | None, str | None]
     members: list[Message]
-    chunks: dict[str, Memory]  # message_id -> live index chunk
+    chunks: dict[str | None, Memory]  # message_id (the chunk's owner) -> live index chunk
     keep: list[tuple[Message, ValueScore]] = field(default_factory=list)
     squash: list[tuple[Message, ValueScore]] = field(default_factory=list)
     summary: MemorySummary | None = None
@@ -222,11 +225,11 @@ class ForgettingEngine:
         self.summarizer = RuleBasedMemorySummarizer()
 
     def erase(self, namespace: str) -> None:
-        """Drop the namespace's forgetting lock (``erase_namespace``)."""
+        """Remove the namespace's forgetting lock (``erase_namespace``)."""
         self.locks.erase(LOCK_PREFIX + namespace)
 
     @property
-    def _repo(self) -> Any:
+    def _repo(self) -> MessageRepository:
         return self.kernel.service(Conversations).repository
 
     # -- scoring -------------------------------------------------------------------------------
@@ -382,8 +385,8 @@ class ForgettingEngine:
         summaries = [g for g in groups if g.summary is not None]
         if summaries and getattr(self.kernel.embedder, "embeds_text", True):  # else: summaries stay unindexed
             prepared = self.kernel.memories.prepare([_summary_chunk(g.summary) for g in summaries])  # type: ignore[arg-type]
-            for group, chunk in zip(summaries, prepared, strict=False):
-                group.summary_chunk = chunk
+            for group, prepared_chunk in zip(summaries, prepared, strict=False):
+                group.summary_chunk = prepared_chunk
 
     def _write(self, group: _Group, report: TierReport, now: datetime) -> bool:
         """Inside the tier's transaction; False (nothing written) when the group changed since it was read."""

@@ -16,40 +16,23 @@ deleted for good (triggers in migration 16).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from itertools import combinations
 from typing import TYPE_CHECKING
 
-from ..clock import days_between, from_iso, to_iso
+from ..clock import days_between
 from ..index.scope import Scope
-from ..memories import COLUMNS, Memory, check_namespace
+from ..memories import Memory, check_namespace
 from ..ranking import feedback_weight, link_weight, recency_weight
 from ..search import Hit, ScoreParts
+from .records import Link
+from .repository import LinkRepository
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
 
 __all__ = ["LinkGraph", "Link"]
-
-_UPSERT = (
-    "INSERT INTO memory_links (memory_id, related_id, namespace, strength, created_at, updated_at) "
-    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(memory_id, related_id) DO UPDATE SET "
-    "strength = memory_links.strength + ?, updated_at = excluded.updated_at"
-)
-
-
-@dataclass(frozen=True)
-class Link:
-    """A link seen from ``memory_id``: ``other`` is the linked memory."""
-
-    memory_id: str
-    other: str
-    namespace: str
-    strength: float
-    created_at: datetime | None
-    updated_at: datetime | None
 
 
 class LinkGraph:
@@ -57,6 +40,7 @@ class LinkGraph:
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
+        self._repo = LinkRepository(kernel.backend)
 
     # -- writing -------------------------------------------------------------------------
 
@@ -78,15 +62,15 @@ class LinkGraph:
             seen.add(memory.id)
             taken += 1
             by_namespace.setdefault(memory.namespace, []).append(memory.id)
-        now = to_iso(self.kernel.clock.now())
-        rows = [
-            (a, b, namespace, cfg.initial_strength, now, now, cfg.increment)
+        pairs = [
+            (a, b, namespace)
             for namespace, ids in by_namespace.items()
-            for a, b in (tuple(sorted(pair)) for pair in combinations(ids, 2))
+            for a, b in (sorted(pair) for pair in combinations(ids, 2))
         ]
-        if rows:
-            self.kernel.backend.executemany(_UPSERT, rows)
-        return len(rows)
+        if pairs:
+            self._repo.strengthen(pairs, initial=cfg.initial_strength, increment=cfg.increment,
+                                  now=self.kernel.clock.now())
+        return len(pairs)
 
     def link(self, ids: Sequence[str], *, namespace: str | None = None) -> int:
         """Record a co-recall of these memories by hand (e.g. an agent says they belong together)."""
@@ -96,44 +80,33 @@ class LinkGraph:
     def unlink(self, a: str, b: str) -> bool:
         """Remove the link between two memories; return whether there was one."""
         first, second = sorted((a, b))
-        with self.kernel.session(write=True) as db:
-            cursor = db.execute("DELETE FROM memory_links WHERE memory_id = ? AND related_id = ?", (first, second))
-            return bool(cursor.rowcount)
+        with self.kernel.session(write=True):
+            return self._repo.delete(first, second)
 
     def erase(self, namespace: str) -> int:
         """Remove every link of a namespace (registered as an eraser for ``erase_namespace``)."""
-        cursor = self.kernel.backend.execute("DELETE FROM memory_links WHERE namespace = ?", (namespace,))
-        return int(cursor.rowcount or 0)
+        return self._repo.erase(namespace)
 
     # -- reading -------------------------------------------------------------------------
 
     def strength(self, a: str, b: str) -> float | None:
         """The strength of the link between two memories, or None."""
         first, second = sorted((a, b))
-        with self.kernel.session() as db:
-            value = db.scalar(
-                "SELECT strength FROM memory_links WHERE memory_id = ? AND related_id = ?", (first, second))
-            return None if value is None else float(value)
+        with self.kernel.session():
+            return self._repo.strength(first, second)
 
     def neighbours(self, memory_id: str, *, min_strength: float = 0.0, limit: int | None = None) -> list[Link]:
         """The memories linked to ``memory_id``, strongest first (archived ones included)."""
-        with self.kernel.session() as db:
-            rows = db.query(
-                "SELECT memory_id, related_id, namespace, strength, created_at, updated_at FROM memory_links "
-                "WHERE memory_id = ? AND strength >= ? UNION ALL "
-                "SELECT related_id, memory_id, namespace, strength, created_at, updated_at FROM memory_links "
-                "WHERE related_id = ? AND strength >= ? ORDER BY 4 DESC, 2",
-                (memory_id, min_strength, memory_id, min_strength),
-            )
-        links = [Link(r[0], r[1], r[2], float(r[3]), from_iso(r[4]), from_iso(r[5])) for r in rows]
+        with self.kernel.session():
+            links = self._repo.neighbours(memory_id, min_strength)
         return links if limit is None else links[:limit]
 
     def count(self, namespace: str | None = None) -> int:
-        with self.kernel.session() as db:
-            if namespace is None:
-                return int(db.scalar("SELECT count(*) FROM memory_links") or 0)
+        """How many links there are (of one namespace, if given)."""
+        if namespace is not None:
             check_namespace(namespace)
-            return int(db.scalar("SELECT count(*) FROM memory_links WHERE namespace = ?", (namespace,)) or 0)
+        with self.kernel.session():
+            return self._repo.count(namespace)
 
     # -- search expansion ------------------------------------------------------------------
 
@@ -148,22 +121,12 @@ class LinkGraph:
             return []
         shown = {h.id for h in hits}
         best: dict[str, tuple[float, str, float]] = {}  # neighbour -> (relevance, parent, strength)
-        ids = list(parents)
-        for start in range(0, len(ids), 400):
-            part = ids[start : start + 400]
-            marks = ", ".join("?" for _ in part)
-            rows = self.kernel.backend.query(
-                f"SELECT memory_id, related_id, strength FROM memory_links WHERE memory_id IN ({marks}) AND strength >= ? "
-                f"UNION ALL SELECT related_id, memory_id, strength FROM memory_links "
-                f"WHERE related_id IN ({marks}) AND strength >= ?",
-                (*part, threshold, *part, threshold),
-            )
-            for parent_id, other, strength in rows:
-                if other in shown:
-                    continue
-                relevance = parents[parent_id].parts.relevance * link_weight(float(strength), cfg.half_strength)
-                if other not in best or relevance > best[other][0]:
-                    best[other] = (relevance, parent_id, float(strength))
+        for parent_id, other, strength in self._repo.linked(list(parents), threshold):
+            if other in shown:
+                continue
+            relevance = parents[parent_id].parts.relevance * link_weight(strength, cfg.half_strength)
+            if other not in best or relevance > best[other][0]:
+                best[other] = (relevance, parent_id, strength)
         if not best:
             return []
         found = self._in_scope(list(best), scope)
@@ -183,16 +146,12 @@ class LinkGraph:
         return out[:limit]
 
     def _in_scope(self, ids: list[str], scope: Scope) -> list[Memory]:
-        db = self.kernel.backend
-        sql, params = scope.sql("c", db.capabilities.sql_flavour)
+        """The memories of ``ids`` that ``scope`` admits (within the ids it names, if it names any)."""
+        admitted = set(scope.ids) if scope.ids is not None else None
         out: list[Memory] = []
         for start in range(0, len(ids), 400):
-            part = ids[start : start + 400]
-            rows = db.query(
-                f"SELECT {', '.join('c.' + c for c in COLUMNS)} FROM memory_chunks c "
-                f"WHERE c.id IN ({', '.join('?' for _ in part)}) AND {sql}",
-                (*part, *params),
-            )
-            out.extend(Memory.from_row(r) for r in rows)
+            part = tuple(i for i in ids[start : start + 400] if admitted is None or i in admitted)
+            if part:
+                out.extend(self.kernel.memories.select(dataclasses.replace(scope, ids=part)))
         return out
 

@@ -18,11 +18,12 @@ import os
 import secrets
 import socket
 from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-from ..clock import Clock, from_iso, to_iso
-from ..db import Database
+from ..clock import Clock
+from ..db import Backend
+from .records import RunLock
+from .repository import LockRepository
 
 __all__ = ["RunLock", "RunLocks"]
 
@@ -43,20 +44,13 @@ def _holder_alive(holder: str | None) -> bool:
     return True
 
 
-@dataclass(frozen=True)
-class RunLock:
-    key: str
-    token: str
-    acquired_at: datetime
-    expires_at: datetime
-
-
 class RunLocks:
     """Take, refresh, check and release run locks (callers hold the store lock)."""
 
-    def __init__(self, db: Database, clock: Clock) -> None:
+    def __init__(self, db: Backend, clock: Clock) -> None:
         self.db = db
         self.clock = clock
+        self._repo = LockRepository(db)
 
     def acquire(self, key: str, ttl_ms: int) -> RunLock | None:
         """The lock, or None when another live holder has it."""
@@ -64,35 +58,26 @@ class RunLocks:
         ttl = timedelta(milliseconds=ttl_ms)
         token = f"{key}:{round(now.timestamp() * 1000)}:{secrets.token_hex(6)}"
         with self.db.transaction():
-            rows = self.db.query("SELECT acquired_at, expires_at, holder FROM run_locks WHERE key = ?", (key,))
-            if rows:
-                acquired, expires = from_iso(rows[0][0]), from_iso(rows[0][1])
-                if acquired - ttl <= now < expires and _holder_alive(rows[0][2]):  # type: ignore[operator]
+            held = self._repo.get(key)
+            if held is not None:
+                _, acquired, expires, holder = held
+                if acquired - ttl <= now < expires and _holder_alive(holder):
                     return None
-            self.db.execute(
-                "INSERT INTO run_locks (key, token, acquired_at, expires_at, holder) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET token = excluded.token, acquired_at = excluded.acquired_at, "
-                "expires_at = excluded.expires_at, holder = excluded.holder",
-                (key, token, to_iso(now), to_iso(now + ttl), f"{_HOST}:{os.getpid()}"),
-            )
+            self._repo.put(key, token, now, now + ttl, f"{_HOST}:{os.getpid()}")
         return RunLock(key, token, now, now + ttl)
 
     def holds(self, lock: RunLock) -> bool:
         """True while the lock is still this holder's (use inside the holder's write transaction)."""
-        return self.db.scalar("SELECT token FROM run_locks WHERE key = ?", (lock.key,)) == lock.token
+        return self._repo.token(lock.key) == lock.token
 
     def refresh(self, lock: RunLock, ttl_ms: int) -> bool:
         """Push the expiry ``ttl_ms`` past now; False when the lock was lost (taken over after expiry)."""
         with self.db.transaction():
-            cursor = self.db.execute(
-                "UPDATE run_locks SET expires_at = ? WHERE key = ? AND token = ?",
-                (to_iso(self.clock.now() + timedelta(milliseconds=ttl_ms)), lock.key, lock.token),
-            )
-            return bool(cursor.rowcount)
+            return self._repo.extend(lock.key, lock.token, self.clock.now() + timedelta(milliseconds=ttl_ms))
 
     def release(self, lock: RunLock) -> None:
         with self.db.transaction():
-            self.db.execute("DELETE FROM run_locks WHERE key = ? AND token = ?", (lock.key, lock.token))
+            self._repo.release(lock.key, lock.token)
 
     @contextlib.contextmanager
     def hold(self, key: str, ttl_ms: int) -> Iterator[RunLock | None]:
@@ -105,10 +90,12 @@ class RunLocks:
                 self.release(lock)
 
     def current(self, key: str) -> RunLock | None:
-        rows = self.db.query("SELECT token, acquired_at, expires_at FROM run_locks WHERE key = ?", (key,))
-        if not rows:
+        """The lock under ``key`` as recorded (live or not), or None."""
+        held = self._repo.get(key)
+        if held is None:
             return None
-        return RunLock(key, rows[0][0], from_iso(rows[0][1]), from_iso(rows[0][2]))  # type: ignore[arg-type]
+        token, acquired, expires, _ = held
+        return RunLock(key, token, acquired, expires)
 
     def erase(self, key: str) -> None:
-        self.db.execute("DELETE FROM run_locks WHERE key = ?", (key,))
+        self._repo.erase(key)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..erasure import Erasure
 from ..insights import Insights
 from ..learnings import Learnings
-from ..memory_service import MemoryService
+from ..memories.service import MemoryService
 from ..reembedding import reembed
 from ..skills import Skills
 from ..tasks import TaskMemory
@@ -34,6 +34,7 @@ from .cron import CronSchedule, resolve_timezone
 from .forgetting import ForgettingEngine
 from .locks import RunLocks
 from .pruning import Pruner
+from .repository import trim_index_log
 from .runs import due, last_run, next_due, record_run
 
 if TYPE_CHECKING:
@@ -200,10 +201,7 @@ class Maintenance:
 
     def _index_log(self) -> tuple[bool, str]:
         with self.kernel.session(write=True) as db:
-            cursor = db.execute(
-                "DELETE FROM index_log WHERE seq <= (SELECT max(seq) FROM index_log) - ?", (INDEX_LOG_KEEP,)
-            )
-        trimmed = int(cursor.rowcount or 0)
+            trimmed = trim_index_log(db, INDEX_LOG_KEEP)
         return trimmed > 0, f"{trimmed} change-log entr(ies) trimmed"
 
     def _finish_erase(self) -> tuple[bool, str]:

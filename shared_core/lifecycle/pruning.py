@@ -30,13 +30,14 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
-from ..clock import days_between, from_iso, to_iso
+from ..clock import days_between, to_iso
 from ..db.backend import SizeMeasure
 from ..errors import StorageError
 from ..memories import COLUMNS
 from ..ranking import prune_count, prune_weight
 from . import runs
 from .cron import CronSchedule, resolve_timezone
+from .repository import PruneRepository
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
@@ -165,15 +166,11 @@ class Pruner:
         kinds = tuple(self.kernel.config.memory.prune_kinds)
         if not kinds:
             return []
-        rows = self._db.query(
-            "SELECT chunk_rowid, id, score, coalesce(last_hit_at, created_at), created_at FROM memory_chunks "
-            f"WHERE pinned = 0 AND kind IN ({', '.join('?' for _ in kinds)})", kinds)
         scored = []
-        for rowid, memory_id, score, last, created in rows:
-            weight = prune_weight(float(score or 0.0), days_between(from_iso(last), now),
-                                  score_weight=cfg.score_weight, recency_rate=cfg.recency_rate)
-            created_at = from_iso(created)
-            scored.append((weight, created_at.timestamp() if created_at else 0.0, int(rowid), memory_id))
+        for rowid, memory_id, score, last, created_at in PruneRepository(self._db).unpinned(kinds):
+            weight = prune_weight(score, days_between(last, now), score_weight=cfg.score_weight,
+                                  recency_rate=cfg.recency_rate)
+            scored.append((weight, created_at.timestamp() if created_at else 0.0, rowid, memory_id))
         return heapq.nsmallest(count, scored)  # ties: the older, then the lower rowid, goes first
 
     def run(self, *, if_due: bool = False, dry_run: bool = False, until_under: bool = False,

@@ -8,50 +8,33 @@ job's work: a second process waiting on the write lock then sees the job done.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import Any
 
-from ..clock import from_iso, to_iso
-from ..db import Database
+from ..clock import from_iso
+from ..db import Backend
 from .cron import CronSchedule, is_due
+from .records import JobRun
+from .repository import RunRepository
 
 __all__ = ["JobRun", "last_run", "record_run", "due", "next_due"]
 
 
-@dataclass(frozen=True)
-class JobRun:
-    job: str
-    last_run_at: datetime
-    last_status: str
-    last_report: dict[str, Any]
+def last_run(db: Backend, job: str) -> JobRun | None:
+    return RunRepository(db).get(job)
 
 
-def last_run(db: Database, job: str) -> JobRun | None:
-    rows = db.query("SELECT job, last_run_at, last_status, last_report FROM lifecycle_runs WHERE job = ?", (job,))
-    if not rows:
-        return None
-    name, at, status, report = rows[0]
-    return JobRun(name, from_iso(at), status, json.loads(report or "{}"))  # type: ignore[arg-type]
-
-
-def record_run(db: Database, job: str, when: datetime, status: str, report: Mapping[str, Any] | None = None) -> None:
+def record_run(db: Backend, job: str, when: datetime, status: str, report: Mapping[str, Any] | None = None) -> None:
     """Upsert the job's last run (call inside the job's transaction).
 
     ``last_run_at`` never moves back, even if the clock does, so a clock set back cannot make
     a job that already ran due again.
     """
-    db.execute(
-        "INSERT INTO lifecycle_runs (job, last_run_at, last_status, last_report) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT(job) DO UPDATE SET last_run_at = max(last_run_at, excluded.last_run_at), "
-        "last_status = excluded.last_status, last_report = excluded.last_report",
-        (job, to_iso(when), status, json.dumps(dict(report or {}), default=str, sort_keys=True)),
-    )
+    RunRepository(db).record(job, when, status, report or {})
 
 
-def _reference(db: Database, job: str) -> datetime | None:
+def _reference(db: Backend, job: str) -> datetime | None:
     run = last_run(db, job)
     if run is not None:
         return run.last_run_at
@@ -59,13 +42,13 @@ def _reference(db: Database, job: str) -> datetime | None:
     return from_iso(created) if created else None
 
 
-def due(db: Database, job: str, schedule: CronSchedule, now: datetime, tz: tzinfo) -> bool:
+def due(db: Backend, job: str, schedule: CronSchedule, now: datetime, tz: tzinfo) -> bool:
     """Whether a fire time of ``schedule`` lies after the job's last run (or the store's creation)
     and at or before ``now``. A clock that went back before the last run is never due."""
     return is_due(schedule, _reference(db, job), now, tz)
 
 
-def next_due(db: Database, job: str, schedule: CronSchedule, now: datetime, tz: tzinfo) -> datetime | None:
+def next_due(db: Backend, job: str, schedule: CronSchedule, now: datetime, tz: tzinfo) -> datetime | None:
     """When the job next becomes due: now if it already is, else the next fire time."""
     if due(db, job, schedule, now, tz):
         return now

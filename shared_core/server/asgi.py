@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import Awaitable, Callable, Collection, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, MutableMapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from .auth import ANONYMOUS, TokenFile
+from .auth import ANONYMOUS, Principal, TokenFile
 
-__all__ = ["BearerAuth", "BodyLimit", "BrowserGuard", "PRINCIPAL_KEY", "allowed_hosts_for", "is_loopback",
-           "send_json"]
+__all__ = ["BearerAuth", "BodyLimit", "BrowserGuard", "MCP_METHODS", "PRINCIPAL_KEY", "PUBLIC_PATHS_ATTRIBUTE",
+           "allowed_hosts_for",
+           "is_loopback", "send_json"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -25,9 +26,14 @@ Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 PRINCIPAL_KEY = "openkoi_principal"  # in scope["state"]: the request's Principal
+# app.state.<this>: paths a GET or HEAD may fetch without a token (the inspector's page, which holds no data)
+PUBLIC_PATHS_ATTRIBUTE = "public_paths"
+# the HTTP methods of MCP's streamable transport at /mcp (the last one ends a session)
+MCP_METHODS = tuple("GET POST DELETE".split())
 
 
-async def send_json(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]] = ()) -> None:
+async def send_json(send: Send, status: int, body: dict[str, Any],
+                    headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
     payload = json.dumps(body).encode("utf-8")
     await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()), *headers]})
@@ -38,6 +44,8 @@ class BearerAuth:
     """Every HTTP request needs ``Authorization: Bearer <token>`` from the tokens file, else 401.
 
     ``tokens=None`` lets every request through as :data:`ANONYMOUS` (``--no-auth``, loopback only).
+    A GET or HEAD of a path in the application's ``state.public_paths`` needs no token (and has no
+    principal): the inspector's page, whose data comes through the API with the user's token.
     """
 
     def __init__(self, app: App, tokens: TokenFile | None) -> None:
@@ -48,8 +56,12 @@ class BearerAuth:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
+        principal: Principal | None
         if self.tokens is None:
             principal = ANONYMOUS
+        elif _public(scope):
+            await self.app(scope, receive, send)
+            return
         else:
             principal = self.tokens.authenticate(_bearer(scope))
             if principal is None:
@@ -62,6 +74,14 @@ class BearerAuth:
                 return
         scope.setdefault("state", {})[PRINCIPAL_KEY] = principal
         await self.app(scope, receive, send)
+
+
+def _public(scope: Scope) -> bool:
+    """A GET or HEAD of a path the application lists in ``app.state.public_paths``."""
+    if scope["type"] != "http" or scope.get("method") not in ("GET", "HEAD"):
+        return False
+    state = getattr(scope.get("app"), "state", None)
+    return scope.get("path") in getattr(state, PUBLIC_PATHS_ATTRIBUTE, ())
 
 
 def _bearer(scope: Scope) -> str | None:
@@ -109,7 +129,7 @@ class BodyLimit:
         if declared is not None and declared > limit:
             await _too_large(send, limit)
             return
-        if declared is not None or scope.get("method") in ("GET", "HEAD", "DELETE", "OPTIONS"):
+        if declared is not None or scope.get("method") in _NO_BODY_METHODS:
             await self.app(scope, _counting(receive, limit), send)  # trust, but still count
             return
         chunks, size = [], 0
@@ -162,6 +182,7 @@ async def _too_large(send: Send, limit: int) -> None:
 
 LOOPBACK_NAMES = frozenset(("localhost", "127.0.0.1", "::1"))
 _SAFE_METHODS = frozenset(("GET", "HEAD", "OPTIONS", "TRACE"))
+_NO_BODY_METHODS = frozenset("GET HEAD DELETE OPTIONS".split())  # requests that need not declare a length
 # the body types a page may send to any site without the browser asking the server first (CORS "simple")
 _SIMPLE_TYPES = frozenset(("text/plain", "application/x-www-form-urlencoded", "multipart/form-data"))
 

@@ -217,7 +217,7 @@ class TokenFile:
     # -- managing -----------------------------------------------------------------------------
 
     def add(self, name: str, namespaces: Sequence[str] = ("*",)) -> str:
-        """Create a token; only its SHA-256 is stored. Returns the token (shown once)."""
+        """Issue a token; only its SHA-256 is stored. Returns the token (shown once)."""
         if not isinstance(name, str) or not name.strip() or any(c in name for c in "\"\\\n\r"):
             raise ValueError(f"a token name must be a non-empty string without quotes or backslashes, got {name!r}")
         if any(e.name == name for e in self.entries):

@@ -4,7 +4,7 @@ A bad request (``ValueError``, ``TypeError``, ``OpenKoiError`` refusals, and the
 ``RecursionError``/``OverflowError``/``UnicodeError`` a hostile value can still provoke) is a
 client error with its message; only a store that is busy (another writer holds it past the busy
 timeout, no pooled connection came free) or unavailable (closing, connection lost) is 503 with
-``Retry-After``, since only then does retrying help. Anything else is the server's fault: 500,
+``Retry-After``, since only then does retrying help; so is an embedding service that cannot embed. Anything else is the server's fault: 500,
 logged with its trace. No message shows the server's own paths (the database file, its data
 folder): they are replaced by neutral words.
 """
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..embed.base import EmbeddingServiceError
 from ..errors import (
     BusyError,
     DriverError,
@@ -115,6 +116,9 @@ def classify(exc: BaseException, scrub: Scrubber | None = None) -> Answer:
             return Answer(503, f"{clean(str(exc))} (retry in a moment)", retry=True)
         return Answer(500, f"the database could not do this: {clean(str(exc))}; the server log has the details",
                       log=True)
+    if isinstance(exc, EmbeddingServiceError):  # the embedding service is down or refuses the server's key
+        return Answer(503, "the server's embedding service cannot embed now (the server log has the details); "
+                           "retry in a moment", retry=True, log=True)
     if isinstance(exc, (SchemaError, DriverError, EmbedderMismatchError)):  # the server's setup, not the request
         return Answer(500, f"the server's database cannot be used: {clean(str(exc))}", log=True)
     if isinstance(exc, TooLargeError):

@@ -24,7 +24,7 @@ from mcp.server.lowlevel import Server
 
 from ..memories import DEFAULT_NAMESPACE, Memory, check_namespace
 from ..tools import TOOL_SPECS, MemoryTools, ToolParam, tool_names
-from .asgi import PRINCIPAL_KEY, BearerAuth, BodyLimit, BrowserGuard, allowed_hosts_for
+from .asgi import MCP_METHODS, PRINCIPAL_KEY, BearerAuth, BodyLimit, BrowserGuard, allowed_hosts_for
 from .auth import ANONYMOUS, Principal, TokenFile
 from .errors import INTERNAL, classify, scrubber_for
 
@@ -209,6 +209,6 @@ def mcp_http_app(server: Server, *, tokens: TokenFile | None, host: str = "127.0
         async with manager.run():
             yield
 
-    app = Starlette(routes=[Route("/mcp", endpoint=endpoint, methods=["GET", "POST", "DELETE"])], lifespan=lifespan)
+    app = Starlette(routes=[Route("/mcp", endpoint=endpoint, methods=MCP_METHODS)], lifespan=lifespan)
     return BrowserGuard(BearerAuth(BodyLimit(app, max_body_bytes), tokens),
                         allowed_hosts=allowed_hosts_for(host, allowed_hosts), allowed_origins=allowed_origins)

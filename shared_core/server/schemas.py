@@ -281,7 +281,7 @@ class IngestOut(BaseModel):
 # -- insights --------------------------------------------------------------------------------------------
 
 class InsightIn(BaseModel):
-    """Create or update an insight (seed 003): the same dedupe key updates the same insight."""
+    """Add or update an insight (seed 003): the same dedupe key updates the same insight."""
 
     model_config = _Body
     title: Annotated[Text, Field(min_length=1, max_length=1000)]

@@ -38,7 +38,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from ..memory_service import MemoryService
+from ..memories.service import MemoryService
 from ..tokens import count_tokens
 from .index import SyncReport, file_states, sync
 from .markdown import has_content, strip_comments
@@ -173,7 +173,7 @@ class Workspace:
     # -- writing -------------------------------------------------------------------------------
 
     def init(self, *, overwrite: bool = False) -> list[str]:
-        """Create the folder and the missing files from short templates; return the files written."""
+        """Make the folder and the missing files from short templates; return the files written."""
         written = []
         for name, template in TEMPLATES.items():
             path = self.file(name)

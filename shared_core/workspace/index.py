@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..clock import to_iso
 from ..embed import content_hash, fnv1a_64
 from ..memories import NewMemory
-from ..memory_service import MemoryService
+from ..memories.service import MemoryService
 from .markdown import chunk_markdown
+from .repository import WorkspaceRepository
 
 if TYPE_CHECKING:
     from ..kernel import Kernel
@@ -80,9 +80,7 @@ def _chunk_id(namespace: str, name: str, index: int) -> str:
 def _known(workspace: Folder) -> dict[str, tuple[str, int, int | None]]:
     """Indexed files: relative name -> (content hash, size, mtime_ns)."""
     with workspace.kernel.session() as db:
-        rows = db.query("SELECT path, content_hash, size, mtime_ns FROM workspace_files WHERE namespace = ?",
-                        (workspace.namespace,))
-    return {r[0]: (r[1], int(r[2]), r[3]) for r in rows}
+        return WorkspaceRepository(db).file_states(workspace.namespace)
 
 
 def _stat(workspace: Folder, name: str) -> tuple[int, int] | None:
@@ -143,14 +141,8 @@ def reindex(workspace: Folder, name: str, text: str, digest: str | None = None) 
         memories.delete_where(namespace=workspace.namespace, kind=KIND, where={"@owner_id": name})
         if items:
             memories.add_many(items)
-        db.execute(
-            "INSERT INTO workspace_files (namespace, path, content_hash, size, mtime_ns, chunks, indexed_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(namespace, path) DO UPDATE SET "
-            "content_hash = excluded.content_hash, size = excluded.size, mtime_ns = excluded.mtime_ns, "
-            "chunks = excluded.chunks, indexed_at = excluded.indexed_at",
-            (workspace.namespace, name, digest or content_hash(text), size, mtime, len(items),
-             to_iso(kernel.clock.now())),
-        )
+        WorkspaceRepository(db).record_file(workspace.namespace, name, digest=digest or content_hash(text), size=size,
+                                            mtime_ns=mtime, chunks=len(items), now=kernel.clock.now())
     return len(items)
 
 
@@ -158,8 +150,7 @@ def _touch(workspace: Folder, name: str, stat: tuple[int, int] | None) -> None:
     if stat is None:
         return
     with workspace.kernel.session(write=True) as db:
-        db.execute("UPDATE workspace_files SET size = ?, mtime_ns = ? WHERE namespace = ? AND path = ?",
-                   (stat[0], stat[1], workspace.namespace, name))
+        WorkspaceRepository(db).touch_file(workspace.namespace, name, stat[0], stat[1])
 
 
 def remove(workspace: Folder, name: str) -> None:
@@ -167,7 +158,7 @@ def remove(workspace: Folder, name: str) -> None:
     kernel = workspace.kernel
     with kernel.session(write=True) as db:
         kernel.service(MemoryService).delete_where(namespace=workspace.namespace, kind=KIND, where={"@owner_id": name})
-        db.execute("DELETE FROM workspace_files WHERE namespace = ? AND path = ?", (workspace.namespace, name))
+        WorkspaceRepository(db).forget_file(workspace.namespace, name)
 
 
 def file_states(workspace: Folder) -> list[dict[str, Any]]:
@@ -196,35 +187,34 @@ def register(kernel: Kernel, namespace: str, path: str) -> None:
     if kernel.backend.read_only:
         return
     with kernel.session() as db:
-        owner = db.scalar("SELECT namespace FROM workspaces WHERE path = ?", (path,))
+        repo = WorkspaceRepository(db)
+        owner = repo.owner_of(path)
         if owner is not None and owner != namespace:
             raise ValueError(f"{path} is already the workspace of namespace {owner!r}; a folder serves one namespace, "
                              "so give this namespace another folder")
-        current = db.scalar("SELECT path FROM workspaces WHERE namespace = ?", (namespace,))
+        current = repo.folder_of(namespace)
         if current == path:
             return
         with db.transaction():
-            db.execute("INSERT INTO workspaces (namespace, path, created_at) VALUES (?, ?, ?) "
-                       "ON CONFLICT(namespace) DO UPDATE SET path = excluded.path",
-                       (namespace, path, to_iso(kernel.clock.now())))
+            repo.set_folder(namespace, path, kernel.clock.now())
             if current is not None:  # the namespace moved folders: the old folder's index entries go
-                db.execute("DELETE FROM workspace_files WHERE namespace = ?", (namespace,))
+                repo.forget_files(namespace)
                 kernel.service(MemoryService).delete_where(namespace=namespace, kind=KIND)
 
 
 def recorded_folder(kernel: Kernel, namespace: str) -> Path | None:
     """The folder recorded as the namespace's workspace, if any."""
     with kernel.session() as db:
-        recorded = db.scalar("SELECT path FROM workspaces WHERE namespace = ?", (namespace,))
+        recorded = WorkspaceRepository(db).folder_of(namespace)
     return None if recorded is None else Path(recorded)
 
 
 def erase_namespace(kernel: Kernel, namespace: str) -> None:
     """``erase_namespace``: the rows now, the folder's Markdown files once the erase commits."""
     db = kernel.backend
-    folder = db.scalar("SELECT path FROM workspaces WHERE namespace = ?", (namespace,))
-    db.execute("DELETE FROM workspace_files WHERE namespace = ?", (namespace,))
-    db.execute("DELETE FROM workspaces WHERE namespace = ?", (namespace,))
+    repo = WorkspaceRepository(db)
+    folder = repo.folder_of(namespace)
+    repo.erase(namespace)
     if folder is None:
         return
 

@@ -11,8 +11,8 @@ import pytest
 
 from shared_core.context import extract_facts
 from shared_core.context.corrections import corrected_fact, slot_of
-from shared_core.context.extraction import ExtractedFact
 from shared_core.context.messages import as_turns
+from shared_core.context.records import ExtractedFact
 
 
 def _found(text: str, role: str = "user", name: str | None = None) -> list[ExtractedFact]:
@@ -189,7 +189,7 @@ def test_a_correction_in_a_conversation_reaches_the_next_prompt_through_the_cont
 
 
 def test_every_memory_tool_counts_as_an_echo():
-    from shared_core.context.extraction import ECHO_TOOLS
+    from shared_core.context.fact_rules import ECHO_TOOLS
     from shared_core.tools import KNOWLEDGE_BASE_TOOL_NAMES, MEMORY_TOOL_NAMES
 
     assert set(MEMORY_TOOL_NAMES) | set(KNOWLEDGE_BASE_TOOL_NAMES) <= ECHO_TOOLS

@@ -9,7 +9,7 @@ import pytest
 
 from shared_core import MemoryStore, NotFoundError
 from shared_core.llm import FunctionModel
-from shared_core.versioning import subject_key
+from shared_core.memories.versioning import subject_key
 
 
 def test_explicit_supersedes_keeps_the_old_text_out_of_default_search(store, clock):

@@ -1,4 +1,4 @@
-"""The namespaced key-value table (shared_core/kv.py, migration 0040)."""
+"""The namespaced key-value table (shared_core/kv/, migration 0040)."""
 
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ import math
 import pytest
 
 from shared_core import Config
-from shared_core.learning_records import LearningType
-from shared_core.learning_rules import EXTRACTION_PROMPT, rule_learnings
+from shared_core.learnings.records import LearningType
+from shared_core.learnings.rules import EXTRACTION_PROMPT, rule_learnings
 from shared_core.llm import FunctionModel
 from shared_core.tasks import Cycle, Finding, TaskRecord
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from shared_core import ManualClock, MemoryStore, NotFoundError
-from shared_core import tasks as tasks_module
+from shared_core.tasks import service as tasks_module
 
 ROOT = Path(__file__).resolve().parents[2]
 

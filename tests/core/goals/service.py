@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from shared_core.clock import to_iso
 from shared_core.errors import NotFoundError
 from shared_core.memories import DEFAULT_NAMESPACE, check_namespace, new_id
-from shared_core.memory_service import MemoryService
+from shared_core.memories.service import MemoryService
 from shared_core.search import SearchResults
 
 from .records import STATUSES, Goal
