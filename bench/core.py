@@ -2,11 +2,12 @@
 
     python bench/core.py                                   # 10k and 100k, hashing + random vectors
     python bench/core.py --sizes 10000 --vectors minilm    # real sentence embeddings (cached; slow first time)
+    python bench/core.py --vectors static                  # the default static embedder (its store embeds the single adds)
 
 For each size and kind of vector it builds a store from precomputed vectors and reports:
 bulk ingest (memories/s, the median of three loads into fresh files up to 100k memories),
-single ``add`` with the default embedder and dedup on (adds/s, the median of five rounds
-of 200),
+single ``add`` with dedup on, embedded by the store's embedder (the static one with static
+vectors, else the hashing one; adds/s, the median of five rounds of 200),
 the first search of a new store object (loading the vector mirror), ``search()`` p50/p95
 (hybrid, the default), vector-only search through the mirror and through sqlite-vec, and a
 numpy brute-force scan of the same vectors as the floor, on one BLAS thread and on all of them
@@ -37,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from shared_core import HashingEmbedder, MemoryStore, NewMemory  # noqa: E402
+from shared_core.embed import StaticEmbedder  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench" / "quality"))
 sys.path.insert(0, str(ROOT / "bench"))
@@ -77,7 +79,14 @@ def vectors_for(kind: str, texts: list[str], dims: int = 384, seed: int = 1) -> 
         return x / np.linalg.norm(x, axis=1, keepdims=True)
     if kind == "minilm":
         return _minilm(texts)
+    if kind == "static":  # the default embedder: fast enough to need no cache
+        return StaticEmbedder().embed(texts)
     raise SystemExit(f"unknown vectors {kind!r}")
+
+
+def embedder_for(kind: str) -> HashingEmbedder | StaticEmbedder:
+    """The store's embedder: the one that made the vectors where the dimensions must match, else hashing."""
+    return StaticEmbedder() if kind == "static" else HashingEmbedder()
 
 
 def vectors_cached(kind: str, texts: list[str], dims: int = 384, seed: int = 1) -> np.ndarray:
@@ -170,7 +179,7 @@ def run(size: int, kind: str, turns: list[str], questions: list[str], n_queries:
     for _ in range(ingest_runs):
         _fresh(path)
         _settle()
-        with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
+        with MemoryStore.open(path, embedder=embedder_for(kind)) as store:
             items = [NewMemory(text=t, vector=v, namespace="bench") for t, v in zip(texts, vectors, strict=False)]
             gc.collect()
             started = time.perf_counter()
@@ -208,7 +217,7 @@ def run(size: int, kind: str, turns: list[str], questions: list[str], n_queries:
     if result["blas_threads"] is not None:
         result["numpy_all_p50"], result["numpy_all_p95"] = percentiles(timed_scans(keep=False))
 
-    with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
+    with MemoryStore.open(path, embedder=embedder_for(kind)) as store:
         started = time.perf_counter()
         store.search(query_texts[0], vector=query_vectors[0], namespace="bench", limit=10, track_access=False)
         result["first_search_ms"] = (time.perf_counter() - started) * 1000  # includes loading the mirror
@@ -227,7 +236,7 @@ def run(size: int, kind: str, turns: list[str], questions: list[str], n_queries:
         result["vector_p50"], result["vector_p95"] = percentiles(vector_ms)
         result["recall10"] = float(np.mean(recalls))
 
-        # single adds with the default embedder (its feature tables start empty, as in a new process)
+        # single adds with the store's embedder (its caches start empty, as in a new process)
         _settle()
         single = [f"single add {i}: " + t for i, t in enumerate(corpus(200 * add_rounds, turns, seed=99))]
         rates, latencies = [], []
@@ -242,7 +251,7 @@ def run(size: int, kind: str, turns: list[str], questions: list[str], n_queries:
         result["single_add_per_s"] = statistics.median(rates)
         result["single_add_p50"], result["single_add_p95"] = percentiles(latencies)
 
-    with MemoryStore.open(path, embedder=HashingEmbedder(), config={"search": {"vector_index": "sqlite-vec"}}) as store:
+    with MemoryStore.open(path, embedder=embedder_for(kind), config={"search": {"vector_index": "sqlite-vec"}}) as store:
         sv_ms = []
         for q in query_vectors[:50]:
             started = time.perf_counter()
@@ -279,7 +288,7 @@ def table(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--vectors", default="hashing,random", help="comma list of hashing, random, minilm")
+    parser.add_argument("--vectors", default="hashing,random", help="comma list of hashing, static, random, minilm")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--json", type=Path, help="also write raw results here")
     args = parser.parse_args(argv)

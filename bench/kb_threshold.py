@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from shared_core import MemoryStore  # noqa: E402
 from shared_core.embed import profile_of  # noqa: E402
 
-THRESHOLDS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7)
+THRESHOLDS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8)
 STRENGTHS = (0.0, 0.3, 0.4, 0.5, 0.7, 1.01)
 
 
@@ -55,7 +55,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", default=os.environ.get("LOCOMO", "/work/shared/data/locomo10.json"))
     parser.add_argument("--conversations", type=int, default=10)
-    parser.add_argument("--embedder", default="hashing", help="hashing, or sentence-transformers/<model>")
+    parser.add_argument("--embedder", default="static", help="static, hashing, or sentence-transformers/<model>")
     args = parser.parse_args()
     data = json.loads(Path(args.data).read_text())[: args.conversations]
     started = time.perf_counter()

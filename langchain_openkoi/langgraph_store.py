@@ -129,7 +129,7 @@ class OpenKoiStore(BaseStore):
     works on an open :class:`MemoryStore`. ``index`` is LangGraph's ``IndexConfig``:
     ``{"dims": 1536, "embed": <Embeddings | function | "provider:model">, "fields": ["text"]}``;
     ``embed`` becomes the file's embedder (wrapped by :class:`LangChainEmbedder`), without it
-    the store's own embedder (the local hashing one by default) is used; ``fields`` defaults
+    the store's own embedder (the local static one by default) is used; ``fields`` defaults
     to ``["$"]``. ``ttl`` is LangGraph's ``TTLConfig`` (``default_ttl`` minutes,
     ``refresh_on_read``, ``sweep_interval_minutes``); expired items are always omitted.
     ``fusion`` picks the core's fusion for query searches (default: the store's setting).

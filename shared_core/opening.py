@@ -24,7 +24,7 @@ from .registry import DOMAINS
 
 __all__ = ["open_kernel", "default_target", "named_embedder"]
 
-_HASHING = ("hashing", "default")
+_HASHING = ("hashing",)
 
 
 def open_kernel(
@@ -91,6 +91,10 @@ def _attach(db: Backend, embedder: Embedder | None, cfg: Config, clock: Clock, r
                     f"{db.path} was built with the embedder {recorded_name!r}, which cannot be rebuilt here "
                     f"({exc}); pass it in code: MemoryStore.open(path, embedder=...)"
                 ) from None
+        elif version == 1:
+            # the seed schema, from before files recorded their embedder: its vectors were sized by the
+            # default of that time, the hashing embedder
+            embedder = HashingEmbedder()
         else:
             embedder = configured or (HashingEmbedder() if cfg.models.embedder in _HASHING else
                                       named_embedder(cfg.models.embedder, cfg))

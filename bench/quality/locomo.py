@@ -9,6 +9,7 @@ road trip", raises the turns said then: each turn carries its session's date, an
 questions are asked the day after the last session), or any fusion setting given with --grid.
 
     python bench/quality/locomo.py                       # hashing embedder, 3 methods
+    python bench/quality/locomo.py --embedder static     # the default embedder (numpy only)
     python bench/quality/locomo.py --embedder minilm     # needs sentence-transformers
     python bench/quality/locomo.py --grid                # fusion settings grid (tuning)
 
@@ -193,11 +194,15 @@ class CachedEmbedder:
 def make_embedder(name: str) -> Any:
     if name == "hashing":
         return HashingEmbedder()
+    if name == "static":
+        from shared_core.embed.static import StaticEmbedder
+
+        return StaticEmbedder()
     if name == "minilm":
         from shared_core.embed import SentenceTransformerEmbedder
 
         return CachedEmbedder(SentenceTransformerEmbedder("all-MiniLM-L6-v2"))
-    raise SystemExit(f"unknown embedder {name!r}; use hashing or minilm")
+    raise SystemExit(f"unknown embedder {name!r}; use hashing, static or minilm")
 
 
 # -- metrics ------------------------------------------------------------------------------------
@@ -310,7 +315,7 @@ def table(results: Iterable[MethodResult]) -> str:
 
 def grid_methods(embedder_name: str) -> dict[str, dict[str, Any]]:
     methods: dict[str, dict[str, Any]] = {"bm25": {"fusion": "keyword"}, "vector": {"fusion": "vector"}}
-    floors = [0.2, 0.3, 0.35, 0.4, 0.5] if embedder_name == "hashing" else [0.0, 0.1, 0.2, 0.3]
+    floors = [0.2, 0.3, 0.35, 0.4, 0.5] if embedder_name in ("hashing", "static") else [0.0, 0.1, 0.2, 0.3]
     for floor in floors:
         for weight in (0.15, 0.3, 0.5, 0.8, 1.2):
             methods[f"keyword_first f={floor} w={weight}"] = {
@@ -325,7 +330,7 @@ def grid_methods(embedder_name: str) -> dict[str, dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--embedder", default="hashing", choices=["hashing", "minilm"])
+    parser.add_argument("--embedder", default="hashing", choices=["hashing", "static", "minilm"])
     parser.add_argument("--grid", action="store_true", help="evaluate a grid of fusion settings")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")

@@ -15,7 +15,7 @@ __all__ = ["ModelsConfig", "MemoryConfig", "RankingConfig", "SearchConfig", "For
 class ModelsConfig:
     """Which embedder to use when none is passed in code (seed 000 ``[models]``)."""
 
-    embedder: str = "hashing"  # hashing, openai/<model>, ollama/<model>, fastembed/<model>, model2vec/<model>, ...
+    embedder: str = "static"  # static (the table shipped), hashing, openai/<model>, ollama/<model>, fastembed/<model>, model2vec/<model>, ...
     embedder_url: str = ""  # openai/ and ollama/: the server's URL ("": $OPENAI_BASE_URL / $OLLAMA_HOST, or the default)
     embedder_batch_size: int = 0  # texts per request or model call (0: the embedder's own default)
 
@@ -169,7 +169,7 @@ class ForgettingConfig:
     max_candidates: int = 500
     lock_ttl_ms: int = 60_000
     # seed 003's query flow uses 0.7, a value for real sentence embedders; < 0 takes the
-    # embedder's own threshold (EmbedderProfile.kb_threshold: 0.7 sentence models, 0.35 hashing)
+    # embedder's own threshold (EmbedderProfile.kb_threshold: 0.7 sentence models, 0.75 static, 0.35 hashing)
     vector_threshold: float = -1.0
     scan_limit_factor: int = 10  # seed 003: scanLimit = limit * 10
     min_raw_results_without_fallback: int = 3  # seed 003: minRawResultsWithoutFallback (value not given)

@@ -1,4 +1,4 @@
-"""Embedders: the protocol, the hashing default, HTTP services (OpenAI-compatible, Ollama) and local models,
+"""Embedders: the protocol, the static default, the hashing one, HTTP services (OpenAI-compatible, Ollama) and local models,
 each buildable from one string (:func:`embedder_from_name`)."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from .names import EMBEDDER_FORMS, embedder_from_name
 from .precomputed import PrecomputedVectors
 from .remote import OllamaEmbedder, OpenAIEmbedder
 from .sentence import SentenceTransformerEmbedder
+from .static import StaticEmbedder
 
 __all__ = [
     "Embedder",
@@ -37,6 +38,7 @@ __all__ = [
     "EMBEDDER_FORMS",
     "PrecomputedVectors",
     "SentenceTransformerEmbedder",
+    "StaticEmbedder",
     "EMBEDDING_TEXT_VERSION",
     "content_hash",
     "fnv1a_64",

@@ -8,10 +8,11 @@ from typing import Any
 from .base import Embedder
 from .hashing import HashingEmbedder
 from .precomputed import PrecomputedVectors
+from .static import StaticEmbedder
 
 __all__ = ["embedder_from_name", "EMBEDDER_FORMS"]
 
-EMBEDDER_FORMS = ("hashing", "openai/<model>", "ollama/<model>", "fastembed/<model>",
+EMBEDDER_FORMS = ("static", "hashing", "openai/<model>", "ollama/<model>", "fastembed/<model>",
                   "sentence-transformers/<model>", "model2vec/<model>")
 
 
@@ -19,7 +20,8 @@ def embedder_from_name(name: str, *, dims: int | None = None, base_url: str | No
                        batch_size: int | None = None) -> Embedder:
     """Build an embedder from a config or database name.
 
-    ``hashing`` (or ``openkoi-hashing-v1-<dims>``): the default, offline; ``openai/<model>``: the
+    ``static`` (or ``default``, ``static/minilm-256``): the default, offline, the table shipped in the
+    package; ``hashing`` (or ``openkoi-hashing-v1-<dims>``): offline, spelling only; ``openai/<model>``: the
     OpenAI embeddings API or any compatible server (``base_url``, else ``$OPENAI_BASE_URL``; key in
     ``$OPENAI_API_KEY``); ``ollama/<model>``: Ollama (``base_url``, else ``$OLLAMA_HOST``);
     ``fastembed/<model>``, ``sentence-transformers/<model>``, ``model2vec/<model>``: local models
@@ -52,7 +54,9 @@ def embedder_from_name(name: str, *, dims: int | None = None, base_url: str | No
         from .sentence import SentenceTransformerEmbedder
 
         return SentenceTransformerEmbedder(model, **size)
-    if name in ("hashing", "default"):
+    if name in ("static", "default", "static/minilm-256"):
+        return StaticEmbedder()
+    if name == "hashing":
         return HashingEmbedder()
     if name.startswith("openkoi-hashing-v1-"):
         rest = name.removeprefix("openkoi-hashing-v1-")

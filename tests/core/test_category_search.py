@@ -4,13 +4,28 @@ from __future__ import annotations
 
 import pytest
 
-from shared_core import MemoryStore
+from shared_core import HashingEmbedder, MemoryStore
 from shared_core.category_search import known_categories, search_by_category
 from shared_core.llm import FunctionModel
 
 
 @pytest.fixture
 def facts(store):
+    return _add_facts(store)
+
+
+@pytest.fixture
+def hashing_store(clock):
+    with MemoryStore.open(":memory:", clock=clock, embedder=HashingEmbedder()) as store:
+        yield store
+
+
+@pytest.fixture
+def hashing_facts(hashing_store):
+    return _add_facts(hashing_store)
+
+
+def _add_facts(store):
     ids = {
         "cat": store.add("My cat is called Whiskerino", category="pets"),
         "vet": store.add("The cat sees the vet every March", category="pets"),
@@ -64,7 +79,9 @@ def test_unknown_category_falls_back_to_flat_search(store, facts):
     assert found.scoped_ids == frozenset() and found.used_fallback
 
 
-def test_each_hit_is_counted_once_as_accessed(store, facts):
+def test_each_hit_is_counted_once_as_accessed(hashing_store, hashing_facts):
+    # the hashing embedder: "sofa" shares nothing with "cat" (the static one finds them a little alike)
+    store, facts = hashing_store, hashing_facts
     found = search_by_category(store.memories, "cat", categories="pets", limit=5)
     assert {store.get(i).access_count for i in found.hits.ids} == {1}
     assert store.get(facts["sofa"]).access_count == 0

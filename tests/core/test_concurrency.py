@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shared_core import MemoryStore
+from shared_core import HashingEmbedder, MemoryStore
 
 sys.path.insert(0, str(Path(__file__).parent))
 from concurrency_worker import text  # noqa: E402
@@ -79,7 +79,9 @@ def _check_consistent(store: MemoryStore) -> int:
 def test_four_writer_processes_with_concurrent_searches(tmp_path):
     path = tmp_path / "shared.db"
     start, stop = tmp_path / "start", tmp_path / "stop"
-    MemoryStore.open(path).close()
+    # the workers' texts are ten made-up words each ("w0123 ..."): distinct for the hashing embedder,
+    # which the file records here, but near-identical for the static one (each word is "w" and digits)
+    MemoryStore.open(path, embedder=HashingEmbedder()).close()
     writers = [_spawn("add", path, w, 2000, start) for w in range(4)]
     searchers = [_spawn("search", path, stop, start) for _ in range(2)]
     # and threads of this process on one store of their own (the "notebook" next to the server)

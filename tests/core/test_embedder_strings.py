@@ -13,10 +13,10 @@ from shared_core.cli import main
 from shared_core.embed import (
     EmbeddingError,
     EmbeddingServiceError,
-    HashingEmbedder,
     OllamaEmbedder,
     OpenAIEmbedder,
     RetryPolicy,
+    StaticEmbedder,
     embedder_from_name,
 )
 from shared_core.errors import ConfigError, EmbedderMismatchError
@@ -131,10 +131,10 @@ def test_the_command_line_takes_an_embedder_and_reembeds(api, tmp_path, monkeypa
     monkeypatch.setenv("OLLAMA_HOST", api.url)
     db = str(tmp_path / "cli.db")
     runner = CliRunner()
-    assert runner.invoke(main, ["--db", db, "add", "User is vegetarian"]).exit_code == 0  # hashing
+    assert runner.invoke(main, ["--db", db, "add", "User is vegetarian"]).exit_code == 0  # the default
     moved = runner.invoke(main, ["--db", db, "--embedder", "ollama/all-minilm", "reembed"])
     assert moved.exit_code == 0, moved.output
-    assert "re-embedded 1 memories with ollama/all-minilm (was openkoi-hashing-v1-384)" in moved.output
+    assert "re-embedded 1 memories with ollama/all-minilm (was static/minilm-256)" in moved.output
     stats = runner.invoke(main, ["--db", db, "stats", "--json"])
     assert '"ollama/all-minilm"' in stats.output
     found = runner.invoke(main, ["--db", db, "search", "vegetarian"], env={"OPENKOI_EMBEDDER": "ollama/all-minilm"})
@@ -150,7 +150,7 @@ def test_existing_files_keep_their_embedder_and_reembed_moves_them(api, tmp_path
     monkeypatch.setenv("OPENAI_BASE_URL", f"{api.url}/v1")
     _config(tmp_path, monkeypatch, SEED_CONFIG)
     with MemoryStore.open(tmp_path / "h.db") as store:
-        assert isinstance(store.embedder, HashingEmbedder)  # the config names the embedder of new files
+        assert isinstance(store.embedder, StaticEmbedder)  # the one it was made with; the config names new files'
         assert store.reembed("openai/text-embedding-3-small") == 3
         assert store.embedder.name == "openai/text-embedding-3-small"
     with MemoryStore.open(tmp_path / "h.db", config={}) as store:
@@ -354,7 +354,7 @@ def test_the_docs_examples_of_the_http_embedders_run(index, api, tmp_path, monke
     if "nomic-embed-text" not in block:  # OpenAI's own models take the key; the local server none
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     if "reembed" in block:
-        MemoryStore.open("agent.db").close()  # the hashing embedder's, as the example says
+        MemoryStore.open("agent.db").close()  # the default embedder's: the example moves it
     exec(compile(block, f"docs/embedders.md[{index}]", "exec"), {"__name__": "docs_embedders"})  # noqa: S102
     expected = [line.split("# ", 1)[1] for line in block.splitlines() if line.lstrip().startswith("print(")]
     assert capsys.readouterr().out.splitlines() == expected

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared_core import MemoryStore
+from shared_core import HashingEmbedder, MemoryStore
 from shared_core.ranking import standing
 from shared_core.tokens import count_tokens
 
@@ -50,7 +50,14 @@ def test_pinned_then_importance_accesses_feedback_and_recency(store, clock):
     assert [s.memory.id for s in store.memory_manager.known_facts("u", limit=2)] == [pinned, used]
 
 
-def test_the_query_matches_come_after_the_profile_and_nothing_twice(store):
+def test_the_query_matches_come_after_the_profile_and_nothing_twice(clock):
+    # the hashing embedder: "The user lives in Lisbon." has nothing of "what is my cat called?" (the
+    # static one puts it at cosine 0.203, just past its floor, which makes it a relevant fact too)
+    with MemoryStore.open(":memory:", clock=clock, embedder=HashingEmbedder()) as store:
+        _profile_then_matches(store)
+
+
+def _profile_then_matches(store):
     cat = store.add("The user's cat is called Whiskerino.", namespace="u")
     home = store.add("The user lives in Lisbon.", namespace="u")
     addendum = store.memory_manager.build_context(None, "what is my cat called?", 1000, namespace="u")

@@ -1,4 +1,8 @@
-"""The near-duplicate check of ``add``: the mirror's two-stage sign-bit scan agrees with an exact scan."""
+"""The near-duplicate check of ``add``: the mirror's two-stage sign-bit scan agrees with an exact scan.
+
+The stores here take 384-dimensional vectors made up by the tests, so they are opened with the
+hashing embedder (384 dimensions) rather than the default.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from shared_core import MemoryStore
+from shared_core import HashingEmbedder, MemoryStore
 from shared_core.index import mirror as mirror_module
 from shared_core.index.mirror import centred_threshold, popcount, sign_bit_bound, sign_code
 from shared_core.index.protocols import RowState
@@ -158,7 +162,7 @@ def test_best_above_agrees_with_an_exact_scan(seed, speedups):
     rows = _unit(rng, 6000)
     rows[:200] = rows[:200] + 0.8 * rows[200:400]  # correlated pairs: an anisotropic corner
     rows /= np.linalg.norm(rows, axis=1, keepdims=True)
-    with MemoryStore.open(":memory:") as store:
+    with MemoryStore.open(":memory:", embedder=HashingEmbedder()) as store:
         store.add_many(_rows(rows))
         assert _check_against_a_scan(store, rows, rng) > 100
 
@@ -171,7 +175,7 @@ def test_best_above_agrees_with_an_exact_scan_when_every_vector_shares_a_directi
     common = _unit(rng, 1)[0]
     rows = _unit(rng, 4000) + 0.6 * common
     rows /= np.linalg.norm(rows, axis=1, keepdims=True)
-    with MemoryStore.open(":memory:") as store:
+    with MemoryStore.open(":memory:", embedder=HashingEmbedder()) as store:
         store.add_many(_rows(rows[:600]))
         store.search(vector=rows[0], limit=1)  # the mirror loads now, centred on 600 rows ...
         for start in range(600, 4000, 850):  # ... and recentres at 1,200 and 2,400 rows as more arrive
@@ -201,7 +205,7 @@ def test_the_centred_threshold_bounds_the_similarity_of_centred_vectors():
 def test_best_above_with_low_thresholds_and_small_mirrors():
     rng = np.random.default_rng(7)
     rows = _unit(rng, 3000)
-    with MemoryStore.open(":memory:") as store:
+    with MemoryStore.open(":memory:", embedder=HashingEmbedder()) as store:
         store.add_many([{"text": f"row {i}", "vector": v} for i, v in enumerate(rows)])
         vectors = store.kernel.memories.vectors
         scope = Scope(namespaces=("default",), kinds=("fact",))
@@ -213,7 +217,7 @@ def test_best_above_with_low_thresholds_and_small_mirrors():
 
 
 def test_a_reworded_fact_reinforces_the_stored_one_in_a_big_namespace():
-    with MemoryStore.open(":memory:") as store:
+    with MemoryStore.open(":memory:", embedder=HashingEmbedder()) as store:
         store.add_many([f"background note {i} about topic {i % 97} and item {i % 89}" for i in range(5000)])
         first = store.add("The production server runs on Fly.io in Frankfurt since March", namespace="default")
         again = store.add("The production server runs on Fly.io in Frankfurt since march!", namespace="default")
@@ -243,7 +247,7 @@ def _statements_during(store, action):
 
 @pytest.mark.sqlite_only  # the mirror, and SQLite's trace of statements
 def test_the_same_text_reinforces_without_a_query_even_when_its_vector_differs():
-    with MemoryStore.open(":memory:") as store:
+    with MemoryStore.open(":memory:", embedder=HashingEmbedder()) as store:
         first = store.add("Deploys go out on Tuesdays", vector=_direction(1))
         # a caller-given vector far from the stored one: only the content hash can match
         again, statements = _statements_during(store, lambda: store.add("Deploys go out on Tuesdays", vector=_direction(2)))
@@ -258,7 +262,7 @@ def test_the_same_text_reinforces_without_a_query_even_when_its_vector_differs()
 @pytest.mark.sqlite_only  # the mirror, and SQLite's trace of statements
 def test_the_exact_check_follows_deletes_updates_scope_and_copies(clock):
     text = "The backup runs at 02:00 UTC"
-    with MemoryStore.open(":memory:", clock=clock) as store:
+    with MemoryStore.open(":memory:", clock=clock, embedder=HashingEmbedder()) as store:
         # two rows with one text (dedup off): the mirror defers to the table, which finds one
         a = store.add(text, vector=_direction(1), dedup=False)
         b = store.add(text, vector=_direction(2), dedup=False)
@@ -285,7 +289,7 @@ def test_the_exact_check_follows_deletes_updates_scope_and_copies(clock):
 
 def test_the_exact_check_sees_what_another_connection_added(tmp_path):
     path = tmp_path / "shared.db"
-    with MemoryStore.open(path) as mine, MemoryStore.open(path) as theirs:
+    with MemoryStore.open(path, embedder=HashingEmbedder()) as mine, MemoryStore.open(path) as theirs:
         mine.add("warm the mirror", vector=_direction(1))
         theirs_id = theirs.add("The VPN endpoint moved to vpn2", vector=_direction(2))
         again = mine.add("The VPN endpoint moved to vpn2", vector=_direction(3))

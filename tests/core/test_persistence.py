@@ -21,6 +21,7 @@ from shared_core import (
 )
 from shared_core.db import Database, apply_migrations, latest_version
 from shared_core.db.migrations import available_migrations
+from shared_core.embed import StaticEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,7 +38,7 @@ def test_migrations_from_an_empty_file(tmp_path):
         assert seed_tables <= tables
         indexes = {r[0] for r in store.db.query("SELECT name FROM sqlite_master WHERE type = 'index'")}
         assert {"idx_events_day", "idx_learnings_type", "idx_tasks_category"} <= indexes
-        assert store.db.get_meta("embedder_name") == HashingEmbedder().name
+        assert store.db.get_meta("embedder_name") == StaticEmbedder().name  # the default for new files
 
 
 @pytest.mark.sqlite_only  # the SQLite migration file itself
@@ -84,7 +85,7 @@ def test_migration_43_moves_every_vector_into_chunks_of_256(tmp_path):
     import numpy as np
 
     path = str(tmp_path / "v42.db")
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path, embedder=HashingEmbedder()) as store:  # 384 dims, as the table below
         store.add_many([{"text": f"fact number {i}", "namespace": "n"} for i in range(700)])
     db = Database(path)
     db.execute("BEGIN IMMEDIATE")
@@ -164,7 +165,7 @@ def test_read_only_store_refuses_writes(tmp_path):
 
 def test_embedder_mismatch_names_both(tmp_path, fake_embedder):
     path = tmp_path / "e.db"
-    with MemoryStore.open(path) as s:
+    with MemoryStore.open(path, embedder=HashingEmbedder()) as s:
         s.add("built with hashing")
     with pytest.raises(EmbedderMismatchError) as info:
         MemoryStore.open(path, embedder=fake_embedder)
@@ -373,7 +374,13 @@ def test_uncommitted_raw_writes_never_reach_the_vector_mirror(store):
     assert store.search("moon landing", fusion="vector").ids == [keep]
 
 
-def test_a_cold_mirror_inside_a_dirty_transaction_asks_sqlite(store):
+def test_a_cold_mirror_inside_a_dirty_transaction_asks_sqlite(clock):
+    # the hashing embedder ranks the text sharing the most words first, which the last line relies on
+    with MemoryStore.open(":memory:", clock=clock, embedder=HashingEmbedder()) as store:
+        _cold_mirror_in_a_dirty_transaction(store)
+
+
+def _cold_mirror_in_a_dirty_transaction(store):
     store.add("first committed fact about tides", dedup=False)  # no search yet: the mirror is cold
     with store.transaction():
         second = store.add("second fact about tides, not committed yet", dedup=False)

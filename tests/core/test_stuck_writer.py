@@ -140,7 +140,7 @@ def test_a_try_without_waiting_is_busy_at_once(holder, clock):
 
 
 class _GatedEmbedder:
-    """The default embedder, but a batch of more than one text waits at a gate (a slow model)."""
+    """The hashing embedder, but a batch of more than one text waits at a gate (a slow model)."""
 
     def __init__(self, dims: int) -> None:
         from shared_core import HashingEmbedder
@@ -158,7 +158,10 @@ class _GatedEmbedder:
 
 @pytest.mark.parametrize("dims", [384, 64], ids=["same-dims", "new-dims"])
 def test_reembedding_lets_searches_and_writes_through_while_it_embeds(tmp_path, clock, dims):
-    with MemoryStore.open(tmp_path / "r.db", clock=clock) as store:
+    from shared_core import HashingEmbedder
+
+    # the hashing embedder's 384 dims, so that the gated one can have the same dims or others
+    with MemoryStore.open(tmp_path / "r.db", clock=clock, embedder=HashingEmbedder()) as store:
         store.add_many([f"tide table entry {i}" for i in range(20)], namespace="a")
         embedder = _GatedEmbedder(dims)
         if dims == 384:  # same dims, another name: every row is stale and re-embedded in place

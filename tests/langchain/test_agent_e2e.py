@@ -25,6 +25,7 @@ from langchain_openkoi import (
     create_memory_tools,
 )
 from langchain_openkoi.tools import TOOL_NAMES
+from shared_core import HashingEmbedder, MemoryStore
 
 USER = ("memories", "alice")
 
@@ -149,6 +150,10 @@ def _memory_agent(path, script):
 
 def test_the_middleware_remembers_across_a_restart(tmp_path):
     path = tmp_path / "agent.db"
+    # the file records the hashing embedder: for the static one "The user's cat is called Whiskerino"
+    # (saved by the model) and the extracted "The user's cat is Whiskerino." are near-duplicates of
+    # one subject, so the second becomes the first's new version, and the sources checked below differ
+    MemoryStore.open(path, embedder=HashingEmbedder()).close()
 
     # === run 1: the user tells things; the model saves one fact itself and hits a broken tool ===
     agent, model, store, saver = _memory_agent(path, [

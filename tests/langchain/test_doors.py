@@ -26,6 +26,7 @@ from langchain_openkoi import (
     OpenKoiVectorStore,
     create_memory_tools,
 )
+from shared_core import HashingEmbedder, MemoryStore
 from shared_core.items import ITEM_KIND
 from shared_core.relevance import relevant
 from shared_core.tokens import count_tokens
@@ -193,8 +194,16 @@ def test_what_do_you_know_about_me_shows_langmem_items(store):
 
 
 @pytest.mark.parametrize("question", ["Recommend a restaurant for tonight", "Hi!", "What should I cook?"])
-def test_a_generic_question_brings_store_items_into_the_prompt(store, question):
-    """No word of the question matches the item (the old keyword gate found nothing): the profile carries it."""
+def test_a_generic_question_brings_store_items_into_the_prompt(clock, question):
+    """No word of the question matches the item (the old keyword gate found nothing): the profile carries it.
+
+    With the hashing embedder, which sees no meaning either: the static one finds "Ann is vegetarian"
+    relevant to "What should I cook?", which then brings it in as a relevant fact instead."""
+    with MemoryStore.open(":memory:", clock=clock, embedder=HashingEmbedder()) as store:
+        _generic_question(store, question)
+
+
+def _generic_question(store, question):
     OpenKoiStore(store=store).put(USER, "diet", {"content": "Ann is vegetarian"})
     assert len(relevant(store, question, namespace=NS, kind=ITEM_KIND, limit=5)) == 0
     assert "- Ann is vegetarian" in _section(_prompt(store, question), "### Known facts")

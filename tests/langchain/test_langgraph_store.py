@@ -268,7 +268,7 @@ def test_bad_input_gets_clear_errors(graph_store):
     with pytest.raises(ValueError, match="cosine"):
         OpenKoiStore(":memory:", index={"distance_type": "l2"})
     with pytest.raises(ValueError, match="dims"):
-        OpenKoiStore(":memory:", index={"dims": 3})  # the default embedder makes 384
+        OpenKoiStore(":memory:", index={"dims": 3})  # the default embedder makes 256
     with pytest.raises(ValueError, match="unknown ttl"):
         OpenKoiStore(":memory:", ttl={"default": 3})
     assert graph_store.get(("a",), "k") is None  # nothing half-written
@@ -322,3 +322,14 @@ def test_memories_other_doors_wrote_are_items(graph_store):
         graph_store.put(ns, fact, {"name": "Mochi"})
     graph_store.delete(ns, fact)
     assert core.get_many([fact]) == [] and [i.key for i in graph_store.search(ns)] == ["tea"]
+
+
+@pytest.mark.parametrize(("query", "key"), [("diet", "food"), ("vehicle", "car"), ("children", "family")])
+def test_the_default_store_finds_an_item_by_meaning(graph_store, query, key):
+    """No word of the query is in the items: the default embedder's vectors find the right one."""
+    facts = {"food": "User is vegetarian", "car": "User drives a Tesla Model 3",
+             "family": "User has a daughter named Mia"}
+    for name, text in facts.items():
+        graph_store.put(("users", "alice"), name, {"text": text})
+    hits = graph_store.search(("users", "alice"), query=query, limit=3)
+    assert hits and hits[0].key == key

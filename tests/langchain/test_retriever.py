@@ -6,6 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from langchain_openkoi import OpenKoiRetriever, OpenKoiVectorStore
+from shared_core import HashingEmbedder, MemoryStore
 
 NOTES = [
     ("n1", "Deploys to production happen on Tuesdays after the standup", {"team": "infra"}),
@@ -18,6 +19,10 @@ NOTES = [
 
 @pytest.fixture
 def loaded(store):
+    return _load(store)
+
+
+def _load(store):
     for mid, text, metadata in NOTES:
         store.add(text, id=mid, namespace="ops", metadata=metadata, dedup=False)
     store.add("Production deploys are frozen in December", id="other-ns", namespace="elsewhere")
@@ -44,7 +49,14 @@ def test_score_parts_and_metadata(loaded):
     assert details["score"] == pytest.approx(parts["relevance"] * parts["feedback"] * parts["recency"])
 
 
-def test_per_call_overrides(loaded):
+def test_per_call_overrides(clock):
+    # the hashing embedder: nothing of the growth team's note is like "deploy production" (the static
+    # one finds its "Thursdays" note a little alike, which fills the filtered result)
+    with MemoryStore.open(":memory:", clock=clock, embedder=HashingEmbedder()) as store:
+        _per_call_overrides(_load(store))
+
+
+def _per_call_overrides(loaded):
     retriever = OpenKoiRetriever(store=loaded, namespace="ops", k=1)
     assert len(retriever.invoke("deploy production", k=2)) == 2
     assert [d.id for d in retriever.invoke("deploy production", filter={"team": "growth"})] == []

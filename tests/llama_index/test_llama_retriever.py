@@ -13,6 +13,7 @@ from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter,
 
 from llama_index_openkoi import OpenKoiRetriever, OpenKoiVectorStore
 from shared_core import MemoryStore
+from shared_core.embed import profile_of
 from shared_core.namespaces import NamespaceTemplateError
 
 
@@ -41,8 +42,9 @@ def test_hybrid_results_carry_score_parts(memories):
     meta = results[0].node.metadata
     parts = meta["score_parts"]
     assert set(parts) >= {"bm25", "similarity", "relevance", "feedback", "recency", "fusion"}
-    # the rank on a 0..1 scale: keyword-first relevance is at most 1 + the vector weight (0.3 for hashing)
-    assert results[0].score == pytest.approx(parts["relevance"] * parts["feedback"] * parts["recency"] / 1.3)
+    # the rank on a 0..1 scale: keyword-first relevance is at most 1 + the embedder's vector weight
+    scale = 1.0 + profile_of(memories.embedder).vector_weight
+    assert results[0].score == pytest.approx(parts["relevance"] * parts["feedback"] * parts["recency"] / scale)
     assert all(0 < r.score <= 1 for r in results)
     assert meta["memory_id"] == "db" and meta["memory_kind"] == "fact" and meta["memory_namespace"] == "default"
     assert meta["team"] == "platform" and meta["tags"] == ["infra"]

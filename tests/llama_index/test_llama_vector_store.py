@@ -300,7 +300,7 @@ def test_dimensions_come_from_the_first_node_or_embed_dim(tmp_path, clock, nodes
 
 
 def test_an_empty_file_takes_the_size_it_is_given(clock):
-    with MemoryStore.open(":memory:", clock=clock) as store:  # the hashing default, 384 dims, empty
+    with MemoryStore.open(":memory:", clock=clock) as store:  # the default embedder's dims, empty
         vs = OpenKoiVectorStore(store)
         vs.add([TextNode(id_="x", text="tiny", embedding=[1.0, 0.0])])
         assert store.embedder.dims == 2
@@ -311,7 +311,7 @@ def test_a_store_with_memories_of_another_size_refuses_clearly(clock):
     with MemoryStore.open(":memory:", clock=clock) as store:
         store.add("an existing fact")
         vs = OpenKoiVectorStore(store)
-        with pytest.raises(EmbedderMismatchError, match="holds 1 memories with 384-dimensional"):
+        with pytest.raises(EmbedderMismatchError, match=f"holds 1 memories with {store.embedder.dims}-dimensional"):
             vs.add([TextNode(id_="x", text="tiny", embedding=[1.0, 0.0])])
 
 

@@ -43,3 +43,16 @@ def test_hybrid_is_never_worse_than_bm25_with_the_hashing_embedder(results):
 def test_bm25_finds_a_fair_share_of_evidence(results):
     r5, r10, _ = results["bm25"].answerable.row()
     assert r10 > 0.45 and r5 > 0.35
+
+
+@pytest.fixture(scope="module")
+def static_results():
+    report = locomo.load()
+    out = locomo.evaluate(report, locomo.make_embedder("static"), locomo.METHODS, limit_conversations=3)
+    return {r.name: r for r in out}
+
+
+def test_the_default_static_embedder_lifts_hybrid_clearly_above_bm25(static_results):
+    """The default's vector side adds evidence BM25 misses: recall@10 up by at least 0.03 (0.05 on all ten)."""
+    bm25, hybrid = static_results["bm25"].answerable.row(), static_results["hybrid"].answerable.row()
+    assert hybrid[1] >= bm25[1] + 0.03 and hybrid[0] >= bm25[0], (bm25, hybrid)
