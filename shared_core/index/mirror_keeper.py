@@ -116,8 +116,8 @@ class MirrorKeeper:
             "SELECT (SELECT max(seq) FROM index_log), (SELECT min(seq) FROM index_log), "
             "(SELECT chunk_rowid FROM index_log WHERE seq = ?)", (header.seq,))[0]
         newest = int(newest or 0)
-        if header.dims != self.dims or header.seq > newest:
-            return False  # another embedder's vectors, or a file ahead of its database (restored from a backup)
+        if header.store != self._store_id() or header.dims != self.dims or header.seq > newest:
+            return False  # another database's, another embedder's, or ahead of its database (restored from a backup)
         if rowid_there is not None:
             if int(rowid_there) != header.seq_rowid:
                 return False  # a file of another database
@@ -127,6 +127,14 @@ class MirrorKeeper:
         self.mirror._centred_at = header.centred_at
         self.last_seq, self.last_rowid, self.inode = header.seq, header.seq_rowid, inode
         return True
+
+    def _store_id(self) -> int:
+        """The database's ``store_id`` as a number (0 for a database without one)."""
+        text = self.db.get_meta("store_id") or ""
+        try:
+            return int(text, 16) & (2**63 - 1)
+        except ValueError:
+            return stamp_hash(text) & (2**63 - 1)
 
     def _catch_up(self) -> bool:
         """Apply the log past our position; False when entries are missing (trimmed): rebuild."""
@@ -282,7 +290,7 @@ class MirrorKeeper:
                     arrays["centred_head"][:, start : start + len(part)] = part[:, : mirror.head].T
                     arrays["centred_tail"][start : start + len(part)] = part[:, mirror.head :]
             arrays["centre"][:] = centre
-            header = Header(self.dims, _capacity(n + extra), n, n, self.last_seq, self.last_rowid,
+            header = Header(self.dims, _capacity(n + extra), n, n, self.last_seq, self.last_rowid, self._store_id(),
                             secrets.randbits(63), n if recentre else mirror._centred_at)
             names = {}  # only the names live rows still hold: an erased namespace's name goes too
             for column, table in (("ns", mirror.ns_names), ("kind", mirror.kind_names)):
@@ -413,4 +421,4 @@ class MirrorKeeper:
                     db.execute("COMMIT")
         seq, rowid = (int(newest[0][0]), int(newest[0][1])) if newest else (0, -1)
         self.last_seq, self.last_rowid = seq, rowid
-        return Header(self.dims, capacity, n, n, seq, rowid, secrets.randbits(63), n), names
+        return Header(self.dims, capacity, n, n, seq, rowid, self._store_id(), secrets.randbits(63), n), names

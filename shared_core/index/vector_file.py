@@ -9,9 +9,8 @@ A new process maps it (copy-on-write: its own later changes stay private) instea
 every vector out of SQLite, so opening a memory of a million rows takes milliseconds, and the
 pages are the operating system's, shared by every process that maps the file.
 
-**Consistency.** The file is derived data. Its header says which ``index_log`` sequence number
-it reflects (and the row id logged there, so a file of another database, or of this one before
-a restore, does not match); a process catches up from the log past that number, as it does
+**Consistency.** The file is derived data. Its header names its database (``store_id``) and
+says which ``index_log`` sequence number it reflects (and the row id logged there); a process catches up from the log past that number, as it does
 between searches. A process writes the file only after its transaction committed, under an
 exclusive lock on ``vectors.idx.lock``, in this order: vector columns, then the state columns
 and stamps, then the header (with a CRC). A process killed half-way leaves the old header, so
@@ -30,7 +29,7 @@ import mmap
 import os
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -48,10 +47,14 @@ __all__ = ["Header", "VectorFile", "column_specs", "copy_slots", "file_path", "s
 MAGIC = b"OKVECIX1"
 VERSION = 1
 PAGE = 4096
-_HEADER = struct.Struct("<8sIIQQQQqQQQQI")  # magic, version, dims, capacity, size, sorted_upto, seq, seq_rowid,
-# generation, centred_at, names_offset, names_length, names_crc; then the CRC of those bytes
+_HEADER = struct.Struct("<8sIIQQQQqQQQQQI")  # magic, version, dims, capacity, size, sorted_upto, seq, seq_rowid,
+# store, generation, centred_at, names_offset, names_length, names_crc; then the CRC of those bytes
 _CRC = struct.Struct("<I")
 LEGACY_NAME = "openkoi.db"  # as shared_core.files: seed 000's file keeps its data folder beside it
+
+#: called with a stage name as a write goes ("slots:<column>", "slots:header", "whole:rename"): the
+#: crash tests stop a process there
+write_hook: Callable[[str], None] | None = None
 
 
 def supported() -> bool:
@@ -116,6 +119,7 @@ class Header:
     sorted_upto: int
     seq: int
     seq_rowid: int  # the chunk_rowid index_log holds at ``seq`` (-1 when seq is 0)
+    store: int  # the database's store_id (store_meta), as a number
     generation: int  # random, new for every file written whole
     centred_at: int  # rows the file held when its centre was computed
     names_offset: int = 0
@@ -124,7 +128,7 @@ class Header:
 
     def pack(self) -> bytes:
         body = _HEADER.pack(MAGIC, VERSION, self.dims, self.capacity, self.size, self.sorted_upto, self.seq,
-                            self.seq_rowid, self.generation, self.centred_at, self.names_offset, self.names_length, self.names_crc)
+                            self.seq_rowid, self.store, self.generation, self.centred_at, self.names_offset, self.names_length, self.names_crc)
         return body + _CRC.pack(zlib.crc32(body))
 
     @staticmethod
@@ -220,6 +224,8 @@ class VectorFile:
         """Write a new file of ``capacity`` slots and put it in place of the old one in one rename:
         ``fill(arrays)`` writes the columns (and ``centre``) and returns (header, names)."""
         layout, end = _layout(dims, capacity)
+        for left in self.path.parent.glob(f"{self.path.name}.*.new"):
+            left.unlink(missing_ok=True)  # of a process killed while it wrote (we hold the lock)
         temp = self.path.with_name(f"{self.path.name}.{os.getpid()}.new")
         with open(temp, "wb+") as f:
             f.truncate(end)  # sparse: the slots past ``size`` take no disk
@@ -240,6 +246,8 @@ class VectorFile:
             f.write(header.pack())
             f.flush()
             os.fsync(f.fileno())
+        if write_hook is not None:
+            write_hook("whole:rename")
         os.replace(temp, self.path)
         return header
 
@@ -254,7 +262,7 @@ class VectorFile:
                 try:
                     arrays = {name: np.frombuffer(buffer, dtype=dtype, count=int(np.prod(shape)), offset=offset)
                               .reshape(shape) for name, (offset, dtype, shape) in layout.items() if name != "centre"}
-                    copy_slots(arrays, columns, slots, slots)
+                    copy_slots(arrays, columns, slots, slots, hook=write_hook)
                     del arrays
                     buffer.flush()
                 finally:
@@ -267,6 +275,8 @@ class VectorFile:
                 header = replace(header, names_offset=offset, names_length=len(raw), names_crc=zlib.crc32(raw))
             f.flush()
             os.fsync(f.fileno())  # the slots reach the disk before a header that counts them
+            if write_hook is not None:
+                write_hook("slots:header")
             f.seek(0)
             f.write(header.pack())
         return header
@@ -275,10 +285,13 @@ class VectorFile:
         self.path.unlink(missing_ok=True)
 
 
-def copy_slots(target: dict[str, np.ndarray], source: dict[str, np.ndarray], rows: Any, into: Any) -> None:
+def copy_slots(target: dict[str, np.ndarray], source: dict[str, np.ndarray], rows: Any, into: Any,
+               hook: Callable[[str], None] | None = None) -> None:
     """``target[name][into] = source[name][rows]`` for every column, in the file's order."""
     for name, _, _, column_major in column_specs(int(source["q"].shape[1])):
         if column_major:
             target[name][:, into] = source[name][:, rows]
         else:
             target[name][into] = source[name][rows]
+        if hook is not None:
+            hook(f"slots:{name}")
