@@ -17,7 +17,7 @@ import numpy as np
 
 from .protocols import RowState
 from .scope import Scope
-from .vector_file import column_specs
+from .vector_file import RowReader, column_specs
 
 try:  # the near-duplicate scan compiled (setup.py builds it where a C compiler is); else numpy
     import shared_core._speedups as _speedups
@@ -156,13 +156,15 @@ class Mirror:
         self.ns_codes: dict[str, int] = {}
         self.kind_codes: dict[str, int] = {}
         self.columns: dict[str, np.ndarray] = {}
+        self.reader: RowReader | None = None  # reads the file's rows of a file-backed mirror
         self._allocate(max(1, capacity))
 
     @classmethod
     def mapped(cls, dims: int, size: int, sorted_upto: int, generation: int, columns: dict[str, np.ndarray],
-               names: dict[str, list[str]]) -> Mirror:
+               names: dict[str, list[str]], reader: RowReader) -> Mirror:
         """A mirror over the columns of a vector file (:meth:`.vector_file.VectorFile.map`)."""
         mirror = cls(dims, capacity=1)
+        mirror.reader = reader
         mirror.columns = {name: array for name, array in columns.items() if name != "centre"}
         mirror.__dict__.update(mirror.columns)
         mirror.capacity = int(columns["rowids"].shape[0])
@@ -333,6 +335,23 @@ class Mirror:
             else:
                 array[start:end] = part
 
+    def rows(self, name: str, slots: np.ndarray) -> np.ndarray:
+        """Rows of a row-major column (``q``, ``vectors``) at ``slots``: a file-backed mirror reads the
+        rows the file holds with ``pread`` (random rows of the mapping would make it resident)."""
+        column = self.columns[name]
+        if self.reader is None or not self.file_backed:
+            return column[slots]
+        slots = np.asarray(slots, dtype=np.int64)
+        in_file = slots < self.base_size
+        if self.dirty:
+            in_file &= ~np.isin(slots, np.fromiter(self.dirty, dtype=np.int64, count=len(self.dirty)))
+        if in_file.all():
+            return self.reader.rows(name, slots)
+        out = np.empty((len(slots), *column.shape[1:]), dtype=column.dtype)
+        out[in_file] = self.reader.rows(name, slots[in_file])
+        out[~in_file] = column[slots[~in_file]]
+        return out
+
     def centred_code(self, vector: np.ndarray) -> np.ndarray:
         """The centred sign code of a vector (or of each row of a matrix)."""
         return sign_code(vector - self.centre, self.words)
@@ -401,11 +420,13 @@ class Mirror:
 
     def approx(self, slots: np.ndarray, query: np.ndarray) -> np.ndarray:
         """Cosine similarity of ``query`` to the int8 vectors of ``slots`` (within about 0.005 of the exact one)."""
-        return (self.q[slots].astype(np.float32) @ query.astype(np.float32)) * self.scale[slots]
+        return (self.rows("q", slots).astype(np.float32) @ query.astype(np.float32)) * self.scale[slots]
 
     def scores(self, slots: np.ndarray, query: np.ndarray) -> np.ndarray:
         """Cosine similarity of ``query`` to the float32 vectors of a few ``slots``: compiled, their rows
         are fetched from memory together instead of one after another."""
+        if self.file_backed:
+            return dot(self.rows("vectors", slots), query)
         if _speedups is None:
             return dot(self.vectors[slots], query)
         sims = np.empty(slots.size, dtype=np.float64)

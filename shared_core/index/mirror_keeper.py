@@ -111,7 +111,7 @@ class MirrorKeeper:
         mapped = self.file.map()
         if mapped is None:
             return False
-        header, columns, names, inode = mapped
+        header, columns, names, inode, reader = mapped
         newest, oldest, rowid_there = self.db.query(
             "SELECT (SELECT max(seq) FROM index_log), (SELECT min(seq) FROM index_log), "
             "(SELECT chunk_rowid FROM index_log WHERE seq = ?)", (header.seq,))[0]
@@ -123,7 +123,8 @@ class MirrorKeeper:
                 return False  # a file of another database
         elif oldest is not None and int(oldest) != header.seq + 1:
             return False  # the log no longer reaches back to the file's position
-        self.mirror = Mirror.mapped(self.dims, header.size, header.sorted_upto, header.generation, columns, names)
+        self.mirror = Mirror.mapped(self.dims, header.size, header.sorted_upto, header.generation, columns, names,
+                                    reader)
         self.mirror._centred_at = header.centred_at
         self.last_seq, self.last_rowid, self.inode = header.seq, header.seq_rowid, inode
         return True

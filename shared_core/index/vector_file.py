@@ -28,6 +28,7 @@ import json
 import mmap
 import os
 import struct
+import weakref
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -42,7 +43,7 @@ try:
 except ImportError:  # pragma: no cover - Windows: no file locks here, so no shared file (the index stays in memory)
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["Header", "VectorFile", "column_specs", "copy_slots", "file_path", "supported"]
+__all__ = ["Header", "RowReader", "VectorFile", "column_specs", "copy_slots", "file_path", "supported"]
 
 MAGIC = b"OKVECIX1"
 VERSION = 1
@@ -146,6 +147,24 @@ class Header:
         return header if 0 <= header.sorted_upto <= header.size <= header.capacity else None
 
 
+class RowReader:
+    """Reads rows of the file's row-major columns with ``pread``: the pages stay the operating system's
+    cache instead of joining the process's memory (a mapped page drags its neighbours in with it:
+    2,000 reads of single rows made 240 MB of a mapping resident)."""
+
+    def __init__(self, fd: int, layout: dict[str, tuple[int, Any, tuple[int, ...]]]) -> None:
+        self.fd = fd
+        self.layout = layout
+        self._finalizer = weakref.finalize(self, os.close, fd)
+
+    def rows(self, name: str, slots: np.ndarray) -> np.ndarray:
+        offset, dtype, shape = self.layout[name]
+        size = int(np.dtype(dtype).itemsize * int(np.prod(shape[1:])))
+        pread, fd = os.pread, self.fd
+        data = b"".join([pread(fd, size, offset + slot * size) for slot in slots.tolist()])
+        return np.frombuffer(data, dtype=dtype).reshape(len(slots), *shape[1:])
+
+
 class VectorFile:
     """One vector file: its header, its columns mapped copy-on-write, and the locked writes."""
 
@@ -170,8 +189,9 @@ class VectorFile:
         except FileNotFoundError:
             return None
 
-    def map(self) -> tuple[Header, dict[str, np.ndarray], dict[str, list[str]], int] | None:
-        """(header, columns, names, inode) of the file, mapped copy-on-write; None if it is missing or torn."""
+    def map(self) -> tuple[Header, dict[str, np.ndarray], dict[str, list[str]], int, RowReader] | None:
+        """(header, columns, names, inode, a reader of its rows) of the file, mapped copy-on-write; None
+        if it is missing or torn."""
         try:
             f = open(self.path, "rb")
         except FileNotFoundError:
@@ -195,7 +215,7 @@ class VectorFile:
             buffer = mmap.mmap(f.fileno(), end, access=mmap.ACCESS_COPY)  # private: our changes never reach the file
             columns = {name: np.frombuffer(buffer, dtype=dtype, count=int(np.prod(shape)), offset=offset).reshape(shape)
                        for name, (offset, dtype, shape) in layout.items()}
-            return header, columns, names, os.fstat(f.fileno()).st_ino
+            return header, columns, names, os.fstat(f.fileno()).st_ino, RowReader(os.dup(f.fileno()), layout)
 
     # -- writing (callers hold lock()) --------------------------------------------------------
 

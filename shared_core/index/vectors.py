@@ -44,6 +44,7 @@ _BATCH = 500  # rowids per IN (...) list
 _VEC_CLEARS_ON_DELETE = (0, 1, 9)  # the first sqlite-vec seen to zero a deleted vector's bytes
 _CPUS = os.cpu_count() or 1  # one: no worker thread for the vector scan
 _EXACT_EXTRA = 16  # int8-scored candidates past k that are scored exactly: int8 can swap close neighbours
+_FILE_DIRECT_ROWS = 4096  # a scope this small is scored in int8 whole (each row a pread from the vector file)
 _NEAR_MARGIN = 0.02  # int8 scores this far under a near-duplicate threshold are checked exactly
 
 _pool: ThreadPoolExecutor | None = None
@@ -250,7 +251,8 @@ class SqliteVectorIndex:
         if slots.size <= k + _EXACT_EXTRA:
             chosen = slots
         else:
-            if slots.size <= max(self.config.exact_scan_rows, k):
+            direct = min(self.config.exact_scan_rows, _FILE_DIRECT_ROWS) if mirror.file_backed else self.config.exact_scan_rows
+            if slots.size <= max(direct, k):
                 candidates = slots
             else:
                 distances = mirror.hamming(slots, sign_code(query, mirror.words))
@@ -365,7 +367,7 @@ class SqliteVectorIndex:
                 if slot is None or not mirror.alive[slot]:
                     missing.append(rowid)
                 else:
-                    out[rowid] = np.array(mirror.vectors[slot])
+                    out[rowid] = np.array(mirror.rows("vectors", np.array([slot]))[0])
             rowids = missing
         for start in range(0, len(rowids), _BATCH):
             part = list(rowids[start : start + _BATCH])
