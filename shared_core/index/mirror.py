@@ -336,8 +336,8 @@ class Mirror:
                 array[start:end] = part
 
     def rows(self, name: str, slots: np.ndarray) -> np.ndarray:
-        """Rows of a row-major column (``q``, ``vectors``) at ``slots``: a file-backed mirror reads the
-        rows the file holds with ``pread`` (random rows of the mapping would make it resident)."""
+        """Rows of a row-major column at ``slots``: a file-backed mirror reads the rows the file holds
+        with ``pread`` (random rows of the mapping would make their neighbours resident too)."""
         column = self.columns[name]
         if self.reader is None or not self.file_backed:
             return column[slots]
@@ -420,7 +420,9 @@ class Mirror:
 
     def approx(self, slots: np.ndarray, query: np.ndarray) -> np.ndarray:
         """Cosine similarity of ``query`` to the int8 vectors of ``slots`` (within about 0.005 of the exact one)."""
-        return (self.rows("q", slots).astype(np.float32) @ query.astype(np.float32)) * self.scale[slots]
+        # through the mapping: a page of int8 rows read here stays resident (shared with every process
+        # mapping the file); the float32 rows of the few exact scores are read with pread instead
+        return (self.q[slots].astype(np.float32) @ query.astype(np.float32)) * self.scale[slots]
 
     def scores(self, slots: np.ndarray, query: np.ndarray) -> np.ndarray:
         """Cosine similarity of ``query`` to the float32 vectors of a few ``slots``: compiled, their rows

@@ -221,8 +221,8 @@ class MirrorKeeper:
             for rowid in removed:
                 mirror.remove(rowid)
             # then the log up to and past these writes: it moves our position, so a save tells the next
-            # process to start here (the rows' stamps match now: no vector is read again)
-            if not self.db.conn.in_transaction and not self._catch_up():
+            # process to start here
+            if not self.db.conn.in_transaction and not self._skip_own(rows, removed) and not self._catch_up():
                 self.mirror = None
                 return
             self.save()
@@ -230,6 +230,18 @@ class MirrorKeeper:
             logger.warning("the vector index of %s could not be updated (%s); it is reloaded at the next search",
                            self.db.path, exc)
             self.mirror = None
+
+    def _skip_own(self, rows: list[tuple[int, np.ndarray, RowState]], removed: Sequence[int]) -> bool:
+        """Move past the log entries of writes just applied, when the log past our position holds
+        exactly one entry for each of them and nothing else (no other writer, no later change to
+        them in the same transaction); False: catch up the usual way."""
+        own = {rowid for rowid, _, _ in rows} | set(removed)
+        log = self.db.query("SELECT seq, chunk_rowid FROM index_log WHERE seq > ? ORDER BY seq LIMIT ?",
+                            (self.last_seq, len(own) + 1))
+        if len(log) != len(own) or int(log[0][0]) != self.last_seq + 1 or {int(r[1]) for r in log} != own:
+            return False
+        self.last_seq, self.last_rowid = int(log[-1][0]), int(log[-1][1])
+        return True
 
     # -- saving ---------------------------------------------------------------------------------
 
