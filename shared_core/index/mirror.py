@@ -135,6 +135,21 @@ class Mirror:
     compacted. Slots below ``base_size`` came from the file; ``dirty`` are those changed since.
     """
 
+    # the columns (vector_file.column_specs), set by _allocate() or mapped()
+    vectors: np.ndarray
+    codes: np.ndarray
+    centred_head: np.ndarray
+    centred_tail: np.ndarray
+    q: np.ndarray
+    scale: np.ndarray
+    rowids: np.ndarray
+    ns: np.ndarray
+    kind: np.ndarray
+    expires: np.ndarray
+    current: np.ndarray
+    alive: np.ndarray
+    stamp: np.ndarray
+
     def __init__(self, dims: int, capacity: int = 1024) -> None:
         self.dims = dims
         self.words = -(-dims // 64)  # uint64 words per sign code (the last one zero-padded)

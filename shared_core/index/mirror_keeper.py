@@ -173,15 +173,15 @@ class MirrorKeeper:
                 stale.append(rowid)
         fetched = self._vectors(stale)
         for rowid in changed:
-            state = states.get(rowid)
-            if state is None:
+            now = states.get(rowid)
+            if now is None:
                 mirror.remove(rowid)
             elif rowid in fetched:
-                mirror.upsert(rowid, state, fetched[rowid])
+                mirror.upsert(rowid, now, fetched[rowid])
             elif rowid in stale:
                 mirror.remove(rowid)  # a row without a vector is not vector-searchable
             else:
-                mirror.upsert(rowid, state, None)
+                mirror.upsert(rowid, now, None)
         self.last_seq, self.last_rowid = int(log[-1][0]), int(log[-1][1])
         self.save()
 
