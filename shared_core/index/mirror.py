@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -160,6 +161,7 @@ class Mirror:
         self.base_size = 0
         self.dirty: set[int] = set()
         self.names_dirty = False
+        self.private = False  # whether this process wrote into its copy-on-write mapping
         self.file_backed = False
         self.generation = 0
         self.centre = np.zeros(dims, dtype=np.float32)
@@ -273,6 +275,7 @@ class Mirror:
                 self.extra[rowid] = slot
         elif slot < self.base_size:
             self.dirty.add(slot)
+        self.private = True
         self.alive[slot] = True
         self.ns[slot] = self._code(state.namespace, self.ns_codes, self.ns_names)
         self.kind[slot] = self._code(state.kind, self.kind_codes, self.kind_names)
@@ -288,12 +291,59 @@ class Mirror:
             self.centred_tail[slot] = centred[self.head :]
             self.stamp[slot] = stamp_hash(state.stamp)
 
+    def append_many(self, rows: list[tuple[int, np.ndarray, RowState]],
+                    write: Callable[[int, dict[str, np.ndarray]], None] | None = None) -> bool:
+        """Hold new rows in one go (a bulk load's batch), when all are new and their row ids ascend
+        past every held one; False, changing nothing, otherwise (then :meth:`upsert` each).
+        ``write(start, columns)``: the rows' columns go there (into the mapped file) instead of into
+        the arrays, which then show them through the mapping."""
+        n = len(rows)
+        if n == 0:
+            return False
+        rowids = np.fromiter((r for r, _, _ in rows), dtype=np.int64, count=n)
+        start = self.size
+        last = int(self.rowids[start - 1]) if start else -1
+        if self.sorted_upto != start or rowids[0] <= last or np.any(np.diff(rowids) <= 0):
+            return False
+        if write is None:
+            while start + n > self.capacity:
+                self._allocate(self.capacity * 2)
+        elif start + n > self.capacity:
+            return False
+        states = [s for _, _, s in rows]
+        part = encode(np.stack([v for _, v, _ in rows]).astype(np.float32, copy=False), self.centre, self.words,
+                      self.head)
+        part.update(
+            rowids=rowids, alive=np.ones(n, dtype=bool),
+            ns=np.array([self._code(s.namespace, self.ns_codes, self.ns_names) for s in states], dtype=np.int32),
+            kind=np.array([self._code(s.kind, self.kind_codes, self.kind_names) for s in states], dtype=np.int32),
+            expires=np.array([s.expires for s in states], dtype=np.float64),
+            current=np.array([s.current for s in states], dtype=bool),
+            stamp=np.array([stamp_hash(s.stamp) for s in states], dtype=np.int64),
+        )
+        end = start + n
+        if write is not None:
+            write(start, part)
+            self.base_size = end
+        else:
+            for name, _, _, column_major in column_specs(self.dims):
+                if column_major:
+                    self.columns[name][:, start:end] = part[name]
+                else:
+                    self.columns[name][start:end] = part[name]
+            self.private = True
+        self.size = self.sorted_upto = end
+        if not self.file_backed and self.size >= 2 * max(self._centred_at, SMALL_MIRROR // 2):
+            self._recentre()
+        return True
+
     def remove(self, rowid: int) -> None:
         slot = self.slot_of(rowid)
         if slot is None or not self.alive[slot]:
             return
         self.alive[slot] = False
         self.stamp[slot] = 0
+        self.private = True
         if slot < self.base_size:
             self.dirty.add(slot)
         if not self.file_backed:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -26,13 +28,23 @@ import numpy as np
 from ..db import Database
 from .mirror import Mirror, encode, sign_code, stamp_hash
 from .protocols import RowState, epoch_of, stamp_of
-from .vector_file import Header, VectorFile, column_specs, copy_slots, file_path, supported
+from .vector_file import (
+    Header,
+    VectorFile,
+    column_specs,
+    copy_slots,
+    current_boot,
+    file_path,
+    supported,
+    trusted,
+)
 
 __all__ = ["CHECKPOINT_ROWS", "MirrorKeeper"]
 
 logger = logging.getLogger("openkoi.store")
 
 CHECKPOINT_ROWS = 256  # changed slots that make a process save them into the vector file
+SYNC_SECONDS = 30.0  # a save syncs the file to disk when the last synced one is this old (and at exit)
 _POINT_LOOKUPS = 256  # up to this many vectors are read one by one (vec0 takes ~0.1 ms a lookup)
 _SCAN_BATCH = 20_000  # rowids per IN (...) list past that (each list is a scan of the vec0 table)
 _BUILD_ROWS = 65_536  # vectors encoded at a time when a mirror is built from the rows
@@ -62,6 +74,12 @@ class MirrorKeeper:
         self.synced_at: tuple[int, int] | None = None  # the db.snapshot the mirror last caught up with
         self.inode: int | None = None  # of the file the mirror maps
         self.rebase = False  # another process saved the file since we mapped it: reload before saving
+        self._synced = 0.0  # time.monotonic() of the last save synced to disk
+        if self.writable:
+            assert self.file is not None
+            # at exit, the last saves are synced and the header marked so: a later crash of the machine
+            # then finds a file it can trust instead of rebuilding it
+            weakref.finalize(self, self.file.settle)
 
     # -- loading --------------------------------------------------------------------------------
 
@@ -112,6 +130,8 @@ class MirrorKeeper:
         if mapped is None:
             return False
         header, columns, names, inode, reader = mapped
+        if not trusted(header):
+            return False  # saved without a sync before the machine restarted: its slots may not have reached the disk
         newest, oldest, rowid_there = self.db.query(
             "SELECT (SELECT max(seq) FROM index_log), (SELECT min(seq) FROM index_log), "
             "(SELECT chunk_rowid FROM index_log WHERE seq = ?)", (header.seq,))[0]
@@ -216,8 +236,9 @@ class MirrorKeeper:
                     self.load()  # reads the log, which holds these writes
                 return
             mirror = self._room_for(len(rows))
-            for rowid, vector, state in rows:
-                mirror.upsert(rowid, state, vector)
+            if not self._append_to_file(mirror, rows) and not mirror.append_many(rows):
+                for rowid, vector, state in rows:
+                    mirror.upsert(rowid, state, vector)
             for rowid in removed:
                 mirror.remove(rowid)
             # then the log up to and past these writes: it moves our position, so a save tells the next
@@ -230,6 +251,33 @@ class MirrorKeeper:
             logger.warning("the vector index of %s could not be updated (%s); it is reloaded at the next search",
                            self.db.path, exc)
             self.mirror = None
+
+    def _append_to_file(self, mirror: Mirror, rows: list[tuple[int, np.ndarray, RowState]]) -> bool:
+        """New rows written straight into the file (and seen through the mapping), when the file is
+        as this process mapped it and the process has written nothing into its mapping: a bulk
+        load's batches then cost no copied pages. False: the caller appends them in memory."""
+        if (not rows or not mirror.file_backed or not self.writable or self.rebase or mirror.private
+                or mirror.size != mirror.base_size or mirror.dirty):
+            return False
+        assert self.file is not None
+        with self.file.lock():
+            header, inode = self.file.read_header()
+            if (header is None or inode != self.inode or header.generation != mirror.generation
+                    or header.size != mirror.size):
+                return False
+
+            def write(start: int, part: dict[str, np.ndarray]) -> None:
+                assert self.file is not None and header is not None
+                end = start + len(rows)
+                new = replace(header, size=end, sorted_upto=end, seq=self.last_seq, seq_rowid=self.last_rowid)
+                durable = time.monotonic() - self._synced > SYNC_SECONDS or current_boot() == 1
+                self.file.write_slots(new, part, np.arange(start, end), mirror.names() if mirror.names_dirty else None,
+                                      durable=durable, shift=start)
+                if durable:
+                    self._synced = time.monotonic()
+                mirror.names_dirty = False
+
+            return mirror.append_many(rows, write)
 
     def _skip_own(self, rows: list[tuple[int, np.ndarray, RowState]], removed: Sequence[int]) -> bool:
         """Move past the log entries of writes just applied, when the log past our position holds
@@ -265,10 +313,20 @@ class MirrorKeeper:
                                     np.arange(mirror.base_size, mirror.size, dtype=np.int64)])
             new = replace(header, size=mirror.size, sorted_upto=mirror.sorted_upto, seq=self.last_seq,
                           seq_rowid=self.last_rowid)
-            self.file.write_slots(new, mirror.columns, slots, mirror.names() if mirror.names_dirty else None)
-        mirror.base_size = mirror.size
-        mirror.dirty.clear()
-        mirror.names_dirty = False
+            # syncing every save cost 40 ms each on a busy disk (a bulk load saves every batch); an
+            # unsynced save is trusted only until the machine restarts (Header.boot)
+            durable = time.monotonic() - self._synced > SYNC_SECONDS or current_boot() == 1
+            self.file.write_slots(new, mirror.columns, slots, mirror.names() if mirror.names_dirty else None,
+                                  durable=durable)
+            if durable:
+                self._synced = time.monotonic()
+            mirror.base_size = mirror.size
+            mirror.dirty.clear()
+            mirror.names_dirty = False
+            # the file now holds what this process had copied pages for: map it afresh, without them
+            # (and write the next bulk batches straight into it)
+            if not self._map():
+                self.mirror = mirror
 
     def _room_for(self, rows: int) -> Mirror:
         """The mirror, with room for ``rows`` more slots: a file-backed one full of slots is written

@@ -43,19 +43,35 @@ try:
 except ImportError:  # pragma: no cover - Windows: no file locks here, so no shared file (the index stays in memory)
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["Header", "RowReader", "VectorFile", "column_specs", "copy_slots", "file_path", "supported"]
+__all__ = ["Header", "RowReader", "VectorFile", "column_specs", "copy_slots", "current_boot", "file_path", "supported",
+           "trusted"]
 
 MAGIC = b"OKVECIX1"
 VERSION = 1
 PAGE = 4096
-_HEADER = struct.Struct("<8sIIQQQQqQQQQQI")  # magic, version, dims, capacity, size, sorted_upto, seq, seq_rowid,
-# store, generation, centred_at, names_offset, names_length, names_crc; then the CRC of those bytes
+_HEADER = struct.Struct("<8sIIQQQQqQQQQQQI")  # magic, version, dims, capacity, size, sorted_upto, seq, seq_rowid,
+# store, generation, centred_at, boot, names_offset, names_length, names_crc; then the CRC of those bytes
 _CRC = struct.Struct("<I")
 LEGACY_NAME = "openkoi.db"  # as shared_core.files: seed 000's file keeps its data folder beside it
 
 #: called with a stage name as a write goes ("slots:<column>", "slots:header", "whole:rename"): the
 #: crash tests stop a process there
 write_hook: Callable[[str], None] | None = None
+
+
+def current_boot() -> int:
+    """This boot of the machine as a number (Linux's boot_id; 1 elsewhere: every write is then synced)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", "rb") as f:
+            return zlib.crc32(f.read()) or 1
+    except OSError:
+        return 1
+
+
+def trusted(header: Header) -> bool:
+    """Whether a header can be believed: written after its slots reached the disk, or in this boot
+    (a crash of the machine may have kept a header whose slots were still in memory)."""
+    return header.boot == 0 or (header.boot == current_boot() and header.boot != 1)
 
 
 def supported() -> bool:
@@ -123,13 +139,14 @@ class Header:
     store: int  # the database's store_id (store_meta), as a number
     generation: int  # random, new for every file written whole
     centred_at: int  # rows the file held when its centre was computed
+    boot: int = 0  # 0: the slots it counts were on disk before it was written; else the boot it was written in
     names_offset: int = 0
     names_length: int = 0
     names_crc: int = 0
 
     def pack(self) -> bytes:
         body = _HEADER.pack(MAGIC, VERSION, self.dims, self.capacity, self.size, self.sorted_upto, self.seq,
-                            self.seq_rowid, self.store, self.generation, self.centred_at, self.names_offset, self.names_length, self.names_crc)
+                            self.seq_rowid, self.store, self.generation, self.centred_at, self.boot, self.names_offset, self.names_length, self.names_crc)
         return body + _CRC.pack(zlib.crc32(body))
 
     @staticmethod
@@ -272,34 +289,68 @@ class VectorFile:
         return header
 
     def write_slots(self, header: Header, columns: dict[str, np.ndarray], slots: np.ndarray,
-                    names: dict[str, list[str]] | None) -> Header:
-        """Write ``slots`` of ``columns`` into the file in place, then ``header`` (with the names, when
-        they changed, appended at the end): returns the header written."""
+                    names: dict[str, list[str]] | None, *, durable: bool, shift: int = 0) -> Header:
+        """Write ``slots`` (ascending) of ``columns`` (whose row 0 is slot ``shift``) into the file in
+        place, then ``header`` (with the names, when they changed, appended at the end); ``durable``:
+        sync the slots to disk first. Returns the header written."""
         layout, end = _layout(header.dims, header.capacity)
+        starts = np.flatnonzero(np.diff(slots, prepend=-2) != 1)  # contiguous runs of slots
+        runs = [(int(slots[a]), int(slots[b - 1]) + 1) for a, b in zip(starts, [*starts[1:], slots.size], strict=True)]
         with open(self.path, "r+b") as f:
-            if slots.size:
-                buffer = mmap.mmap(f.fileno(), end, access=mmap.ACCESS_WRITE)
-                try:
-                    arrays = {name: np.frombuffer(buffer, dtype=dtype, count=int(np.prod(shape)), offset=offset)
-                              .reshape(shape) for name, (offset, dtype, shape) in layout.items() if name != "centre"}
-                    copy_slots(arrays, columns, slots, slots, hook=write_hook)
-                    del arrays
-                    buffer.flush()
-                finally:
-                    buffer.close()
+            fd = f.fileno()
+            for name, dtype, row, column_major in column_specs(header.dims):
+                offset, _, shape = layout[name]
+                item = int(np.dtype(dtype).itemsize)
+                column = columns[name]
+                if column_major:
+                    for word in range(shape[0]):
+                        for a, b in runs:
+                            os.pwrite(fd, column[word, a - shift : b - shift].tobytes(),
+                                      offset + (word * shape[1] + a) * item)
+                else:
+                    size = item * int(np.prod(row))
+                    for a, b in runs:
+                        os.pwrite(fd, column[a - shift : b - shift].tobytes(), offset + a * size)
+                if write_hook is not None:
+                    write_hook(f"slots:{name}")
             if names is not None:
                 raw = json.dumps(names).encode()
-                offset = max(end, _round_up(os.fstat(f.fileno()).st_size, 8))
-                f.seek(offset)
-                f.write(raw)
+                offset = max(end, _round_up(os.fstat(fd).st_size, 8))
+                os.pwrite(fd, raw, offset)
                 header = replace(header, names_offset=offset, names_length=len(raw), names_crc=zlib.crc32(raw))
-            f.flush()
-            os.fsync(f.fileno())  # the slots reach the disk before a header that counts them
+            if durable:
+                os.fsync(fd)  # the slots reach the disk before a header that counts them
+            header = replace(header, boot=0 if durable else current_boot())
             if write_hook is not None:
                 write_hook("slots:header")
-            f.seek(0)
-            f.write(header.pack())
+            os.pwrite(fd, header.pack(), 0)
         return header
+
+    def settle(self) -> None:
+        """Sync the file and mark its header as written after its slots (a process's last act, so a
+        crash of the machine later does not make the next open rebuild it). Skipped while another
+        writer holds the lock (it runs from a finalizer, maybe in the middle of this process's own
+        write: waiting there would never end)."""
+        if fcntl is None or not self.lock_path.exists():
+            return
+        try:
+            fd = os.open(self.lock_path, os.O_RDWR)
+        except OSError:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            with open(self.path, "r+b") as f:
+                header = Header.unpack(f.read(_HEADER.size + _CRC.size))
+                if header is not None and header.boot == current_boot():
+                    os.fsync(f.fileno())
+                    f.seek(0)
+                    f.write(replace(header, boot=0).pack())
+                    f.flush()
+                    os.fsync(f.fileno())
+        except OSError:
+            pass  # busy, or gone (a test's folder, an erased memory): nothing to settle
+        finally:
+            os.close(fd)
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
