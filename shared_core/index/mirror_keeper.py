@@ -44,6 +44,7 @@ __all__ = ["CHECKPOINT_ROWS", "MirrorKeeper"]
 logger = logging.getLogger("openkoi.store")
 
 CHECKPOINT_ROWS = 256  # changed slots that make a process save them into the vector file
+_BULK_ROWS = 16  # writes of this many new rows go straight into the file; fewer are copied pages, saved later
 SYNC_SECONDS = 30.0  # a save syncs the file to disk when the last synced one is this old (and at exit)
 _POINT_LOOKUPS = 256  # up to this many vectors are read one by one (vec0 takes ~0.1 ms a lookup)
 _SCAN_BATCH = 20_000  # rowids per IN (...) list past that (each list is a scan of the vec0 table)
@@ -75,6 +76,7 @@ class MirrorKeeper:
         self.inode: int | None = None  # of the file the mirror maps
         self.rebase = False  # another process saved the file since we mapped it: reload before saving
         self._synced = 0.0  # time.monotonic() of the last save synced to disk
+        self._moved = False  # the direct append already moved our log position past its rows
         if self.writable:
             assert self.file is not None
             # at exit, the last saves are synced and the header marked so: a later crash of the machine
@@ -236,7 +238,8 @@ class MirrorKeeper:
                     self.load()  # reads the log, which holds these writes
                 return
             mirror = self._room_for(len(rows))
-            if not self._append_to_file(mirror, rows) and not mirror.append_many(rows):
+            self._moved = False
+            if removed or len(rows) < _BULK_ROWS or not self._append_to_file(mirror, rows) and not mirror.append_many(rows):
                 for rowid, vector, state in rows:
                     mirror.upsert(rowid, state, vector)
             for rowid in removed:
@@ -269,6 +272,10 @@ class MirrorKeeper:
             def write(start: int, part: dict[str, np.ndarray]) -> None:
                 assert self.file is not None and header is not None
                 end = start + len(rows)
+                position = self._own_entries(rows, ())  # the header can say the file holds them
+                if position is not None:
+                    self.last_seq, self.last_rowid = position
+                    self._moved = True
                 new = replace(header, size=end, sorted_upto=end, seq=self.last_seq, seq_rowid=self.last_rowid)
                 durable = time.monotonic() - self._synced > SYNC_SECONDS or current_boot() == 1
                 self.file.write_slots(new, part, np.arange(start, end), mirror.names() if mirror.names_dirty else None,
@@ -279,16 +286,26 @@ class MirrorKeeper:
 
             return mirror.append_many(rows, write)
 
-    def _skip_own(self, rows: list[tuple[int, np.ndarray, RowState]], removed: Sequence[int]) -> bool:
-        """Move past the log entries of writes just applied, when the log past our position holds
-        exactly one entry for each of them and nothing else (no other writer, no later change to
-        them in the same transaction); False: catch up the usual way."""
+    def _own_entries(self, rows: list[tuple[int, np.ndarray, RowState]], removed: Sequence[int]) -> tuple[int, int] | None:
+        """The log position past the writes just applied, when the log past ours holds exactly one
+        entry for each of them and nothing else (no other writer, no later change to them in the
+        same transaction); None: catch up the usual way."""
         own = {rowid for rowid, _, _ in rows} | set(removed)
         log = self.db.query("SELECT seq, chunk_rowid FROM index_log WHERE seq > ? ORDER BY seq LIMIT ?",
                             (self.last_seq, len(own) + 1))
         if len(log) != len(own) or int(log[0][0]) != self.last_seq + 1 or {int(r[1]) for r in log} != own:
+            return None
+        return int(log[-1][0]), int(log[-1][1])
+
+    def _skip_own(self, rows: list[tuple[int, np.ndarray, RowState]], removed: Sequence[int]) -> bool:
+        """Move past the log entries of writes just applied (:meth:`_own_entries`), if that can be done."""
+        if self._moved:
+            self._moved = False
+            return True
+        position = self._own_entries(rows, removed)
+        if position is None:
             return False
-        self.last_seq, self.last_rowid = int(log[-1][0]), int(log[-1][1])
+        self.last_seq, self.last_rowid = position
         return True
 
     # -- saving ---------------------------------------------------------------------------------
