@@ -182,6 +182,39 @@ def test_best_above_agrees_with_an_exact_scan_when_every_vector_shares_a_directi
         assert _check_against_a_scan(store, rows, rng) > 50
 
 
+@pytest.mark.sqlite_only  # the SQLite vector index's file
+def test_the_check_in_a_small_namespace_reads_its_rows_only_and_agrees_with_an_exact_scan(tmp_path, monkeypatch):
+    rng = np.random.default_rng(21)
+    big, small = _unit(rng, 4000), _unit(rng, 100)
+    with MemoryStore.open(tmp_path / "ns.db") as store:
+        store.add_many([{"text": f"big {i}", "vector": v, "namespace": "big"} for i, v in enumerate(big)])
+        store.add_many([{"text": f"small {i}", "vector": v, "namespace": "small"} for i, v in enumerate(small)])
+        index = store.kernel.memories.vectors
+        assert index.sync().file_backed
+        rowid_of = {m.text: m.rowid for m in store.list(namespace="small", limit=None)}
+        read: list[Scope] = []
+        rowids_in = index._rowids_in
+        monkeypatch.setattr(index, "_rowids_in", lambda scope: read.append(scope) or rowids_in(scope))
+        scope, checked = Scope(namespaces=("small",), kinds=("fact",)), 0
+        for i in range(0, 100, 7):
+            for cos in (0.99, 0.92, 0.5):
+                query = _at_similarity(rng, small[i], cos)
+                found = index.best_above(query, 0.9, scope, now=0.0)
+                sims = small @ query
+                best = int(np.argmax(sims))
+                if sims[best] > 0.9:
+                    assert found is not None and found[0] == rowid_of[f"small {best}"]
+                    assert found[1] == pytest.approx(sims[best], abs=1e-5)
+                    checked += 1
+                else:
+                    assert found is None
+        assert checked >= 20 and read and all(s.namespaces == ("small",) for s in read)  # the table's index
+        read.clear()
+        assert index.best_above(_at_similarity(rng, big[3], 0.95), 0.9, Scope(namespaces=("big",), kinds=("fact",)),
+                                now=0.0)[0] == store.list(namespace="big", limit=None, order_by="chunk_rowid")[3].rowid
+        assert read == []  # a namespace holding most rows: the codes of all rows, not the table
+
+
 def test_the_centred_threshold_bounds_the_similarity_of_centred_vectors():
     rng = np.random.default_rng(3)
     query = _unit(rng, 1)[0]
