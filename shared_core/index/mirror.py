@@ -483,6 +483,12 @@ class Mirror:
                 return slots[:count], distances[:count]
             room = count
 
+    def signed(self, slots: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """``query`` against the sign bits of ``slots`` (the sum of its components where the row's are
+        positive): ranks rows by similarity far better than a Hamming distance, from the codes alone."""
+        bits = np.unpackbits(np.ascontiguousarray(self.codes[:, slots].T).view(np.uint8), axis=1, count=self.dims)
+        return bits.astype(np.float32) @ query.astype(np.float32)
+
     def approx(self, slots: np.ndarray, query: np.ndarray) -> np.ndarray:
         """Cosine similarity of ``query`` to the int8 vectors of ``slots`` (within about 0.005 of the exact one)."""
         # through the mapping: a page of int8 rows read here stays resident (shared with every process
