@@ -489,11 +489,12 @@ class Mirror:
         bits = np.unpackbits(np.ascontiguousarray(self.codes[:, slots].T).view(np.uint8), axis=1, count=self.dims)
         return bits.astype(np.float32) @ query.astype(np.float32)
 
-    def approx(self, slots: np.ndarray, query: np.ndarray) -> np.ndarray:
-        """Cosine similarity of ``query`` to the int8 vectors of ``slots`` (within about 0.005 of the exact one)."""
-        # through the mapping: a page of int8 rows read here stays resident (shared with every process
-        # mapping the file); the float32 rows of the few exact scores are read with pread instead
-        return (self.q[slots].astype(np.float32) @ query.astype(np.float32)) * self.scale[slots]
+    def approx(self, slots: np.ndarray, query: np.ndarray, *, read: bool = False) -> np.ndarray:
+        """Cosine similarity of ``query`` to the int8 vectors of ``slots`` (within about 0.005 of the exact
+        one). ``read``: rows of a file-backed mirror come by ``pread`` (scattered rows), else through
+        the mapping (a small scope's, whose pages then stay resident, shared with other processes)."""
+        rows = self.rows("q", slots) if read else self.q[slots]
+        return (rows.astype(np.float32) @ query.astype(np.float32)) * self.scale[slots]
 
     def scores(self, slots: np.ndarray, query: np.ndarray) -> np.ndarray:
         """Cosine similarity of ``query`` to the float32 vectors of a few ``slots``: compiled, their rows
