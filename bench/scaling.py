@@ -3,17 +3,23 @@
     python bench/scaling.py                                   # 1k, 10k, 100k
     python bench/scaling.py --sizes 1000000 --append          # the 1M point, added to the last run's
     python bench/scaling.py --sizes 1000 5000 --plot /tmp/s.png --json /tmp/s.json   # a quick check
+    python bench/scaling.py --sizes 100000 1000000 --cached --append   # cold start and RSS, on cached stores
 
 Each size is one bench/core.py run (the same corpus, vectors, queries and measurements:
 bulk ingest, single adds, hybrid search, vector search through the mirror and through
-sqlite-vec, and numpy's exact scan as the floor). The rows go to a JSON file
+sqlite-vec, and numpy's exact scan as the floor). With ``--cached``, each size is instead measured
+on a store built once and kept in bench/.cache (bench/cold_start.py): the same measurements plus
+the cold start (open + first hybrid search in a NEW process, the median of ``--runs`` processes)
+and that process's RSS, split into its own memory and the shared pages of mapped files. The rows
+go to a JSON file
 (``--json``, default bench/results/scaling.json); ``--append`` merges the new sizes into
 it (replacing a size measured before), so the slow 1M point can be its own run. The plot
 is drawn from everything in that file; the Markdown table is printed.
 
-1M needs about 4 GB of RAM (the vectors, and the store's mirror of them, 1.5 GB each),
-about 3 GB of temporary disk for the store file, and, the first time, the hashing
-embedder's time for 1M texts (tens of minutes on 2 cores; cached in bench/.cache after).
+1M needs about 3 GB of RAM (the benchmark's own copy of the vectors, 1.5 GB, and the items it
+adds), about 5 GB of disk for the store and its vector file (in bench/.cache with ``--cached``)
+and, the first time, the hashing embedder's time for 1M texts (tens of minutes on 2 cores;
+cached in bench/.cache after).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
+from cold_start import cached_run  # noqa: E402
 from core import locomo_texts, run, table  # noqa: E402
 from machine import describe as machine  # noqa: E402
 
@@ -73,6 +80,21 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def cold_table(rows: list[dict]) -> str:
+    """Cold start and memory, for the rows measured with ``--cached``."""
+    head = ("| memories | vectors | open + first hybrid search, new process, ms (median; all runs) | "
+            "RSS after 51 searches, MB (own + mapped files) | vector file on disk, MB | hybrid p50 ms |")
+    lines = [head, "|---" * (head.count("|") - 1) + "|"]
+    for r in rows:
+        if "cold_ms" not in r:
+            continue
+        runs = ", ".join(f"{ms:,.0f}" for ms in r["cold_runs_ms"])
+        lines.append(f"| {r['size']:,} | {r['vectors']} | {r['cold_ms']:,.0f} ({runs}) | {r['rss_mb']:,.0f} "
+                     f"({r['rss_anon_mb']:,.0f} + {r['rss_file_mb']:,.0f}) | {r['file_mb']:,.0f} | "
+                     f"{r['hybrid_p50']:.1f} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
@@ -81,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"results file (default {DEFAULT_JSON})")
     parser.add_argument("--append", action="store_true", help="merge into the results file instead of replacing it")
     parser.add_argument("--plot", type=Path, default=DEFAULT_PLOT, help=f"PNG to write (default {DEFAULT_PLOT})")
+    parser.add_argument("--cached", action="store_true",
+                        help="measure on stores built once and kept in bench/.cache, with cold start and RSS")
+    parser.add_argument("--runs", type=int, default=5, help="new processes timed for the cold start (--cached)")
     args = parser.parse_args(argv)
     if min(args.sizes) <= 10:
         parser.error("sizes must be above 10 (top-10 search)")
@@ -92,7 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="openkoi-scaling-") as tmp:
         for size in args.sizes:
             print(f"running {size:,} x {args.vectors} ...", file=sys.stderr)
-            rows.append(run(size, args.vectors, turns, questions, args.queries, Path(tmp)))
+            if args.cached:
+                rows.append(cached_run(size, args.vectors, turns, questions, args.queries, Path(tmp), runs=args.runs))
+            else:
+                rows.append(run(size, args.vectors, turns, questions, args.queries, Path(tmp)))
             rows[-1]["load_avg"] = [load_before, os.getloadavg()[0]]
             print(table(rows[-1:]).splitlines()[-1], file=sys.stderr)
     measured = {r["size"] for r in rows}
@@ -112,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in runs:
         print(f"command: {r['command']}\n")
     print(table(drawn))
+    if any("cold_ms" in r for r in drawn):
+        print("\n" + cold_table(drawn))
     print(f"\nplot: {args.plot}\nresults: {args.json}", file=sys.stderr)
     return 0
 

@@ -1,31 +1,34 @@
-"""The in-process copy of a memory's vectors that searches and near-duplicate checks scan.
+"""The compact copy of a memory's vectors that searches and near-duplicate checks scan.
 
-A float32 matrix plus two sign codes per vector (binary quantisation): small scopes are scanned
-exactly; large ones are ranked by Hamming distance on the bits and the best ``rerank_pool``
-scored exactly. :class:`~.vectors.SqliteVectorIndex` keeps it in step with ``memory_vec``.
+Per vector: two sign codes (binary quantisation), the vector in int8 with a scale and in
+float32, beside its row id and filter columns. Small scopes are scored in int8; large ones are
+ranked by Hamming distance on the bits and the best ``rerank_pool`` scored in int8; only the
+final candidates are scored exactly, from their float32 rows. The arrays live in memory
+(``:memory:`` stores) or are the columns of the memory's vector file (:mod:`.vector_file`),
+mapped copy-on-write, so a process only holds the pages it read; :class:`~.vectors.SqliteVectorIndex` keeps them in step with ``memory_vec``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
-from collections import Counter
-from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
-from .protocols import RowState, content_of
+from .protocols import RowState
 from .scope import Scope
+from .vector_file import RowReader, column_specs
 
 try:  # the near-duplicate scan compiled (setup.py builds it where a C compiler is); else numpy
     import shared_core._speedups as _speedups
 except ImportError:  # pragma: no cover - exercised by the tests that force numpy
     _speedups = None
 
-__all__ = ["Mirror", "SEVERAL", "SMALL_MIRROR", "centred_threshold", "dot", "least_centred", "popcount",
-           "sign_bit_bound", "sign_code"]
+__all__ = ["Mirror", "SMALL_MIRROR", "centred_threshold", "dot", "encode", "least_centred", "popcount",
+           "quantise", "sign_bit_bound", "sign_code", "stamp_hash"]
 
 SMALL_MIRROR = 1024  # rows below which a near-duplicate check just scans every vector
-SEVERAL = -1  # in Mirror.by_content: more than one row holds that content
 
 
 def dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
@@ -95,160 +98,324 @@ def least_centred(threshold: float, a: float, shift: float) -> float | None:
     return least if least > 0.0 else None
 
 
+def stamp_hash(stamp: str) -> int:
+    """A row's embedding stamp (:func:`~.protocols.stamp_of`) as a signed 64-bit number, for the files' stamp column."""
+    return int.from_bytes(hashlib.blake2b(stamp.encode(), digest_size=8).digest(), "little", signed=True)
+
+
+def quantise(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(int8 rows, float32 scale per row) with ``rows * scale`` close to ``vectors`` (one vector or a matrix)."""
+    scale = np.abs(vectors).max(axis=-1) / 127.0
+    scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
+    q = np.rint(vectors / scale[..., None]).astype(np.int8)
+    return q, scale
+
+
+def encode(vectors: np.ndarray, centre: np.ndarray, words: int, head: int) -> dict[str, np.ndarray]:
+    """The vector columns of some rows (a matrix): raw and centred sign codes, int8 rows and scales."""
+    q, scale = quantise(vectors)
+    centred = sign_code(vectors - centre, words)
+    return {"vectors": vectors, "codes": sign_code(vectors, words).T, "centred_head": centred[:, :head].T,
+            "centred_tail": centred[:, head:], "q": q, "scale": scale}
+
+
 class Mirror:
-    """Growable arrays of vectors, sign bits and filter columns, addressed by slot.
+    """Arrays of codes, int8 vectors and filter columns, addressed by slot.
 
     Two sign codes per vector: ``codes``, its own signs, which pick search's candidates, and
-    the signs of the vector minus ``centre`` (the mean of the stored vectors, recomputed
-    whenever the mirror is loaded or has doubled), for the near-duplicate check: their first
-    two words column-major in ``centred_head`` (scanned for every row), the rest row-major in
-    ``centred_tail`` (read for the few rows that pass: one cache line each).
-    Embeddings share a common direction (the mean of 100k hashing vectors has norm 0.46, of
-    all-MiniLM-L6-v2 vectors 0.50), so the raw signs of unrelated texts agree in many places;
-    centred, 3.6x fewer rows passed the check's first stage. Search keeps the raw signs: they
-    rank by cosine similarity itself (centred ones lost recall with all-MiniLM-L6-v2).
+    the signs of the vector minus ``centre`` (about the mean of the stored vectors), for the
+    near-duplicate check: their first two words column-major in ``centred_head`` (scanned for
+    every row), the rest row-major in ``centred_tail`` (read for the few rows that pass: one
+    cache line each). Embeddings share a common direction (the mean of 100k hashing vectors has
+    norm 0.46, of all-MiniLM-L6-v2 vectors 0.50), so the raw signs of unrelated texts agree in
+    many places; centred, 3.6x fewer rows passed the check's first stage. Search keeps the raw
+    signs: they rank by cosine similarity itself (centred ones lost recall with all-MiniLM-L6-v2).
+
+    Slots ``[0, sorted_upto)`` hold increasing row ids (found by binary search); a row appended
+    out of order is found through ``extra``. A deleted row's slot stays, dead, until the arrays are
+    compacted. Slots below ``base_size`` came from the file; ``dirty`` are those changed since.
     """
 
-    def __init__(self, dims: int) -> None:
+    # the columns (vector_file.column_specs), set by _allocate() or mapped()
+    vectors: np.ndarray
+    codes: np.ndarray
+    centred_head: np.ndarray
+    centred_tail: np.ndarray
+    q: np.ndarray
+    scale: np.ndarray
+    rowids: np.ndarray
+    ns: np.ndarray
+    kind: np.ndarray
+    expires: np.ndarray
+    current: np.ndarray
+    alive: np.ndarray
+    stamp: np.ndarray
+
+    def __init__(self, dims: int, capacity: int = 1024) -> None:
         self.dims = dims
         self.words = -(-dims // 64)  # uint64 words per sign code (the last one zero-padded)
         self.head = min(2, self.words)  # words of the centred code in the near-duplicate check's first stage
-        self.capacity = 0
         self.size = 0
+        self.sorted_upto = 0
+        self.extra: dict[int, int] = {}
+        self.base_size = 0
+        self.dirty: set[int] = set()
+        self.names_dirty = False
+        self.private = False  # whether this process wrote into its copy-on-write mapping
+        self.file_backed = False
+        self.generation = 0
         self.centre = np.zeros(dims, dtype=np.float32)
         self.centre_norm = 0.0
         self._centred_at = 0  # how many rows the mirror held when ``centre`` was computed
         self._last_centred: tuple[np.ndarray, np.ndarray, float, np.ndarray] | None = None  # see centred()
-        self.slot: dict[int, int] = {}
-        self.stamps: dict[int, str] = {}
-        # content hash -> the one row holding it (SEVERAL: more than one), for the exact-duplicate
-        # check of every add: a dictionary lookup instead of a query
-        self.by_content: dict[str, int] = {}
+        self.ns_names: list[str] = []
+        self.kind_names: list[str] = []
         self.ns_codes: dict[str, int] = {}
         self.kind_codes: dict[str, int] = {}
-        self._allocate(1024)
+        self.columns: dict[str, np.ndarray] = {}
+        self.reader: RowReader | None = None  # reads the file's rows of a file-backed mirror
+        self._allocate(max(1, capacity))
+
+    @classmethod
+    def mapped(cls, dims: int, size: int, sorted_upto: int, generation: int, columns: dict[str, np.ndarray],
+               names: dict[str, list[str]], reader: RowReader) -> Mirror:
+        """A mirror over the columns of a vector file (:meth:`.vector_file.VectorFile.map`)."""
+        mirror = cls(dims, capacity=1)
+        mirror.reader = reader
+        mirror.columns = {name: array for name, array in columns.items() if name != "centre"}
+        mirror.__dict__.update(mirror.columns)
+        mirror.capacity = int(columns["rowids"].shape[0])
+        mirror.size = mirror.base_size = mirror._centred_at = size
+        mirror.sorted_upto = sorted_upto
+        mirror.file_backed = True
+        mirror.generation = generation
+        mirror.centre = np.array(columns["centre"])
+        mirror.centre_norm = math.sqrt(float(mirror.centre @ mirror.centre))
+        mirror.ns_names, mirror.kind_names = list(names.get("ns", [])), list(names.get("kind", []))
+        mirror.ns_codes = {name: i for i, name in enumerate(mirror.ns_names)}
+        mirror.kind_codes = {name: i for i, name in enumerate(mirror.kind_names)}
+        rowids = mirror.rowids
+        mirror.extra = {int(rowids[s]): s for s in range(sorted_upto, size)}
+        return mirror
+
+    def names(self) -> dict[str, list[str]]:
+        return {"ns": self.ns_names, "kind": self.kind_names}
 
     def _allocate(self, capacity: int) -> None:
-        def grow(old: np.ndarray | None, shape: tuple[int, ...], dtype: Any, fill: Any = 0) -> np.ndarray:
-            new = np.full(shape, fill, dtype=dtype)
+        """Room for ``capacity`` slots in memory, the first ``size`` copied over."""
+        fresh: dict[str, np.ndarray] = {}
+        for name, dtype, row, column_major in column_specs(self.dims):
+            shape = (row[0], capacity) if column_major else (capacity, *row)
+            array = np.zeros(shape, dtype=dtype)
+            old = self.columns.get(name)
             if old is not None:
-                new[: self.size] = old[: self.size]
-            return new
-
-        def grow_columns(old: np.ndarray | None, words: int) -> np.ndarray:
-            codes = np.zeros((words, capacity), dtype=np.uint64)
-            if old is not None:
-                codes[:, : self.size] = old[:, : self.size]
-            return codes
-
-        d = self.dims
-        self.rowids = grow(getattr(self, "rowids", None), (capacity,), np.int64)
-        self.alive = grow(getattr(self, "alive", None), (capacity,), bool, False)
-        self.ns = grow(getattr(self, "ns", None), (capacity,), np.int32)
-        self.kind = grow(getattr(self, "kind", None), (capacity,), np.int32)
-        self.expires = grow(getattr(self, "expires", None), (capacity,), np.float64, math.inf)
-        self.current = grow(getattr(self, "current", None), (capacity,), bool, True)
-        self.vectors = grow(getattr(self, "vectors", None), (capacity, d), np.float32)
-        # column-major: word w of every code is one contiguous array, scanned at memory speed
-        self.codes = grow_columns(getattr(self, "codes", None), self.words)
-        self.centred_head = grow_columns(getattr(self, "centred_head", None), self.head)
-        self.centred_tail = grow(getattr(self, "centred_tail", None), (capacity, self.words - self.head), np.uint64)
+                if column_major:
+                    array[:, : self.size] = old[:, : self.size]
+                else:
+                    array[: self.size] = old[: self.size]
+            fresh[name] = array
+        self.columns = fresh
+        self.__dict__.update(fresh)
         self.capacity = capacity
+        self.file_backed = False  # whatever came from a file is copied into memory now
 
-    def _code(self, name: str, table: dict[str, int]) -> int:
+    def _code(self, name: str, table: dict[str, int], names: list[str]) -> int:
         code = table.get(name)
         if code is None:
-            code = table[name] = len(table)
+            code = table[name] = len(names)
+            names.append(name)
+            self.names_dirty = True
         return code
 
+    # -- finding rows ---------------------------------------------------------------------------
+
+    def slot_of(self, rowid: int) -> int | None:
+        if self.sorted_upto:
+            sorted_ids = self.rowids[: self.sorted_upto]
+            i = int(sorted_ids.searchsorted(rowid))
+            if i < self.sorted_upto and sorted_ids[i] == rowid:
+                return i
+        return self.extra.get(rowid)
+
+    def slots_of(self, rowids: np.ndarray) -> np.ndarray:
+        """The slot of each row id (-1 for rows not held)."""
+        rowids = np.asarray(rowids, dtype=np.int64)
+        out = np.full(rowids.shape, -1, dtype=np.int64)
+        if self.sorted_upto:
+            sorted_ids = self.rowids[: self.sorted_upto]
+            found = np.minimum(sorted_ids.searchsorted(rowids), self.sorted_upto - 1)
+            hit = sorted_ids[found] == rowids
+            out[hit] = found[hit]
+        if self.extra:
+            for i in np.flatnonzero(out < 0):
+                out[i] = self.extra.get(int(rowids[i]), -1)
+        return out
+
+    def live_count(self) -> int:
+        return int(np.count_nonzero(self.alive[: self.size]))
+
+    # -- changes --------------------------------------------------------------------------------
+
     def upsert(self, rowid: int, state: RowState, vector: np.ndarray | None) -> None:
-        slot = self.slot.get(rowid)
+        """Hold ``rowid`` with ``state`` (and ``vector``, when it changed or is new)."""
+        slot = self.slot_of(rowid)
         if slot is None:
             if vector is None:
                 return  # a state change for a row we never saw with a vector
             if self.size == self.capacity:
                 self._allocate(self.capacity * 2)
-            if self.size >= 2 * max(self._centred_at, SMALL_MIRROR // 2):
+            if not self.file_backed and self.size >= 2 * max(self._centred_at, SMALL_MIRROR // 2):
                 self._recentre()
             slot = self.size
             self.size += 1
-            self.slot[rowid] = slot
             self.rowids[slot] = rowid
+            if self.sorted_upto == slot and (slot == 0 or self.rowids[slot - 1] < rowid):
+                self.sorted_upto += 1
+            else:
+                self.extra[rowid] = slot
+        elif slot < self.base_size:
+            self.dirty.add(slot)
+        self.private = True
         self.alive[slot] = True
-        self.ns[slot] = self._code(state.namespace, self.ns_codes)
-        self.kind[slot] = self._code(state.kind, self.kind_codes)
+        self.ns[slot] = self._code(state.namespace, self.ns_codes, self.ns_names)
+        self.kind[slot] = self._code(state.kind, self.kind_codes, self.kind_names)
         self.expires[slot] = state.expires
         self.current[slot] = state.current
         if vector is not None:
+            q, scale = quantise(vector)
             self.vectors[slot] = vector
+            self.q[slot], self.scale[slot] = q, scale
             self.codes[:, slot] = sign_code(vector, self.words)
             centred = self.centred(vector)[1]
             self.centred_head[:, slot] = centred[: self.head]
             self.centred_tail[slot] = centred[self.head :]
-            old = self.stamps.get(rowid)
-            if old != state.stamp:
-                self._forget_content(rowid, old)
-                self._note_content(rowid, state.stamp)
-                self.stamps[rowid] = state.stamp
+            self.stamp[slot] = stamp_hash(state.stamp)
+
+    def append_many(self, rows: list[tuple[int, np.ndarray, RowState]],
+                    write: Callable[[int, dict[str, np.ndarray]], None] | None = None) -> bool:
+        """Hold new rows in one go (a bulk load's batch), when all are new and their row ids ascend
+        past every held one; False, changing nothing, otherwise (then :meth:`upsert` each).
+        ``write(start, columns)``: the rows' columns go there (into the mapped file) instead of into
+        the arrays, which then show them through the mapping."""
+        n = len(rows)
+        if n == 0:
+            return False
+        rowids = np.fromiter((r for r, _, _ in rows), dtype=np.int64, count=n)
+        start = self.size
+        last = int(self.rowids[start - 1]) if start else -1
+        if self.sorted_upto != start or rowids[0] <= last or np.any(np.diff(rowids) <= 0):
+            return False
+        if write is None:
+            while start + n > self.capacity:
+                self._allocate(self.capacity * 2)
+        elif start + n > self.capacity:
+            return False
+        states = [s for _, _, s in rows]
+        part = encode(np.stack([v for _, v, _ in rows]).astype(np.float32, copy=False), self.centre, self.words,
+                      self.head)
+        part.update(
+            rowids=rowids, alive=np.ones(n, dtype=bool),
+            ns=np.array([self._code(s.namespace, self.ns_codes, self.ns_names) for s in states], dtype=np.int32),
+            kind=np.array([self._code(s.kind, self.kind_codes, self.kind_names) for s in states], dtype=np.int32),
+            expires=np.array([s.expires for s in states], dtype=np.float64),
+            current=np.array([s.current for s in states], dtype=bool),
+            stamp=np.array([stamp_hash(s.stamp) for s in states], dtype=np.int64),
+        )
+        end = start + n
+        if write is not None:
+            write(start, part)
+            self.base_size = end
+        else:
+            for name, _, _, column_major in column_specs(self.dims):
+                if column_major:
+                    self.columns[name][:, start:end] = part[name]
+                else:
+                    self.columns[name][start:end] = part[name]
+            self.private = True
+        self.size = self.sorted_upto = end
+        if not self.file_backed and self.size >= 2 * max(self._centred_at, SMALL_MIRROR // 2):
+            self._recentre()
+        return True
 
     def remove(self, rowid: int) -> None:
-        slot = self.slot.pop(rowid, None)
-        if slot is not None:
-            self.alive[slot] = False
-            self._forget_content(rowid, self.stamps.pop(rowid, None))
-        dead = self.size - len(self.slot)
-        if dead > 1024 and dead > self.size // 4:
-            self._compact()
+        slot = self.slot_of(rowid)
+        if slot is None or not self.alive[slot]:
+            return
+        self.alive[slot] = False
+        self.stamp[slot] = 0
+        self.private = True
+        if slot < self.base_size:
+            self.dirty.add(slot)
+        if not self.file_backed:
+            dead = self.size - self.live_count()
+            if dead > 1024 and dead > self.size // 4:
+                self._compact()
 
     def _compact(self) -> None:
+        """Keep the live slots only, in row id order (in memory; a file is compacted by writing a new one)."""
         keep = np.flatnonzero(self.alive[: self.size])
-        for name in ("rowids", "alive", "ns", "kind", "expires", "current", "vectors"):
-            array = getattr(self, name)
-            array[: len(keep)] = array[keep]
-        self.codes[:, : len(keep)] = self.codes[:, keep]
-        self.centred_head[:, : len(keep)] = self.centred_head[:, keep]
-        self.centred_tail[: len(keep)] = self.centred_tail[keep]
+        keep = keep[np.argsort(self.rowids[keep], kind="stable")]
+        for name, _, _, column_major in column_specs(self.dims):
+            array = self.columns[name]
+            if column_major:
+                array[:, : len(keep)] = array[:, keep]
+            else:
+                array[: len(keep)] = array[keep]
         self.alive[len(keep) : self.size] = False
-        self.size = len(keep)
-        self.slot = {int(r): i for i, r in enumerate(self.rowids[: self.size])}
+        self.size = self.sorted_upto = len(keep)
+        self.extra = {}
 
     def bulk_load(self, rowids: np.ndarray, states: list[RowState], vectors: np.ndarray) -> None:
+        """Replace what the mirror holds with these rows (in memory)."""
+        order = np.argsort(np.asarray(rowids), kind="stable")
+        rowids, vectors = np.asarray(rowids)[order], vectors[order]
+        states = [states[i] for i in order]
         n = len(rowids)
-        self.size = 0
-        self.slot = {}
-        self.stamps = {}
+        self.size = self.sorted_upto = self.base_size = 0
+        self.extra, self.dirty = {}, set()
+        self.columns = {}
         self._allocate(max(1024, 1 << max(0, (n - 1)).bit_length()))
-        self.size = n
+        self.size = self.sorted_upto = n
         self.rowids[:n] = rowids
         self.alive[:n] = True
-        self.ns[:n] = [self._code(s.namespace, self.ns_codes) for s in states]
-        self.kind[:n] = [self._code(s.kind, self.kind_codes) for s in states]
+        self.ns[:n] = [self._code(s.namespace, self.ns_codes, self.ns_names) for s in states]
+        self.kind[:n] = [self._code(s.kind, self.kind_codes, self.kind_names) for s in states]
         self.expires[:n] = [s.expires for s in states]
         self.current[:n] = [s.current for s in states]
-        self.vectors[:n] = vectors
+        self.stamp[:n] = [stamp_hash(s.stamp) for s in states]
+        self.centre = vectors.mean(axis=0, dtype=np.float64).astype(np.float32) if n else self.centre
+        self.centre_norm = math.sqrt(float(self.centre @ self.centre))
+        self._centred_at = n
         for start in range(0, n, 65536):  # in parts: the sign matrix of a million rows is large
-            part = vectors[start : start + 65536]
-            self.codes[:, start : start + len(part)] = sign_code(part, self.words).T
-        self._recentre()
-        self.slot = {int(r): i for i, r in enumerate(rowids)}
-        self.stamps = {int(r): s.stamp for r, s in zip(rowids, states, strict=False)}
-        contents = [stamp.rpartition("|")[2] for stamp in self.stamps.values()]  # _content_of, inlined
-        self.by_content = dict(zip(contents, self.stamps, strict=True))
-        if len(self.by_content) < len(contents):
-            for content, count in Counter(contents).items():
-                if count > 1:
-                    self.by_content[content] = SEVERAL
-        self.by_content.pop("", None)
+            self.put_vectors(start, vectors[start : start + 65536])
 
-    def _note_content(self, rowid: int, stamp: str) -> None:
-        content = content_of(stamp)
-        if content:
-            held = self.by_content.get(content)
-            self.by_content[content] = rowid if held is None or held == rowid else SEVERAL
+    def put_vectors(self, start: int, vectors: np.ndarray) -> None:
+        """The vector columns of slots ``start, start + 1, ...`` from ``vectors``."""
+        end = start + len(vectors)
+        major = {name for name, _, _, column_major in column_specs(self.dims) if column_major}
+        for name, part in encode(vectors, self.centre, self.words, self.head).items():
+            array = self.columns[name]
+            if name in major:
+                array[:, start:end] = part
+            else:
+                array[start:end] = part
 
-    def _forget_content(self, rowid: int, stamp: str | None) -> None:
-        if stamp is not None and self.by_content.get(content_of(stamp)) == rowid:
-            del self.by_content[content_of(stamp)]
+    def rows(self, name: str, slots: np.ndarray) -> np.ndarray:
+        """Rows of a row-major column at ``slots``: a file-backed mirror reads the rows the file holds
+        with ``pread`` (random rows of the mapping would make their neighbours resident too)."""
+        column = self.columns[name]
+        if self.reader is None or not self.file_backed:
+            return column[slots]
+        slots = np.asarray(slots, dtype=np.int64)
+        in_file = slots < self.base_size
+        if self.dirty:
+            in_file &= ~np.isin(slots, np.fromiter(self.dirty, dtype=np.int64, count=len(self.dirty)))
+        if in_file.all():
+            return self.reader.rows(name, slots)
+        out = np.empty((len(slots), *column.shape[1:]), dtype=column.dtype)
+        out[in_file] = self.reader.rows(name, slots[in_file])
+        out[~in_file] = column[slots[~in_file]]
+        return out
 
     def centred_code(self, vector: np.ndarray) -> np.ndarray:
         """The centred sign code of a vector (or of each row of a matrix)."""
@@ -271,7 +438,10 @@ class Mirror:
         n = self.size
         if n == 0:
             return
-        self.centre = self.vectors[:n].mean(axis=0, dtype=np.float64).astype(np.float32)
+        total = np.zeros(self.dims, dtype=np.float64)
+        for start in range(0, n, 65536):
+            total += self.vectors[start : min(n, start + 65536)].sum(axis=0, dtype=np.float64)
+        self.centre = (total / n).astype(np.float32)
         self.centre_norm = math.sqrt(float(self.centre @ self.centre))
         for start in range(0, n, 65536):
             part = self.centred_code(self.vectors[start : min(n, start + 65536)])
@@ -279,6 +449,7 @@ class Mirror:
             self.centred_tail[start : start + len(part)] = part[:, self.head :]
         self._centred_at = n
 
+    # -- scans ----------------------------------------------------------------------------------
     def near_centred(self, code: np.ndarray, head_bound: int, bound: int) -> tuple[np.ndarray, np.ndarray]:
         """Slots whose centred code differs from ``code`` in at most ``head_bound`` bits of the
         head words and ``bound`` bits in all, with those distances."""
@@ -312,9 +483,24 @@ class Mirror:
                 return slots[:count], distances[:count]
             room = count
 
+    def signed(self, slots: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """``query`` against the sign bits of ``slots`` (the sum of its components where the row's are
+        positive): ranks rows by similarity far better than a Hamming distance, from the codes alone."""
+        bits = np.unpackbits(np.ascontiguousarray(self.codes[:, slots].T).view(np.uint8), axis=1, count=self.dims)
+        return bits.astype(np.float32) @ query.astype(np.float32)
+
+    def approx(self, slots: np.ndarray, query: np.ndarray, *, read: bool = False) -> np.ndarray:
+        """Cosine similarity of ``query`` to the int8 vectors of ``slots`` (within about 0.005 of the exact
+        one). ``read``: rows of a file-backed mirror come by ``pread`` (scattered rows), else through
+        the mapping (a small scope's, whose pages then stay resident, shared with other processes)."""
+        rows = self.rows("q", slots) if read else self.q[slots]
+        return (rows.astype(np.float32) @ query.astype(np.float32)) * self.scale[slots]
+
     def scores(self, slots: np.ndarray, query: np.ndarray) -> np.ndarray:
-        """Cosine similarity of ``query`` to the vectors of a few ``slots``: compiled, their rows are
-        fetched from memory together instead of one after another."""
+        """Cosine similarity of ``query`` to the float32 vectors of a few ``slots``: compiled, their rows
+        are fetched from memory together instead of one after another."""
+        if self.file_backed:
+            return dot(self.rows("vectors", slots), query)
         if _speedups is None:
             return dot(self.vectors[slots], query)
         sims = np.empty(slots.size, dtype=np.float64)

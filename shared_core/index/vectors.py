@@ -7,11 +7,11 @@ ways to search them:
 * ``sqlite-vec``: exact KNN inside SQLite, with the scope as a ``chunk_rowid IN
   (subquery)`` constraint, so filters apply before top-k. No memory cost; about
   60-80 ms at 100k rows on a small machine.
-* ``mirror`` (the default): an in-process copy of the vectors as a float32 matrix plus
-  their sign bits (binary quantisation, :mod:`.mirror`). Small scopes are scanned exactly; large ones
-  are ranked by Hamming distance on the bits, and the best ``rerank_pool`` are then
-  scored exactly, which finds the true top-k for well over 95 % of queries on real
-  sentence embeddings at a few milliseconds per 100k rows.
+* ``mirror`` (the default): the vectors' sign bits (binary quantisation), int8 and float32
+  copies and filter columns (:mod:`.mirror`), kept in the memory's vector file and mapped by
+  every process that searches (:mod:`.vector_file`, :mod:`.mirror_keeper`). Small scopes are
+  scored in int8; large ones are ranked by Hamming distance on the bits and the best
+  ``rerank_pool`` scored in int8; the final candidates are scored exactly.
 
 The mirror follows other connections through ``index_log``, a table every change to a
 chunk appends to (by trigger): before each search it reads the log past the last
@@ -32,8 +32,9 @@ import numpy as np
 from ..config import DatabaseConfig, SearchConfig
 from ..db import Backend, Database
 from ..db.postgres import PostgresDatabase
-from .mirror import SEVERAL, SMALL_MIRROR, Mirror, dot, least_centred, sign_bit_bound, sign_code
-from .protocols import RowState, VectorIndex, epoch_of, stamp_of
+from .mirror import SMALL_MIRROR, Mirror, least_centred, sign_bit_bound, sign_code
+from .mirror_keeper import MirrorKeeper
+from .protocols import RowState, VectorIndex
 from .scope import Scope
 
 __all__ = ["SqliteVectorIndex", "vector_index_for"]
@@ -42,13 +43,10 @@ _VEC0_MAX_K = 4096  # sqlite-vec refuses a KNN query for more neighbours
 _BATCH = 500  # rowids per IN (...) list
 _VEC_CLEARS_ON_DELETE = (0, 1, 9)  # the first sqlite-vec seen to zero a deleted vector's bytes
 _CPUS = os.cpu_count() or 1  # one: no worker thread for the vector scan
-_STATE_COLUMNS = "chunk_rowid, namespace, kind, expires_at, valid_to IS NULL, embedded_at, content_hash"
-_JOINED_STATE_COLUMNS = ", ".join(f"c.{column}" for column in _STATE_COLUMNS.split(", "))
-
-
-def _state(row: Sequence[Any]) -> RowState:
-    return RowState(row[1], row[2], epoch_of(row[3]), bool(row[4]), stamp_of(row[5], row[6]))
-
+_EXACT_EXTRA = 16  # int8-scored candidates past k that are scored exactly: int8 can swap close neighbours
+_EXACT_MAX = 1024  # sign-ranked candidates of a file-backed index whose int8 rows are read
+_FILE_DIRECT_ROWS = 4096  # a scope this small is scored in int8 whole (each row a pread from the vector file)
+_NEAR_MARGIN = 0.02  # int8 scores this far under a near-duplicate threshold are checked exactly
 
 _pool: ThreadPoolExecutor | None = None
 
@@ -102,9 +100,13 @@ class SqliteVectorIndex:
         self.db = db
         self.dims = dims
         self.config = config
-        self._mirror: Mirror | None = None
-        self._last_seq = 0
-        self._synced_at: tuple[int, int] | None = None  # the db.snapshot the mirror last caught up with
+        self._keeper = MirrorKeeper(db, dims)
+        self._rebuilt = False  # rebuild() emptied memory_vec: reset() drops the vector file
+        self._ns_sizes: tuple[Mirror, int, np.ndarray] | None = None  # (mirror, its size then, live rows per namespace)
+
+    @property
+    def _mirror(self) -> Mirror | None:
+        return self._keeper.mirror
 
     # -- writes (inside the caller's transaction) -----------------------------------------
 
@@ -114,9 +116,7 @@ class SqliteVectorIndex:
         self.db.execute(
             "INSERT INTO memory_vec (chunk_rowid, embedding) VALUES (?, ?)", (rowid, vector.tobytes())
         )
-        if self._mirror is not None:
-            mirror = self._mirror
-            self.db.after_commit(lambda: mirror.upsert(rowid, state, vector))
+        self._after_commit([(rowid, vector, state)])
 
     def put_many(self, rows: list[tuple[int, np.ndarray, RowState]]) -> None:
         """Insert vectors for new rows (no replace) in one statement batch."""
@@ -124,14 +124,7 @@ class SqliteVectorIndex:
             "INSERT INTO memory_vec (chunk_rowid, embedding) VALUES (?, ?)",
             [(rowid, vector.tobytes()) for rowid, vector, _ in rows],
         )
-        if self._mirror is not None:
-            mirror = self._mirror
-
-            def apply() -> None:
-                for rowid, vector, state in rows:
-                    mirror.upsert(rowid, state, vector)
-
-            self.db.after_commit(apply)
+        self._after_commit(rows)
 
     def delete(self, rowids: Iterable[int]) -> None:
         ids = list(rowids)
@@ -140,19 +133,25 @@ class SqliteVectorIndex:
             self.db.execute(
                 f"DELETE FROM memory_vec WHERE chunk_rowid IN ({', '.join('?' for _ in part)})", part
             )
-        if self._mirror is not None and ids:
-            mirror = self._mirror
+        if ids:
+            self._after_commit([], ids)
 
-            def apply() -> None:
-                for rowid in ids:
-                    mirror.remove(rowid)
-
-            self.db.after_commit(apply)
+    def _after_commit(self, rows: list[tuple[int, np.ndarray, RowState]], removed: Sequence[int] = ()) -> None:
+        """Own writes reach the mirror (and through it the vector file) once committed."""
+        keeper = self._keeper
+        if self.uses_mirror and (keeper.mirror is not None or keeper.writable):
+            self.db.after_commit(lambda: keeper.apply_own(rows, removed))
 
     def reset(self) -> None:
-        """Forget the mirror (after the vector table was rebuilt, e.g. by a re-embed)."""
-        self._mirror = None
-        self._last_seq = 0
+        """After the vector table was rewritten (a re-embed: the vector file goes too) or rows were
+        erased (the file is scrubbed of them)."""
+        if self._rebuilt:
+            self._keeper.forget()
+            self._keeper = MirrorKeeper(self.db, self.dims)
+            self._rebuilt = False
+        else:
+            self._keeper.scrub()
+        self._ns_sizes = None
 
     def ensure_ready(self) -> None:
         """Nothing to prepare: migration 2 created ``memory_vec`` for the embedder's dimensions."""
@@ -163,6 +162,7 @@ class SqliteVectorIndex:
         sqlite-vec 0.1.9 and later zero a vector when it is deleted (tests/core/test_erase.py looks
         for an erased vector's bytes in the files), so there is nothing to do. Older versions only
         mark it invalid: the live vectors are copied out and back (2 s at 100k inside the erase).
+        The vector file is scrubbed by :meth:`reset`, after the erase commits.
         """
         if _vec_version(self.db) >= _VEC_CLEARS_ON_DELETE:
             return
@@ -178,6 +178,7 @@ class SqliteVectorIndex:
         """Start re-embedding with ``dims`` (inside a transaction): an empty vector table of that size."""
         self._recreate(dims)
         self.dims = int(dims)
+        self._rebuilt = True
 
     def _recreate(self, dims: int) -> None:
         self.db.execute("DROP TABLE memory_vec")
@@ -203,23 +204,24 @@ class SqliteVectorIndex:
     def uses_mirror(self) -> bool:
         return self.config.vector_index in ("auto", "mirror")
 
+    def _usable(self) -> bool:
+        """Whether to answer from the mirror: never build it from a transaction's uncommitted state."""
+        return self.uses_mirror and not (self._keeper.mirror is None and self.db.has_uncommitted_writes)
+
     def search(
         self, query: np.ndarray, k: int, scope: Scope, *, now: float
     ) -> list[tuple[int, float]]:
         """(chunk_rowid, cosine similarity), best first: the top ``k`` within ``scope``."""
         if k <= 0:
             return []
-        if not self.uses_mirror or (self._mirror is None and self.db.has_uncommitted_writes):
-            # never build the mirror from a transaction's uncommitted state: ask SQLite directly
+        if not self._usable():
             return self._search_sqlite_vec(query, k, scope)
         mirror = self.sync()
         allowed = None
         if scope.needs_row_filter:
+            slots = mirror.slots_of(np.array(self._rowids_in(scope), dtype=np.int64))
             allowed = np.zeros(mirror.size, dtype=bool)
-            for rowid in self._rowids_in(scope):
-                slot = mirror.slot.get(rowid)
-                if slot is not None:
-                    allowed[slot] = True
+            allowed[slots[slots >= 0]] = True
         return self._scan(mirror, query, k, scope, now, allowed)
 
     def search_in_background(self, query: np.ndarray, k: int, scope: Scope, *, now: float) -> Future | None:
@@ -227,11 +229,20 @@ class SqliteVectorIndex:
         or None when that would not pay (a small mirror, no mirror, a scope that needs the
         table): then call :meth:`search`. The caller waits for the result before it lets go
         of the store's lock, so no write can change the mirror during the scan."""
-        if (k <= 0 or _CPUS < 2 or not self.uses_mirror or scope.needs_row_filter or self._mirror is None
-                or not self.config.parallel_scan_rows or self._mirror.size < self.config.parallel_scan_rows
+        mirror = self._keeper.mirror
+        if (k <= 0 or _CPUS < 2 or not self.uses_mirror or scope.needs_row_filter or mirror is None
+                or not self.config.parallel_scan_rows or mirror.size < self.config.parallel_scan_rows
                 or self.db.has_uncommitted_writes):
             return None
         return _scan_pool().submit(self._scan, self.sync(), query, k, scope, now, None)
+
+    def _pool(self, k: int, rows: int) -> int:
+        """How many of the nearest codes by Hamming distance are scored again: ``rerank_pool``, at
+        least 20 x k, and a 128th of the rows searched. Sign bits rank worse the more rows there are:
+        recall@10 of hashing vectors at 1M was 0.85 with the best 1,000 scored exactly, 0.95 with
+        4,000 and 0.97 with 8,000. A file-backed index ranks them by the query against their sign
+        bits and scores the best 1,024 of them in int8: 0.966 at 1M."""
+        return max(self.config.rerank_pool, 20 * k, rows // 128)
 
     def _scan(self, mirror: Mirror, query: np.ndarray, k: int, scope: Scope, now: float,
               allowed: np.ndarray | None) -> list[tuple[int, float]]:
@@ -242,57 +253,57 @@ class SqliteVectorIndex:
         slots = np.flatnonzero(mask)
         if slots.size == 0:
             return []
-        if slots.size <= max(self.config.exact_scan_rows, k):
-            if slots.size * 2 > mirror.size:
-                sims = dot(mirror.vectors[: mirror.size], query)[slots]
-            else:
-                sims = dot(mirror.vectors[slots], query)
-            candidates = slots
+        if slots.size <= k + _EXACT_EXTRA:
+            chosen = slots
         else:
-            distances = mirror.hamming(slots, sign_code(query, mirror.words))
-            pool = min(slots.size, max(self.config.rerank_pool, 20 * k))
-            nearest = np.argpartition(distances, pool - 1)[:pool]
-            candidates = slots[nearest]
-            sims = dot(mirror.vectors[candidates], query)
+            direct = min(self.config.exact_scan_rows, _FILE_DIRECT_ROWS) if mirror.file_backed else self.config.exact_scan_rows
+            window = k + _EXACT_EXTRA
+            if slots.size <= max(direct, k):
+                candidates = slots
+                approx = mirror.approx(candidates, query)
+            else:
+                distances = mirror.hamming(slots, sign_code(query, mirror.words))
+                pool = min(slots.size, self._pool(k, slots.size))
+                candidates = slots[np.argpartition(distances, pool - 1)[:pool]]
+                if mirror.file_backed:
+                    # the int8 rows of thousands of candidates would make most of their column resident
+                    # (a read fault maps its neighbours too: 460 MB at 1M): rank them by the query against
+                    # their sign bits instead, and read the int8 rows of the best 1,024 only
+                    signed = mirror.signed(candidates, query)
+                    keep = min(candidates.size, max(window, _EXACT_MAX))
+                    candidates = candidates[np.argpartition(-signed, keep - 1)[:keep]]
+                    approx = mirror.approx(candidates, query, read=True)
+                else:
+                    approx = mirror.approx(candidates, query)
+            window = min(candidates.size, window)
+            chosen = candidates[np.argpartition(-approx, window - 1)[:window]]
+        sims = mirror.scores(chosen, query)
         top = min(k, sims.size)
         best = np.argpartition(-sims, top - 1)[:top]
         best = best[np.argsort(-sims[best], kind="stable")]
-        return [(int(mirror.rowids[candidates[i]]), float(sims[i])) for i in best]
+        return [(int(mirror.rowids[chosen[i]]), float(sims[i])) for i in best]
 
     def same_content(self, content_hash: str, scope: Scope, *, now: float) -> tuple[bool, int | None]:
-        """(True, a row in ``scope`` whose content hash is ``content_hash``, or None if there is none),
-        or (False, None) when the mirror cannot tell (none loaded, or several rows with that content):
-        then ask the table. Rows without a vector are not in the mirror; every add stores one."""
-        if not self.uses_mirror or scope.needs_row_filter or (self._mirror is None and self.db.has_uncommitted_writes):
-            return False, None
-        mirror = self.sync()
-        held = mirror.by_content.get(content_hash)
-        if held is None:
-            return True, None
-        slot = mirror.slot.get(held)
-        if held == SEVERAL or slot is None:
-            return False, None
-        return True, held if mirror.mask(scope, now, np.array([slot]))[0] else None
+        """Always (False, None): the table answers, through its (namespace, content_hash) index."""
+        return False, None
 
     def best_above(
         self, query: np.ndarray, threshold: float, scope: Scope, *, now: float
     ) -> tuple[int, float] | None:
         """The most similar row in ``scope`` if its cosine similarity exceeds ``threshold``, else None.
 
-        The near-duplicate check of every ``add``. A row that similar differs from the query in
-        few sign bits (:func:`centred_threshold`, :func:`sign_bit_bound`), so the mirror compares
-        the first two words of every code with the bound for 128 bits (about a third of the work
-        of a full Hamming scan), then the rest of the code for the few rows that pass with the
-        bound for the whole code, and scores the survivors in scope exactly (the ``rerank_pool``
-        nearest, should more be left). On LoCoMo texts, pairs above 0.9 differed in at most 26 of
-        the first 128 bits (bound 43 and up) with all-MiniLM-L6-v2 and with hashing vectors;
-        tests/core/test_near_duplicates.py checks the answers against an exact scan.
+        The near-duplicate check of every ``add``. In a namespace that holds a small part of the
+        memory, its rows (from the table's index) are scored exactly. Otherwise a row that
+        similar differs from the query in few sign bits (:func:`centred_threshold`,
+        :func:`sign_bit_bound`), so the mirror compares the first two words of every code with
+        the bound for 128 bits (about a third of the work of a full Hamming scan), then the rest
+        of the code for the few rows that pass with the bound for the whole code, and scores the
+        survivors in scope exactly (the ``rerank_pool`` nearest, should more be left). On LoCoMo
+        texts, pairs above 0.9 differed in at most 26 of the first 128 bits (bound 43 and up)
+        with all-MiniLM-L6-v2 and with hashing vectors; tests/core/test_near_duplicates.py
+        checks the answers against an exact scan.
         """
-        mirror = None
-        if self.uses_mirror and not scope.needs_row_filter and not (
-            self._mirror is None and self.db.has_uncommitted_writes
-        ):
-            mirror = self.sync()
+        mirror = self.sync() if self._usable() and not scope.needs_row_filter else None
         centred = code = None
         if mirror is not None:
             distance, code = mirror.centred(query)
@@ -301,31 +312,54 @@ class SqliteVectorIndex:
         if mirror is None or code is None or centred is None or head_bound is None or mirror.size <= SMALL_MIRROR:
             best = self.search(query, 1, scope, now=now)
             return best[0] if best and best[0][1] > threshold else None
-        bound = sign_bit_bound(centred, 64 * mirror.words) or 64 * mirror.words
-        near, distances = mirror.near_centred(code, head_bound, bound)
-        if near.size:
-            in_scope = mirror.mask(scope, now, near)
-            near, distances = near[in_scope], distances[in_scope]
+        near = self._namespace_slots(mirror, scope)
+        if near is None:
+            bound = sign_bit_bound(centred, 64 * mirror.words) or 64 * mirror.words
+            near, distances = mirror.near_centred(code, head_bound, bound)
+            if near.size:
+                in_scope = mirror.mask(scope, now, near)
+                near, distances = near[in_scope], distances[in_scope]
+            if near.size > self.config.rerank_pool:
+                near = near[np.argpartition(distances, self.config.rerank_pool - 1)[: self.config.rerank_pool]]
+        else:
+            near = near[mirror.mask(scope, now, near)]
+            if near.size > self.config.rerank_pool:  # int8 first: the float rows of a few only
+                approx = mirror.approx(near, query)
+                near = near[approx > threshold - _NEAR_MARGIN]
         if near.size == 0:
             return None
-        if near.size > self.config.rerank_pool:
-            near = near[np.argpartition(distances, self.config.rerank_pool - 1)[: self.config.rerank_pool]]
         sims = mirror.scores(near, query)
         i = int(np.argmax(sims))
         return (int(mirror.rowids[near[i]]), float(sims[i])) if sims[i] > threshold else None
+
+    def _namespace_slots(self, mirror: Mirror, scope: Scope) -> np.ndarray | None:
+        """The slots of ``scope``'s one namespace when it holds under a sixteenth of the mirror (and
+        few rows): read from the table's (namespace, kind) index. None: scan the whole mirror."""
+        if scope.namespaces is None or len(scope.namespaces) != 1 or scope.namespace_prefix:
+            return None
+        known = self._ns_sizes
+        if known is None or known[0] is not mirror or mirror.size > known[1] + known[1] // 8:
+            live = mirror.alive[: mirror.size]
+            sizes = np.bincount(mirror.ns[: mirror.size][live], minlength=len(mirror.ns_names))
+            known = self._ns_sizes = (mirror, mirror.size, sizes)
+        code = mirror.ns_codes.get(scope.namespaces[0])
+        held = int(known[2][code]) if code is not None and code < known[2].size else 0
+        if held > min(mirror.size // 16, self.config.exact_scan_rows):
+            return None
+        slots = mirror.slots_of(np.array(self._rowids_in(scope), dtype=np.int64))
+        return slots[slots >= 0]
 
     def similarities(self, query: np.ndarray, rowids: Sequence[int]) -> dict[int, float]:
         """Exact cosine similarity of ``query`` to each of ``rowids`` (rows without a vector are left out)."""
         if not rowids:
             return {}
-        if self.uses_mirror and not (self._mirror is None and self.db.has_uncommitted_writes):
+        if self._usable():
             mirror = self.sync()
-            pairs = [(r, mirror.slot[r]) for r in rowids if r in mirror.slot]
-            if not pairs:
-                return {}
-            slots = np.fromiter((s for _, s in pairs), dtype=np.int64, count=len(pairs))
-            sims = dot(mirror.vectors[slots], query)
-            return {r: float(s) for (r, _), s in zip(pairs, sims, strict=False)}
+            slots = mirror.slots_of(np.array(rowids, dtype=np.int64))
+            held = slots >= 0
+            held[held] &= mirror.alive[slots[held]]
+            sims = mirror.scores(slots[held], query)
+            return {int(r): float(s) for r, s in zip(np.array(rowids)[held], sims, strict=True)}
         out: dict[int, float] = {}
         blob = query.astype(np.float32).tobytes()
         for start in range(0, len(rowids), _BATCH):
@@ -341,15 +375,15 @@ class SqliteVectorIndex:
     def vectors_of(self, rowids: Sequence[int]) -> dict[int, np.ndarray]:
         """The stored vectors of some rows."""
         out: dict[int, np.ndarray] = {}
-        if self.uses_mirror and self._mirror is not None and not self.db.has_uncommitted_writes:
+        if self.uses_mirror and self._keeper.mirror is not None and not self.db.has_uncommitted_writes:
             mirror = self.sync()
             missing = []
             for rowid in rowids:
-                slot = mirror.slot.get(rowid)
-                if slot is None:
+                slot = mirror.slot_of(rowid)
+                if slot is None or not mirror.alive[slot]:
                     missing.append(rowid)
                 else:
-                    out[rowid] = mirror.vectors[slot].copy()
+                    out[rowid] = np.array(mirror.rows("vectors", np.array([slot]))[0])
             rowids = missing
         for start in range(0, len(rowids), _BATCH):
             part = list(rowids[start : start + _BATCH])
@@ -381,82 +415,6 @@ class SqliteVectorIndex:
             )
         return [(int(rowid), 1.0 - float(distance)) for rowid, distance in rows]
 
-    # -- keeping the mirror current -------------------------------------------------------
-
     def sync(self) -> Mirror:
-        """Load the mirror on first use; afterwards apply what ``index_log`` says changed."""
-        mirror = self._mirror
-        if mirror is None:
-            return self._full_load()
-        if self.db.has_uncommitted_writes:
-            # this transaction's writes are in the log; they reach the mirror after commit
-            return mirror
-        snapshot = self.db.snapshot
-        if snapshot is not None and snapshot == self._synced_at:
-            return mirror  # caught up earlier in this write transaction: no one else can have written since
-        # the log past our position and each changed row's state, in one statement (one snapshot); a
-        # log longer than the limit (another process's bulk load, say) is cheaper to reload in full
-        # (the limit is written into the SQL, rounded so the text changes rarely: SQLite ran this
-        # statement in 35 us with `LIMIT ?` and 13 with a literal)
-        limit = max(5000, -(-mirror.size // 20 // 5000) * 5000)
-        log = self.db.query(
-            f"SELECT l.seq, l.chunk_rowid, {_JOINED_STATE_COLUMNS} FROM index_log l LEFT JOIN memory_chunks c "
-            f"ON c.chunk_rowid = l.chunk_rowid WHERE l.seq > ? ORDER BY l.seq LIMIT {limit + 1}",
-            (self._last_seq,),
-        )
-        if not log:
-            self._synced_at = snapshot
-            return mirror
-        # sequence numbers have no gaps (AUTOINCREMENT; a rollback takes its numbers back) except where
-        # maintenance trimmed the log's old end: a first number past the next one means we missed some
-        if int(log[0][0]) != self._last_seq + 1 or len(log) > limit:
-            return self._full_load()
-        newest = int(log[-1][0])
-        changed = list(dict.fromkeys(int(r[1]) for r in log))
-        states = {int(r[1]): _state(r[2:]) for r in log if r[2] is not None}  # a deleted row joins nothing
-        stale = [r for r, s in states.items() if mirror.stamps.get(r) != s.stamp]
-        fetched: dict[int, np.ndarray] = {}
-        for start in range(0, len(stale), _BATCH):
-            part = stale[start : start + _BATCH]
-            for rowid, blob in self.db.query(
-                f"SELECT chunk_rowid, embedding FROM memory_vec WHERE chunk_rowid IN ({', '.join('?' for _ in part)})",
-                part,
-            ):
-                fetched[int(rowid)] = np.frombuffer(blob, dtype=np.float32)
-        for rowid in changed:
-            state = states.get(rowid)
-            if state is None:
-                mirror.remove(rowid)
-            elif rowid in fetched:
-                mirror.upsert(rowid, state, fetched[rowid])
-            elif rowid in stale:
-                mirror.remove(rowid)  # a row without a vector is not vector-searchable
-            else:
-                mirror.upsert(rowid, state, None)
-        self._last_seq = newest
-        self._synced_at = snapshot
-        return mirror
-
-    def _full_load(self) -> Mirror:
-        db = self.db
-        own_snapshot = not db.conn.in_transaction
-        with db.lock:
-            if own_snapshot:
-                db.execute("BEGIN")  # one read snapshot for the log position and the rows
-            try:
-                newest = int(db.scalar("SELECT max(seq) FROM index_log") or 0)
-                vectors = db.query("SELECT chunk_rowid, embedding FROM memory_vec")
-                states = {int(r[0]): _state(r) for r in db.query(f"SELECT {_STATE_COLUMNS} FROM memory_chunks")}
-            finally:
-                if own_snapshot:
-                    db.execute("COMMIT")
-        keep = [(int(rowid), blob) for rowid, blob in vectors if int(rowid) in states]
-        mirror = Mirror(self.dims)
-        if keep:
-            rowids = np.fromiter((r for r, _ in keep), dtype=np.int64, count=len(keep))
-            matrix = np.frombuffer(b"".join(b for _, b in keep), dtype=np.float32).reshape(len(keep), self.dims)
-            mirror.bulk_load(rowids, [states[r] for r, _ in keep], matrix)
-        self._mirror = mirror
-        self._last_seq = newest
-        self._synced_at = db.snapshot
-        return mirror
+        """The mirror, loaded on first use and caught up with ``index_log`` (:class:`.mirror_keeper.MirrorKeeper`)."""
+        return self._keeper.sync()

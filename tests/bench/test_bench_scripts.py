@@ -86,6 +86,18 @@ def test_scaling_plot(tmp_path):
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.sqlite_only  # the SQLite vector file's cold start
+def test_scaling_cached_run_measures_a_cold_start(monkeypatch, tmp_path):
+    cold = _load("cold_start")
+    monkeypatch.setattr(cold, "CACHE", tmp_path / "cache")
+    row = cold.cached_run(300, "random", TURNS, QUESTIONS, 6, tmp_path, runs=1, add_rounds=1)
+    assert row["cold_ms"] > 0 and row["rss_mb"] >= row["rss_anon_mb"] > 0 and row["file_mb"] > 0
+    assert row["recall10"] == 1.0 and row["single_add_per_s"] > 0 and row["ingest_per_s"] > 0
+    again = cold.cached_run(300, "random", TURNS, QUESTIONS, 6, tmp_path, runs=1, add_rounds=1)
+    assert again["ingest_s"] == row["ingest_s"]  # the store was built once and kept
+    assert list((tmp_path / "cache").glob("scaling-random-300-*.db"))
+
+
 @pytest.mark.sqlite_only  # it starts its own PostgreSQL; the PostgreSQL session need not run it twice
 def test_postgres_bench_runs(monkeypatch, tmp_path, capsys):
     pytest.importorskip("pgserver")

@@ -388,7 +388,8 @@ def test_erase_namespace_removes_knowledge_base_rows_in_a_fresh_process(tmp_path
         assert rag_counts(store, "user:alice") == (0, 0)
         assert rag_counts(store, "user:bob") == (1, 1)
     if store.db.dialect == "sqlite":  # the file's bytes (PostgreSQL: test_postgres_backend.py)
-        leftovers = b"".join(p.read_bytes() for p in tmp_path.glob("kb.db*"))
+        leftovers = b"".join(p.read_bytes() for p in tmp_path.rglob("*")  # the vector file in the data folder too
+                             if p.is_file() and (p.name.startswith("kb.db") or "kb.db.files" in p.parts))
         assert b"penicillin" not in leftovers and b"green tea" in leftovers
 
 

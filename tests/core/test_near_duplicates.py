@@ -178,12 +178,46 @@ def test_best_above_agrees_with_an_exact_scan_when_every_vector_shares_a_directi
     with MemoryStore.open(":memory:", embedder=HashingEmbedder()) as store:
         store.add_many(_rows(rows[:600]))
         store.search(vector=rows[0], limit=1)  # the mirror loads now, centred on 600 rows ...
-        for start in range(600, 4000, 850):  # ... and recentres at 1,200 and 2,400 rows as more arrive
+        for start in range(600, 4000, 850):  # ... and recentres as more arrive, after the batches that double it
             store.add_many(_rows(rows[: start + 850], start))
         mirror = store.kernel.memories.vectors.sync()
         assert mirror.size == 4000 and np.linalg.norm(mirror.centre) > 0.4
-        assert np.allclose(mirror.centre, rows[:2400].mean(axis=0), atol=1e-6)
+        # recentred each time it doubled: last when a batch took it past 2,900 rows (to 3,150)
+        assert np.allclose(mirror.centre, rows[:3150].mean(axis=0), atol=1e-6)
         assert _check_against_a_scan(store, rows, rng) > 50
+
+
+@pytest.mark.sqlite_only  # the SQLite vector index's file
+def test_the_check_in_a_small_namespace_reads_its_rows_only_and_agrees_with_an_exact_scan(tmp_path, monkeypatch):
+    rng = np.random.default_rng(21)
+    big, small = _unit(rng, 4000), _unit(rng, 100)
+    with MemoryStore.open(tmp_path / "ns.db") as store:
+        store.add_many([{"text": f"big {i}", "vector": v, "namespace": "big"} for i, v in enumerate(big)])
+        store.add_many([{"text": f"small {i}", "vector": v, "namespace": "small"} for i, v in enumerate(small)])
+        index = store.kernel.memories.vectors
+        assert index.sync().file_backed
+        rowid_of = {m.text: m.rowid for m in store.list(namespace="small", limit=None)}
+        read: list[Scope] = []
+        rowids_in = index._rowids_in
+        monkeypatch.setattr(index, "_rowids_in", lambda scope: read.append(scope) or rowids_in(scope))
+        scope, checked = Scope(namespaces=("small",), kinds=("fact",)), 0
+        for i in range(0, 100, 7):
+            for cos in (0.99, 0.92, 0.5):
+                query = _at_similarity(rng, small[i], cos)
+                found = index.best_above(query, 0.9, scope, now=0.0)
+                sims = small @ query
+                best = int(np.argmax(sims))
+                if sims[best] > 0.9:
+                    assert found is not None and found[0] == rowid_of[f"small {best}"]
+                    assert found[1] == pytest.approx(sims[best], abs=1e-5)
+                    checked += 1
+                else:
+                    assert found is None
+        assert checked >= 20 and read and all(s.namespaces == ("small",) for s in read)  # the table's index
+        read.clear()
+        assert index.best_above(_at_similarity(rng, big[3], 0.95), 0.9, Scope(namespaces=("big",), kinds=("fact",)),
+                                now=0.0)[0] == store.list(namespace="big", limit=None, order_by="chunk_rowid")[3].rowid
+        assert read == []  # a namespace holding most rows: the codes of all rows, not the table
 
 
 def test_the_centred_threshold_bounds_the_similarity_of_centred_vectors():
@@ -227,7 +261,7 @@ def test_a_reworded_fact_reinforces_the_stored_one_in_a_big_namespace():
         assert other.event == "created"
 
 
-# -- the exact check: the same text (content hash), answered by the mirror --------------------
+# -- the exact check: the same text (content hash), answered by the table's index ------------
 
 
 def _direction(seed: int, dims: int = 384) -> np.ndarray:
@@ -246,17 +280,17 @@ def _statements_during(store, action):
 
 
 @pytest.mark.sqlite_only  # the mirror, and SQLite's trace of statements
-def test_the_same_text_reinforces_without_a_query_even_when_its_vector_differs():
+def test_the_same_text_reinforces_with_one_query_even_when_its_vector_differs():
     with MemoryStore.open(":memory:", embedder=HashingEmbedder()) as store:
         first = store.add("Deploys go out on Tuesdays", vector=_direction(1))
         # a caller-given vector far from the stored one: only the content hash can match
         again, statements = _statements_during(store, lambda: store.add("Deploys go out on Tuesdays", vector=_direction(2)))
         assert again == first and again.event == "reinforced"
-        assert not [s for s in statements if "content_hash = " in s]  # the mirror answered
-        assert sum("FROM index_log" in s for s in statements) == 1  # caught up once for both checks
+        assert len([s for s in statements if "content_hash = " in s]) == 1  # the (namespace, content_hash) index
+        assert not [s for s in statements if "FROM index_log" in s]  # the vectors were not needed
         other, statements = _statements_during(store, lambda: store.add("Deploys go out on Fridays", vector=_direction(3)))
         assert other.event == "created"
-        assert not [s for s in statements if "content_hash = " in s]
+        assert len([s for s in statements if "content_hash = " in s]) == 1
 
 
 @pytest.mark.sqlite_only  # the mirror, and SQLite's trace of statements

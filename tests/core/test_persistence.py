@@ -214,21 +214,21 @@ def test_other_connections_see_writes_through_the_mirror(tmp_path):
 
 
 @pytest.mark.sqlite_only  # the in-process mirror is the SQLite backend's
-def test_a_mirror_far_behind_reloads_in_full_and_one_close_behind_catches_up(tmp_path, monkeypatch):
+def test_a_mirror_far_behind_maps_the_saved_file_and_one_close_behind_catches_up(tmp_path, monkeypatch):
     path = tmp_path / "shared.db"
     with MemoryStore.open(path) as reader, MemoryStore.open(path) as writer:
         first = writer.add("a memory about the garden shed")
         assert reader.search("garden shed", fusion="vector").ids == [first]
-        index = reader.kernel.memories.vectors
-        reloads = []
-        full_load = index._full_load
-        monkeypatch.setattr(index, "_full_load", lambda: reloads.append(1) or full_load())
+        keeper = reader.kernel.memories.vectors._keeper
+        maps = []
+        mapping = keeper._map
+        monkeypatch.setattr(keeper, "_map", lambda: maps.append(1) or mapping())
         close = writer.add("a memory about the kitchen sink")
-        assert reader.search("kitchen sink", fusion="vector").ids[0] == close and reloads == []
-        many = writer.add_many([f"bulk memory number {i}" for i in range(5002)])  # past the 5,000-entry limit
+        assert reader.search("kitchen sink", fusion="vector").ids[0] == close and maps == []  # from the log
+        many = writer.add_many([f"bulk memory number {i}" for i in range(5002)])  # past the 5,000-entry batch
         hits = reader.search("bulk memory number 4999", fusion="vector", limit=3).ids
-        assert reloads == [1] and many[4999] in hits
-        assert index._last_seq == int(reader.db.scalar("SELECT max(seq) FROM index_log"))
+        assert maps == [1] and many[4999] in hits  # the writer saved them into the file: the reader maps it
+        assert keeper.last_seq == int(reader.db.scalar("SELECT max(seq) FROM index_log"))
 
 
 @pytest.mark.sqlite_only  # the file's bytes; PostgreSQL: test_postgres_backend.py
@@ -247,8 +247,8 @@ def test_erase_namespace_leaves_no_byte_behind(tmp_path):
         assert s.count(namespace="user:alice") == 0 and s.archive.search(secret, namespace="user:alice").ids == []
         assert s.count(namespace="user:bob") == 20
         assert s.search("public note", namespace="user:bob", fusion="vector", limit=30).ids
-    data = b"".join(p.read_bytes() for p in tmp_path.iterdir())
-    assert secret.encode() not in data
+    data = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())  # the vector file too
+    assert secret.encode() not in data and b"user:alice" not in data
     assert secret.lower().encode() not in data
 
 
