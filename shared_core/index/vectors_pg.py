@@ -190,7 +190,7 @@ class PgVectorIndex:
         """Whether ``scope`` holds at most ``limit`` rows with a vector (scanned exactly). A big scope is
         remembered as big for a minute: the index search then skips the count (and still returns k rows
         when k match, see :meth:`search`); a small one is counted each time, as it may grow."""
-        key = (sql, tuple(p for p in params if p is not scope.live_at), limit)
+        key = (sql, repr([p for p in params if p is not scope.live_at]), limit)
         since = self._big.get(key)
         if since is not None and time.monotonic() - since < _BIG_SCOPE_S:
             return False
