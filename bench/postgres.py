@@ -129,7 +129,7 @@ def vectors(kind: str, texts: list[str], seed: int = 1) -> np.ndarray:
 
 
 def _searcher(url: str, queries: list[str], query_vectors: np.ndarray, seconds: float, out: mp.Queue) -> None:
-    with MemoryStore.open(url, embedder=HashingEmbedder()) as store:
+    with MemoryStore.open(url, embedder=HashingEmbedder(int(query_vectors.shape[1]))) as store:
         done, started, i = 0, time.perf_counter(), 0
         while time.perf_counter() - started < seconds:
             store.search(queries[i % len(queries)], vector=query_vectors[i % len(query_vectors)], namespace="bench",
