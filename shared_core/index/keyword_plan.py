@@ -9,9 +9,9 @@ can rank first, and scores only those (:func:`steps`):
 
 1. every row holding one of the rarest words, together held by at most ``cap`` rows (by
    their document frequencies): the highest-idf words, whose rows the best matches hold;
-2. then, among the next :data:`NEAR` rarest words (the rarest themselves when even the rarest
-   word is held by more than ``cap`` rows), the rows holding all of them, then those holding
-   all but one, and so on down to two: a row with several of the words beats one with few;
+2. then the rows holding two of the next :data:`NEAR` rarest words (the rarest themselves when
+   even the rarest word is held by more than ``cap`` rows), those with the rarer words first: a
+   row with several of the words can beat one with a single rare word;
 3. only when these are fewer than the k asked for (a scope that holds few of them), the rows
    holding any other word.
 
@@ -27,7 +27,7 @@ from itertools import combinations
 
 __all__ = ["NEAR", "at_least", "either", "every", "rarest", "steps"]
 
-NEAR = 5  # step 2 looks at this many of the rarest remaining words
+NEAR = 4  # step 2 looks at this many of the rarest remaining words
 
 
 def rarest(df: Sequence[int], cap: int) -> tuple[list[int], list[int]]:
@@ -51,21 +51,25 @@ def at_least(parts: Sequence[str], count: int) -> str:
 
 def steps(parts: Sequence[str], df: Sequence[int], cap: int) -> tuple[list[tuple[str, int]], str]:
     """Steps 1 and 2 for the words ``parts``, held by ``df`` rows each: (tsquery, rows to read at most)
-    for each, their rows disjoint; and a tsquery of every row they cover (step 3 reads the others)."""
+    for each, their rows disjoint; and a tsquery of every row they cover (step 3 reads the others).
+
+    Step 2 is one tsquery per word of the next ones, rarest first: that word, any later one, none
+    before it. Each has a word every row must hold, which GIN walks (an OR of pairs would make it
+    read the union of every posting list, once per tsquery)."""
     first, rest = rarest(df, cap)
     plan: list[tuple[str, int]] = []
     rare = ""
     if first and df[first[0]] <= cap:
         rare = either([parts[i] for i in first])
         plan.append((rare, cap))
-    else:  # even the rarest word is common: the rows holding the most of the words come first
+    else:  # even the rarest word is common: the rows holding two of the rarest come first
         rest = first + rest
     near = [parts[i] for i in rest[:NEAR]]
-    for count in range(len(near), 1, -1):
+    for n, word in enumerate(near[:-1]):
         outside = [rare] if rare else []
-        if count < len(near):
-            outside.append(at_least(near, count + 1))
-        plan.append((" & ".join([f"({at_least(near, count)})", *(f"!({o})" for o in outside)]), max(cap // 2, 1)))
+        outside += near[:n]
+        plan.append((" & ".join([f"({word})", f"({either(near[n + 1 :])})", *(f"!({o})" for o in outside)]),
+                     max(cap // 2 // (len(near) - 1), 1)))  # half as many rows as step 1, in all
     covered = [rare] if rare else []
     if len(near) > 1:
         covered.append(at_least(near, 2))

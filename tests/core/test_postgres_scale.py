@@ -131,11 +131,11 @@ def test_the_plans_tsqueries():
     assert every(parts[2:]) == "('c') & ('d' <-> 'e')"
     assert at_least(parts[:3], 2) == "(('a') & ('b')) | (('a') & ('c')) | (('b') & ('c'))"
     plan, covered = steps(parts[:3], [10, 500, 400], 100)  # 'a' is rare; 'c' and 'b' come next
-    assert plan == [("('a')", 100), ("(" + at_least(["'c'", "'b'"], 2) + ") & !(('a'))", 50)]
+    assert plan == [("('a')", 100), ("('c') & (('b')) & !(('a'))", 50)]
     assert covered == either(["('a')", at_least(["'c'", "'b'"], 2)])
-    plan, _ = steps(parts[:3], [300, 500, 400], 100)  # none is rare: most words first
-    assert [cap for _, cap in plan] == [50, 50]
-    assert plan[0][0] == "(" + at_least([parts[0], parts[2], parts[1]], 3) + ")"
+    plan, _ = steps(parts, [300, 500, 400, 900], 100)  # none is rare: two of the rarest first
+    assert plan == [("('a') & (('c') | ('b') | ('d' <-> 'e'))", 16), ("('c') & (('b') | ('d' <-> 'e')) & !('a')", 16),
+                    ("('b') & (('d' <-> 'e')) & !('a') & !('c')", 16)]
 
 
 def _keyword(store: MemoryStore, text: str, scored_rows: int, namespace: str = "default") -> list[tuple[int, float]]:
