@@ -229,8 +229,12 @@ class PgKeywordIndex:
             return []
         scope_sql, scope_params = scope.sql("c", "postgresql")
         cap = max(self.scored_rows, limit)
-        if (len(query.df) != len(query.parts) or sum(query.df) <= cap  # no more rows than that hold the words
-                or self._expected(query.fts, scope_sql, scope_params) <= cap):
+        if len(query.df) != len(query.parts) or sum(query.df) <= cap:  # no more rows than that hold the words
+            return self._positive(self._scored(query, [(query.fts, None)], scope_sql, scope_params, limit))
+        matching, in_scope = self._expected(query.fts, scope_sql, scope_params)
+        if in_scope <= 2 * cap:  # a small scope is read whole, through its own index: GIN would walk every posting
+            found = self._scored(query, [(query.fts, None)], scope_sql, scope_params, limit, scope_first=True)
+        elif matching <= cap:
             found = self._scored(query, [(query.fts, None)], scope_sql, scope_params, limit)
         else:
             plan, covered = steps(query.parts, query.df, cap)
@@ -240,17 +244,27 @@ class PgKeywordIndex:
                 rest = f"({either(query.parts)}) & !({covered})" if covered else query.fts
                 found += self._scored(query, [(rest, cap)], scope_sql, scope_params, limit - len(found))
                 found.sort(key=lambda row: (-row[1], row[0]))
+        return self._positive(found)
+
+    @staticmethod
+    def _positive(found: list[tuple[int, float]]) -> list[tuple[int, float]]:
         return [(rowid, score) for rowid, score in found if score > 0]
 
     def _scored(self, query: KeywordQuery, picks: list[tuple[str, int | None]], scope_sql: str,
-                scope_params: list[Any], limit: int) -> list[tuple[int, float]]:
+                scope_params: list[Any], limit: int, *, scope_first: bool = False) -> list[tuple[int, float]]:
         """The best ``limit`` rows of those in scope matching any of ``picks``' tsqueries (each one's rows
-        capped at its number, None: all), by BM25: (chunk_rowid, score), best first."""
+        capped at its number, None: all), by BM25: (chunk_rowid, score), best first. ``scope_first``: one
+        tsquery, checked on each row of the scope (OFFSET 0 keeps it out of the scope's scan)."""
         score, lateral, score_params, tf_params = self._rank(query, "c")
+        columns = "SELECT c.chunk_rowid, c.search_text, c.search_length FROM memory_chunks c"
         parts, params = [], []
         for match, cap in picks:
-            parts.append("(SELECT c.chunk_rowid, c.search_text, c.search_length FROM memory_chunks c "
-                         f"WHERE c.search_text @@ CAST(? AS tsquery) AND {scope_sql}{' LIMIT ?' if cap else ''})")
+            if scope_first:
+                parts.append(f"(SELECT * FROM ({columns} WHERE {scope_sql} OFFSET 0) c "
+                             "WHERE c.search_text @@ CAST(? AS tsquery))")
+                params += [*scope_params, match]
+                continue
+            parts.append(f"({columns} WHERE c.search_text @@ CAST(? AS tsquery) AND {scope_sql}{' LIMIT ?' if cap else ''})")
             params += [match, *scope_params, *([cap] if cap else [])]
         rows = self.db.query(
             f"SELECT c.chunk_rowid, {score} AS relevance FROM ({' UNION ALL '.join(parts)}) c CROSS JOIN {lateral} "
@@ -259,16 +273,22 @@ class PgKeywordIndex:
         )
         return [(int(rowid), float(relevance)) for rowid, relevance in rows]
 
-    def _expected(self, match: str, scope_sql: str, scope_params: list[Any]) -> float:
-        """The planner's estimate of the rows in scope matching ``match`` (EXPLAIN: no row is read)."""
+    def _expected(self, match: str, scope_sql: str, scope_params: list[Any]) -> tuple[float, float]:
+        """The planner's estimates of the rows in scope matching ``match``, and of the scope's rows
+        (one EXPLAIN: no row is read)."""
         plan = self.db.query(
-            f"EXPLAIN (FORMAT JSON) SELECT 1 FROM memory_chunks c WHERE c.search_text @@ CAST(? AS tsquery) AND {scope_sql}",
-            (match, *scope_params),
+            f"EXPLAIN (FORMAT JSON) SELECT 1 FROM memory_chunks c WHERE c.search_text @@ CAST(? AS tsquery) AND {scope_sql} "
+            f"UNION ALL SELECT 1 FROM memory_chunks c WHERE {scope_sql}",
+            (match, *scope_params, *scope_params),
         )
         document = plan[0][0]
         if isinstance(document, str):
             document = json.loads(document)
-        return float(document[0]["Plan"]["Plan Rows"])
+        top = document[0]["Plan"]
+        members = [float(p["Plan Rows"]) for p in top.get("Plans", [])]
+        if len(members) != 2:  # the planner folded a branch away: take the whole for either (the safe side)
+            return float(top["Plan Rows"]), float(top["Plan Rows"])
+        return members[0], members[1]
 
     def search_archive(self, query: KeywordQuery, scope: Scope, limit: int, columns: list[str]) -> list[Any]:
         """Rows of ``memory_archive`` (``columns``, then BM25), best first, within ``scope``."""
