@@ -38,6 +38,7 @@ import gc
 import hashlib
 import json
 import multiprocessing as mp
+import os
 import random
 import sys
 import tempfile
@@ -290,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     turns, questions = core.locomo_texts()
     rows, sqlite_rows = [], []
     keep = args.data_dir is not None
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="openkoi-bench-pg-") as tmp:
         url, server = (args.url, None) if args.url else start_server(args.data_dir or Path(tmp) / "pg", keep=keep)
         for size in args.sizes:
@@ -315,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     hnsw = rows[0]["hnsw"] if rows else {}
     print(f"machine: {core.describe_machine()}; {version[0].split(' on ')[0]}, pgvector {version[1]} "
           f"({', '.join(f'{k} {v}' for k, v in settings)}); HNSW m {hnsw.get('m')}, ef_construction "
-          f"{hnsw.get('ef_construction')}, ef_search {hnsw.get('ef_search')}\n")
+          f"{hnsw.get('ef_construction')}, ef_search {hnsw.get('ef_search')}; 1-minute load average "
+          f"{load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end\n")
     print(f"command: python bench/postgres.py {' '.join(argv if argv is not None else sys.argv[1:])}\n")
     print(table(rows))
     if sqlite_rows:
