@@ -19,6 +19,7 @@ match. So:
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -46,6 +47,16 @@ def _workers() -> ThreadPoolExecutor:
         if not _WORKERS:
             _WORKERS.append(ThreadPoolExecutor(max_workers=4, thread_name_prefix="openkoi-pgvector"))
         return _WORKERS[0]
+
+
+def _forget_workers() -> None:
+    """In a forked child: the parent's threads do not exist there, so its executor would never run a task."""
+    global _WORKERS_LOCK
+    _WORKERS.clear()
+    _WORKERS_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_workers)
 
 
 class PgVectorIndex:

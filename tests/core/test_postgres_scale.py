@@ -4,6 +4,7 @@ side's top-k plan, vectors kept in their rows, and namespace-scoped searches tha
 from __future__ import annotations
 
 import json
+import multiprocessing
 
 import numpy as np
 import pytest
@@ -238,3 +239,26 @@ def test_a_search_inside_a_transaction_sees_its_rows(pg_url):
             assert str(added) in store.search(vector=store.embed(["solar panels on the roof"])[0], fusion="vector",
                                             limit=3).ids
         assert json.dumps(store.search("solar", limit=1).ids) == json.dumps([str(added)])
+
+
+def _search_in_child(url: str, queue) -> None:
+    with MemoryStore.open(url) as store:
+        queue.put([h.text for h in store.search("solar panels", limit=1)])
+
+
+@PG
+def test_a_forked_process_searches(pg_url):
+    """The threads that run the vector side are the parent's: a forked child starts its own."""
+    with MemoryStore.open(pg_url) as store:
+        store.add_many(["solar panels on the roof", "the heat pump is new"])
+        assert store.search("solar panels", limit=1).ids  # the parent's vector thread runs now (and stays)
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_search_in_child, args=(pg_url, queue))
+    child.start()
+    try:
+        assert queue.get(timeout=120) == ["solar panels on the roof"]
+    finally:
+        child.join(30)
+        if child.is_alive():
+            child.kill()
