@@ -14,7 +14,12 @@ match. So:
   ORDER BY the planner cannot serve from the index, over the scope's rows);
 * a larger scope asks the index with ``ef_search`` = ``database.hnsw_ef_search`` (at least
   k), and when the filter leaves fewer than k, asks again with four times the candidates
-  (up to pgvector's 1,000), then falls back to the exact scan.
+  (up to pgvector's 1,000), then falls back to the exact scan. A scope found bigger than
+  the exact scan's limit is taken as big for a minute, without counting it again.
+
+A hybrid search runs this side on a worker thread and another pooled connection, beside the
+keyword side's query (:meth:`PgVectorIndex.search_in_background`). A big ``add_many`` drops the
+index and builds it once after the load (:meth:`PgVectorIndex.defer_for_load`).
 """
 
 from __future__ import annotations
