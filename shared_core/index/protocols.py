@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from ..clock import from_iso
 from .keyword_query import KeywordQuery
 from .scope import Scope
 
-__all__ = ["KeywordIndex", "RowState", "VectorIndex", "content_of", "epoch_of", "stamp_of"]
+__all__ = ["KeywordIndex", "LoadDeferring", "RowState", "VectorIndex", "content_of", "epoch_of", "stamp_of"]
 
 
 @dataclass(frozen=True)
@@ -126,3 +126,15 @@ class VectorIndex(Protocol):
     def similarities(self, query: np.ndarray, rowids: Sequence[int]) -> dict[int, float]: ...
 
     def vectors_of(self, rowids: Sequence[int]) -> dict[int, np.ndarray]: ...
+
+
+@runtime_checkable
+class LoadDeferring(Protocol):
+    """A vector index that is built faster after a bulk load than kept current through it
+    (PostgreSQL's HNSW index); ``add_many`` asks it, the other indexes need no such step."""
+
+    def defer_for_load(self, rows: int) -> bool:
+        """Before a load of ``rows`` (in its write transaction): stop keeping the index current; True if it did."""
+
+    def build_after_load(self) -> None:
+        """After that load (in a write transaction): build the index over every row."""

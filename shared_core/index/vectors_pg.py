@@ -14,12 +14,21 @@ match. So:
   ORDER BY the planner cannot serve from the index, over the scope's rows);
 * a larger scope asks the index with ``ef_search`` = ``database.hnsw_ef_search`` (at least
   k), and when the filter leaves fewer than k, asks again with four times the candidates
-  (up to pgvector's 1,000), then falls back to the exact scan.
+  (up to pgvector's 1,000), then falls back to the exact scan. A scope found bigger than
+  the exact scan's limit is taken as big for a minute, without counting it again.
+
+A hybrid search runs this side on a worker thread and another pooled connection, beside the
+keyword side's query (:meth:`PgVectorIndex.search_in_background`). A big ``add_many`` drops the
+index and builds it once after the load (:meth:`PgVectorIndex.defer_for_load`).
 """
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -32,6 +41,27 @@ from .scope import Scope
 __all__ = ["PgVectorIndex"]
 
 _MAX_EF = 1000  # pgvector's limit for hnsw.ef_search
+_BIG_SCOPE_S = 60  # how long a scope found too big for the exact scan is taken as big without counting again
+_WORKERS: list[ThreadPoolExecutor] = []
+_WORKERS_LOCK = threading.Lock()
+
+
+def _workers() -> ThreadPoolExecutor:
+    """The threads that run vector searches beside the keyword side (shared by every memory of the process)."""
+    with _WORKERS_LOCK:
+        if not _WORKERS:
+            _WORKERS.append(ThreadPoolExecutor(max_workers=4, thread_name_prefix="openkoi-pgvector"))
+        return _WORKERS[0]
+
+
+def _forget_workers() -> None:
+    """In a forked child: the parent's threads do not exist there, so its executor would never run a task."""
+    global _WORKERS_LOCK
+    _WORKERS.clear()
+    _WORKERS_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_workers)
 
 
 class PgVectorIndex:
@@ -47,6 +77,10 @@ class PgVectorIndex:
         self.dims = int(dims)
         self.config = config
         self.database = database or DatabaseConfig()
+        self._big: dict[tuple[Any, ...], float] = {}  # scopes found bigger than the exact scan's limit, and when
+        from psycopg.pq import TransactionStatus
+
+        self._idle = TransactionStatus.IDLE
 
     @property
     def index_name(self) -> str:
@@ -68,11 +102,35 @@ class PgVectorIndex:
             for name in existing - {self.index_name}:
                 self.db.execute(f'DROP INDEX IF EXISTS "{name}"')
             if self.index_name not in existing:
+                if self.database.hnsw_build_memory_mb:  # pgvector: a build is fastest when the graph fits
+                    self.db.execute(f"SET LOCAL maintenance_work_mem = '{int(self.database.hnsw_build_memory_mb)}MB'")
                 self.db.execute(
                     f"CREATE INDEX IF NOT EXISTS {self.index_name} ON memory_chunks USING hnsw "
                     f"((embedding::vector({self.dims})) vector_cosine_ops) "
                     f"WITH (m = {int(self.database.hnsw_m)}, ef_construction = {int(self.database.hnsw_ef_construction)})"
                 )
+
+    def defer_for_load(self, rows: int) -> bool:
+        """Before ``add_many`` of ``rows`` memories (inside its write transaction): drop the HNSW index
+        when the load is at least ``database.index_after_load_rows`` and at least as many rows as the
+        table holds, so that it is built once afterwards (pgvector's advice for loading data) instead
+        of growing row by row. True when dropped: the caller then calls :meth:`build_after_load`,
+        also after a failed load (a process that dies in between leaves the next open to build it)."""
+        threshold = self.database.index_after_load_rows
+        if not threshold or rows < threshold or self.db.read_only:
+            return False
+        held = int(self.db.scalar("SELECT count(*) FROM (SELECT 1 FROM memory_chunks LIMIT ?) s", (rows + 1,)) or 0)
+        if held > rows:
+            return False
+        for name in self._indexes():
+            self.db.execute(f'DROP INDEX IF EXISTS "{name}"')
+        return True
+
+    def build_after_load(self) -> None:
+        """Build the HNSW index over the rows a load wrote (after :meth:`defer_for_load`), inside the
+        caller's write transaction, then refresh the planner's statistics of the table."""
+        self.ensure_ready()
+        self.db.execute("ANALYZE memory_chunks")
 
     # -- writes (inside the caller's transaction) -----------------------------------------
 
@@ -112,9 +170,14 @@ class PgVectorIndex:
 
     # -- reads ----------------------------------------------------------------------------
 
-    def search_in_background(self, query: np.ndarray, k: int, scope: Scope, *, now: float) -> None:
-        """None: the KNN is a query on the store's one connection, run by :meth:`search`."""
-        return None
+    def search_in_background(self, query: np.ndarray, k: int, scope: Scope, *,
+                             now: float) -> Future[list[tuple[int, float]]] | None:
+        """:meth:`search` on a worker thread and another pooled connection, so that the server runs it
+        beside the keyword side's query; None inside a transaction (its rows are seen on its own
+        connection only: the caller then runs :meth:`search` itself)."""
+        if self.db.in_transaction:
+            return None
+        return _workers().submit(self.search, query, k, scope, now=now)
 
     def search(self, query: np.ndarray, k: int, scope: Scope, *, now: float) -> list[tuple[int, float]]:
         """(chunk_rowid, cosine similarity), best first: the top ``k`` within ``scope``."""
@@ -122,17 +185,12 @@ class PgVectorIndex:
             return []
         sql, params = scope.sql("c", "postgresql")
         vector = _vec(query)
-        limit = max(self.database.exact_scan_rows, k)
-        in_scope = int(self.db.scalar(
-            f"SELECT count(*) FROM (SELECT 1 FROM memory_chunks c WHERE {sql} AND c.embedding IS NOT NULL LIMIT ?) s",
-            (*params, limit + 1),
-        ) or 0)
-        if in_scope <= limit:
+        if self._small(scope, sql, params, max(self.database.exact_scan_rows, k)):
             return self._exact(vector, k, sql, params)
         ef = max(int(self.database.hnsw_ef_search), k)
         while True:
-            with self.db.connection():  # the setting and the query on one connection
-                self.db.execute(f"SET hnsw.ef_search = {min(ef, _MAX_EF)}")
+            with self.db.connection() as conn:  # the setting and the query on one connection
+                self._set_ef_search(conn, min(ef, _MAX_EF))
                 rows = self.db.query(
                     f"SELECT c.chunk_rowid, 1 - ({self.expression} <=> ?) FROM memory_chunks c "
                     f"WHERE {sql} AND c.embedding IS NOT NULL ORDER BY {self.expression} <=> ? LIMIT ?",
@@ -143,6 +201,34 @@ class PgVectorIndex:
             if ef >= _MAX_EF:
                 return self._exact(vector, k, sql, params)
             ef *= 4
+
+    def _small(self, scope: Scope, sql: str, params: list[Any], limit: int) -> bool:
+        """Whether ``scope`` holds at most ``limit`` rows with a vector (scanned exactly). A big scope is
+        remembered as big for a minute: the index search then skips the count (and still returns k rows
+        when k match, see :meth:`search`); a small one is counted each time, as it may grow."""
+        key = (sql, repr([p for p in params if p is not scope.live_at]), limit)
+        since = self._big.get(key)
+        if since is not None and time.monotonic() - since < _BIG_SCOPE_S:
+            return False
+        in_scope = int(self.db.scalar(
+            f"SELECT count(*) FROM (SELECT 1 FROM memory_chunks c WHERE {sql} AND c.embedding IS NOT NULL LIMIT ?) s",
+            (*params, limit + 1),
+        ) or 0)
+        if in_scope <= limit:
+            return True
+        if len(self._big) > 1000:
+            self._big.clear()
+        self._big[key] = time.monotonic()
+        return False
+
+    def _set_ef_search(self, conn: Any, ef: int) -> None:
+        """``SET hnsw.ef_search`` on ``conn`` unless it already holds ``ef`` (a setting made in a
+        transaction is undone by its rollback, so there it is set each time)."""
+        idle = conn.info.transaction_status == self._idle
+        if idle and getattr(conn, "_openkoi_ef_search", None) == ef:
+            return
+        self.db.execute(f"SET hnsw.ef_search = {int(ef)}")
+        conn._openkoi_ef_search = ef if idle else None
 
     def best_above(
         self, query: np.ndarray, threshold: float, scope: Scope, *, now: float

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..clock import to_iso
 from ..errors import NotFoundError
 from ..index.filters import Filter
+from ..index.protocols import LoadDeferring
 from ..lifecycle.links import LinkGraph
 from ..search import SearchResults
 from ..search_query import SearchQuery
@@ -139,11 +140,27 @@ class MemoryService:
             raise ValueError("batch_size must be at least 1")
         materialised = list(items)
         rows_before = self._row_count() if len(materialised) >= _MERGE_AFTER_LOAD else None
-        with _cyclic_gc_paused() if len(materialised) > batch_size else contextlib.nullcontext():
-            results = self._add_batches(materialised, namespace, batch_size, dedup, progress)
+        deferred = self._defer_vector_index(len(materialised))
+        try:
+            with _cyclic_gc_paused() if len(materialised) > batch_size else contextlib.nullcontext():
+                results = self._add_batches(materialised, namespace, batch_size, dedup, progress)
+        finally:
+            if deferred is not None:
+                with self.kernel.session(write=True):
+                    deferred.build_after_load()
         if rows_before is not None:
             self._merge_keyword_index_after_load(rows_before, sum(r.created for r in results))
         return results
+
+    def _defer_vector_index(self, rows: int) -> LoadDeferring | None:
+        """The vector index, when it builds itself after this load rather than row by row (PostgreSQL's
+        HNSW index, for a load that at least doubles the memory); not inside a caller's transaction,
+        whose rows a build in its own transaction could not wait for."""
+        vectors = self.kernel.vectors
+        if not isinstance(vectors, LoadDeferring) or self.kernel.backend.in_transaction:
+            return None
+        with self.kernel.session(write=True):
+            return vectors if vectors.defer_for_load(rows) else None
 
     def _row_count(self) -> int:
         with self.kernel.session():

@@ -37,6 +37,7 @@ from ..backend import Capabilities, SizeMeasure
 from ..migrations import Migration, apply_migrations, latest_version
 from ..transactions import NestedTransactions, busy_error, released, unstorable
 from . import space
+from .bulk import column_types, copy_plan, copy_rows
 from .migrate import MIGRATION_LOCK, PgMigrationSession, statements
 from .pool import LOCK_TIMEOUT_S, POOLS, PgDriver, Result, psycopg_modules, register_vector
 from .space import ident
@@ -95,6 +96,7 @@ class PostgresDatabase(NestedTransactions):
         self._catalog = Catalog()
         self._stale_catalog = False
         self._translated: OrderedDict[tuple[str, bool, int], Translated] = OrderedDict()
+        self._column_types: dict[tuple[str, int], dict[str, tuple[int, str]]] = {}
         self._lock_key = zlib.crc32(self.schema.encode()) - (1 << 31)
         self._pool = POOLS.acquire(self.target, pool_size, self._search_path, read_only)
         # dropped without close(): the garbage collector gives the pool back instead
@@ -205,6 +207,7 @@ class PostgresDatabase(NestedTransactions):
             version=self._catalog.version + 1,
         )
         self._translated.clear()
+        self._column_types.clear()
 
     def _translate(self, sql: str, many: bool) -> Translated:
         key = (sql, many, self._catalog.version)
@@ -230,8 +233,25 @@ class PostgresDatabase(NestedTransactions):
         return self._run(sql, params)
 
     def insert_many(self, sql: str, rows: Any) -> None:
-        """``INSERT ... VALUES (?, ...)`` for many rows (SQLite's batching; here ``executemany`` pipelines them)."""
-        self.executemany(sql, rows)
+        """``INSERT ... VALUES (?, ...)`` for many rows: one binary ``COPY`` (see :mod:`.bulk`), or
+        ``executemany`` for an insert COPY cannot do."""
+        rows = list(rows)
+        plan = copy_plan(sql)
+        if not rows or plan is None:
+            self.executemany(sql, rows)
+            return
+        self.check_open()
+        with self.connection() as conn, self.translate_errors():
+            key = (plan.table, self._catalog.version)
+            types = self._column_types.get(key)
+            if types is None:
+                types = self._column_types[key] = column_types(conn, plan.table)
+            copied = copy_rows(conn, plan, types, rows)
+        if not copied:
+            self.executemany(sql, rows)
+            return
+        if self._depth and not self._scratch and self._tx_thread == threading.get_ident():
+            self._writes = True
 
     def executemany(self, sql: str, rows: Any) -> Result:
         t = self._translate(sql, True)

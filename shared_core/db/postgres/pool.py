@@ -125,6 +125,9 @@ class Pools:
                 _adapters(conn)
                 conn.execute(f"SET search_path TO {search_path(conn)}")
                 conn.execute(f"SET lock_timeout = '{LOCK_TIMEOUT_S}s'")  # SQLite's busy timeout, roughly
+                # psycopg prepares a statement run five times; PostgreSQL would then plan it once for any
+                # value, and a plan made for the average namespace scans the whole table for a small one
+                conn.execute("SET plan_cache_mode = force_custom_plan")
                 if read_only:
                     conn.execute("SET default_transaction_read_only = on")
                 conn._openkoi_vector = register_vector(conn)  # type: ignore[attr-defined]

@@ -1,0 +1,11 @@
+-- Migration 46: on PostgreSQL, a memory's vector stays in its row.
+--
+-- A row of memory_chunks with a 384-d vector (1,540 bytes) and its text and tsvector passes
+-- 2 KB, where PostgreSQL moves its largest value, the vector, out to the TOAST table: every
+-- exact scan then fetched each vector through the TOAST index (a 2,000-memory namespace read
+-- 12,000 buffers for 2,000 rows, 15 ms instead of 2). toast_tuple_target = 8160 keeps rows
+-- of up to a page whole; bigger ones are still compressed or moved out. Rows written before
+-- keep their vectors where they are until rewritten (VACUUM FULL memory_chunks).
+-- SQLite: nothing to do; vectors live in sqlite-vec's table.
+-- @postgresql
+ALTER TABLE memory_chunks SET (toast_tuple_target = 8160);

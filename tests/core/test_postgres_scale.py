@@ -1,0 +1,264 @@
+"""PostgreSQL at scale: the bulk ingest path (COPY, the HNSW index built after a load), the keyword
+side's top-k plan, vectors kept in their rows, and namespace-scoped searches that use an index."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+
+import numpy as np
+import pytest
+
+from shared_core import MemoryStore, NewMemory, StorageError
+from shared_core.index.keyword_plan import at_least, either, every, rarest, steps
+from shared_core.index.scope import Scope
+
+psycopg = pytest.importorskip("psycopg")  # the postgres extra
+
+PG = pytest.mark.postgres_only
+WORDS = "amber basil cedar delta ember fjord garnet harbor indigo juniper kelp lotus".split()
+
+
+def _hnsw_indexes(store: MemoryStore) -> set[str]:
+    return {r[0] for r in store.db.query(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = ? AND indexname LIKE 'idx_chunks_embedding_%'",
+        (store.db.schema,))}
+
+
+def _vectors(n: int, dims: int, seed: int = 3) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    out = rng.standard_normal((n, dims)).astype(np.float32)
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def _row(memory) -> tuple:
+    return (memory.text, memory.kind, list(memory.tags), memory.category, memory.source, memory.metadata,
+            memory.importance, memory.confidence, memory.pinned, memory.created_at, memory.updated_at,
+            memory.expires_at, memory.content_hash, memory.embedding_model)
+
+
+# -- the bulk path ------------------------------------------------------------------------------
+
+
+@PG
+def test_add_many_writes_what_single_adds_write(pg_url, clock, monkeypatch):
+    """add_many's rows go in one COPY (no statement per row) and come out as add() writes them."""
+    with MemoryStore.open(pg_url, clock=clock) as store:
+        dims = store.embedder.dims
+        vectors = _vectors(30, dims)
+        items = [dict(text=f"{WORDS[i % 12]} note {i} about {WORDS[(i * 5) % 12]}", kind="note",
+                      tags=[WORDS[i % 3]], category="misc" if i % 2 else None, metadata={"i": i, "ok": i % 3 == 0},
+                      importance=0.5 if i % 4 else None, pinned=i % 5 == 0, ttl=3600 if i % 6 == 0 else None)
+                 for i in range(30)]
+        for item, vector in zip(items, vectors, strict=True):
+            store.add(**item, vector=vector, namespace="one")
+
+        def no_statement_per_row(*args, **kwargs):
+            raise AssertionError("add_many ran an INSERT per row instead of COPY")
+
+        monkeypatch.setattr(store.db, "executemany", no_statement_per_row)
+        store.add_many([NewMemory(**item, vector=vector, namespace="many") for item, vector in
+                        zip(items, vectors, strict=True)], batch_size=7)
+        monkeypatch.undo()
+        one = store.list(namespace="one", limit=100)
+        many = store.list(namespace="many", limit=100)
+        assert [_row(m) for m in one] == [_row(m) for m in many]
+        for a, b in zip(one, many, strict=True):
+            assert np.allclose(store.db.query("SELECT embedding FROM memory_chunks WHERE id = ?", (a.id,))[0][0],
+                               store.db.query("SELECT embedding FROM memory_chunks WHERE id = ?", (b.id,))[0][0])
+        for query in ("amber note", "cedar", "harbor about lotus"):
+            assert ([h.text for h in store.search(query, namespace="one", limit=10)]
+                    == [h.text for h in store.search(query, namespace="many", limit=10)])
+
+
+@PG
+def test_a_failed_batch_leaves_nothing_half_written(pg_url):
+    """A batch whose COPY fails is rolled back whole; the batches before it stay; the HNSW index a big
+    load dropped is built again all the same."""
+    config = {"database": {"index_after_load_rows": 20}}
+    with MemoryStore.open(pg_url, config=config) as store:
+        store.db.execute("ALTER TABLE memory_chunks ADD CONSTRAINT no_boom CHECK (position('boom' in text) = 0)")
+        texts = [f"ordinary memory {i}" for i in range(30)]
+        texts[15] = "this one goes boom"
+        with pytest.raises(StorageError):
+            store.add_many(texts, batch_size=10)
+        assert sorted(m.text for m in store.list(limit=100)) == sorted(texts[:10])
+        assert _hnsw_indexes(store) == {f"idx_chunks_embedding_{store.embedder.dims}"}
+        store.db.execute("ALTER TABLE memory_chunks DROP CONSTRAINT no_boom")
+
+
+@PG
+def test_a_big_load_builds_the_hnsw_index_after_it_and_a_small_one_keeps_it(pg_url):
+    config = {"database": {"index_after_load_rows": 100}}
+    with MemoryStore.open(pg_url, config=config) as store:
+        name = f"idx_chunks_embedding_{store.embedder.dims}"
+        vectors = _vectors(400, store.embedder.dims)
+        seen: list[set[str]] = []
+        store.add_many([NewMemory(text=f"memory {i}", vector=vectors[i]) for i in range(300)], batch_size=100,
+                       progress=lambda done, total: seen.append(_hnsw_indexes(store)))
+        assert seen == [set(), set(), set()]  # no index kept current while the rows arrived
+        assert _hnsw_indexes(store) == {name}  # built once, after
+        seen.clear()
+        store.add_many([NewMemory(text=f"memory {i}", vector=vectors[i]) for i in range(300, 400)], batch_size=50,
+                       progress=lambda done, total: seen.append(_hnsw_indexes(store)))
+        assert seen == [{name}, {name}]  # a load that does not double the memory keeps the index current
+        hits = store.search(vector=vectors[123], fusion="vector", limit=3)
+        assert hits[0].text == "memory 123"
+
+
+@PG
+def test_vectors_stay_in_their_rows(pg_url):
+    """A 384-d vector, its text and tsvector pass 2 KB: the row stays whole (no TOAST fetch per vector)."""
+    with MemoryStore.open(pg_url) as store:
+        store.add_many([f"a memory long enough to matter, number {i}, " + "words " * 40 for i in range(50)])
+        size = store.db.scalar("SELECT pg_relation_size(reltoastrelid) FROM pg_class WHERE oid = "
+                               "to_regclass('memory_chunks')")
+        row = store.db.scalar("SELECT max(pg_column_size(c.*)) FROM memory_chunks c")
+        assert row > 2100 and size == 0
+
+
+# -- the keyword side's plan -------------------------------------------------------------------
+
+
+def test_rarest_takes_the_rarest_words_up_to_the_cap():
+    assert rarest([500, 20, 3000, 40], 100) == ([1, 3], [0, 2])
+    assert rarest([500, 900], 100) == ([0], [1])  # at least one word
+    assert rarest([], 100) == ([], [])
+
+
+def test_the_plans_tsqueries():
+    parts = ["'a'", "'b'", "'c'", "'d' <-> 'e'"]
+    assert either(parts[:2]) == "('a') | ('b')"
+    assert every(parts[2:]) == "('c') & ('d' <-> 'e')"
+    assert at_least(parts[:3], 2) == "(('a') & ('b')) | (('a') & ('c')) | (('b') & ('c'))"
+    plan, covered = steps(parts[:3], [10, 500, 400], 100)  # 'a' is rare; 'c' and 'b' come next
+    assert plan == [("('a')", 100), ("('c') & (('b')) & !(('a'))", 50)]
+    assert covered == either(["('a')", at_least(["'c'", "'b'"], 2)])
+    plan, _ = steps(parts, [300, 500, 400, 900], 100)  # none is rare: two of the rarest first
+    assert plan == [("('a') & (('c') | ('b') | ('d' <-> 'e'))", 16), ("('c') & (('b') | ('d' <-> 'e')) & !('a')", 16),
+                    ("('b') & (('d' <-> 'e')) & !('a') & !('c')", 16)]
+
+
+def _keyword(store: MemoryStore, text: str, scored_rows: int, namespace: str = "default") -> list[tuple[int, float]]:
+    keyword = store.kernel.keyword
+    scope = Scope(namespaces=(namespace,))
+    keyword.scored_rows = scored_rows
+    try:
+        with store.kernel.session():
+            return keyword.search(keyword.prepare(text, scope), scope, 50)
+    finally:
+        del keyword.scored_rows
+
+
+@PG
+def test_the_plan_keeps_the_best_matches(pg_url):
+    """With the plan forced by a small cap: the best match of scoring every row comes first, also when it
+    holds none of the rarest words (two of the commoner ones instead), and the top ranks agree."""
+    rng = np.random.default_rng(11)
+    texts = []
+    for i in range(600):
+        words = list(rng.choice(WORDS, size=4, replace=False))
+        if i % 3 == 0:
+            words.append("apple")
+        if i % 4 == 0:
+            words.append("banana")
+        texts.append(" ".join(words) + " " + " ".join(["filler"] * int(rng.integers(2, 30))))
+    for i in range(6):  # the rarest word, in long rows that hold nothing else asked for
+        texts.append("zebra " + " ".join(["filler"] * 60) + f" {i}")
+    texts.append("apple banana")  # short, both commoner words: the best match, without the rarest word
+    with MemoryStore.open(pg_url) as store:
+        store.add_many(texts)
+        full = _keyword(store, "zebra apple banana", 10**6)
+        capped = _keyword(store, "zebra apple banana", 10)
+        rowid = store.db.scalar("SELECT chunk_rowid FROM memory_chunks WHERE text = 'apple banana'")
+        assert full[0][0] == capped[0][0] == rowid
+        assert [r for r, _ in capped[:10]] == [r for r, _ in full[:10]]
+        for query in ("amber basil zebra", "kelp lotus indigo apple", "fjord"):
+            full, capped = _keyword(store, query, 10**6), _keyword(store, query, 30)
+            assert capped[0] == full[0], query
+            assert {r for r, _ in capped} <= {r for r, _ in _keyword(store, query, 10**6)}  # all match the query
+
+
+@PG
+def test_the_plan_is_exact_where_few_rows_match(pg_url):
+    """Below the cap every matching row is scored: the results are those of scoring them all."""
+    rng = np.random.default_rng(5)
+    texts = [" ".join(rng.choice(WORDS, size=5)) + f" row {i}" for i in range(300)]
+    with MemoryStore.open(pg_url) as store:
+        store.add_many(texts)
+        for query in ("amber", "basil cedar", "garnet harbor indigo row"):
+            assert _keyword(store, query, 2000) == _keyword(store, query, 10**6)
+        store.add_many([" ".join(rng.choice(WORDS, size=5)) for _ in range(40)], namespace="small")
+        for query in ("amber", "delta ember"):  # a small namespace: the planner's estimate is small
+            assert _keyword(store, query, 100, "small") == _keyword(store, query, 10**6, "small")
+
+
+# -- namespace scoping ------------------------------------------------------------------------
+
+
+@PG
+def test_a_small_namespace_is_searched_through_an_index(pg_url, monkeypatch):
+    """Every statement a search of a small namespace runs reads it through an index, also once psycopg
+    has prepared the statement (a plan made for any namespace would scan the whole table)."""
+    with MemoryStore.open(pg_url) as store:
+        vectors = _vectors(3000, store.embedder.dims)
+        store.add_many([NewMemory(text=f"{WORDS[i % 12]} big {i}", vector=vectors[i], namespace="big")
+                        for i in range(3000)])
+        store.add_many([NewMemory(text=f"{WORDS[i % 12]} small {i}", vector=vectors[i], namespace="small")
+                        for i in range(40)])
+        store.db.execute("ANALYZE memory_chunks")
+        assert store.db.scalar("SHOW plan_cache_mode") == "force_custom_plan"
+        statements: list[tuple[str, tuple]] = []
+        query = store.db.query
+
+        def capture(sql, params=()):
+            if "namespace = ?" in sql and sql.lstrip().upper().startswith("SELECT"):
+                statements.append((sql, tuple(params)))
+            return query(sql, params)
+
+        monkeypatch.setattr(store.db, "query", capture)
+        hits = store.search("amber small", namespace="small", limit=5)
+        monkeypatch.undo()
+        assert hits and all(h.memory.namespace == "small" for h in hits)
+        assert len(statements) >= 2  # the keyword side's and the vector side's
+        for sql, params in statements:
+            for _ in range(7):  # psycopg prepares a statement at its fifth run
+                plan = "\n".join(r[0] for r in store.db.query("EXPLAIN " + sql, params))
+            assert "Seq Scan on memory_chunks" not in plan, plan
+            assert "idx_chunks_namespace" in plan, plan
+
+
+@PG
+def test_a_search_inside_a_transaction_sees_its_rows(pg_url):
+    """The vector side runs on another connection beside the keyword side, except inside a transaction."""
+    with MemoryStore.open(pg_url) as store:
+        store.add("the heat pump is new")
+        with store.transaction():
+            added = store.add("solar panels on the roof")
+            assert str(added) in store.search("solar panels", limit=3).ids
+            assert str(added) in store.search(vector=store.embed(["solar panels on the roof"])[0], fusion="vector",
+                                            limit=3).ids
+        assert json.dumps(store.search("solar", limit=1).ids) == json.dumps([str(added)])
+
+
+def _search_in_child(url: str, queue) -> None:
+    with MemoryStore.open(url) as store:
+        queue.put([h.text for h in store.search("solar panels", limit=1)])
+
+
+@PG
+def test_a_forked_process_searches(pg_url):
+    """The threads that run the vector side are the parent's: a forked child starts its own."""
+    with MemoryStore.open(pg_url) as store:
+        store.add_many(["solar panels on the roof", "the heat pump is new"])
+        assert store.search("solar panels", limit=1).ids  # the parent's vector thread runs now (and stays)
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_search_in_child, args=(pg_url, queue))
+    child.start()
+    try:
+        assert queue.get(timeout=120) == ["solar panels on the roof"]
+    finally:
+        child.join(30)
+        if child.is_alive():
+            child.kill()
