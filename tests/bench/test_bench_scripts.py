@@ -109,7 +109,7 @@ def test_postgres_bench_runs(monkeypatch, tmp_path, capsys):
                           "--json", str(out)]) == 0
     (row,) = json.loads(out.read_text())["postgres"]
     assert row["size"] == 300 and row["ingest_per_s"] > 0 and 0 <= row["recall10"] <= 1 and row["qps"] > 0
-    assert "| 300 | random |" in capsys.readouterr().out
+    assert "| 300 | random (384-d) |" in capsys.readouterr().out
 
 
 @pytest.mark.sqlite_only  # it times SQLite's FTS5 on a file of its own

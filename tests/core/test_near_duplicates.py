@@ -191,7 +191,7 @@ def test_best_above_agrees_with_an_exact_scan_when_every_vector_shares_a_directi
 def test_the_check_in_a_small_namespace_reads_its_rows_only_and_agrees_with_an_exact_scan(tmp_path, monkeypatch):
     rng = np.random.default_rng(21)
     big, small = _unit(rng, 4000), _unit(rng, 100)
-    with MemoryStore.open(tmp_path / "ns.db") as store:
+    with MemoryStore.open(tmp_path / "ns.db", embedder=HashingEmbedder()) as store:
         store.add_many([{"text": f"big {i}", "vector": v, "namespace": "big"} for i, v in enumerate(big)])
         store.add_many([{"text": f"small {i}", "vector": v, "namespace": "small"} for i, v in enumerate(small)])
         index = store.kernel.memories.vectors

@@ -17,12 +17,15 @@ import numpy as np
 import pytest
 
 from shared_core import MemoryStore
+from shared_core.embed import HashingEmbedder
 from shared_core.index.mirror import sign_code, stamp_hash
 from shared_core.index.protocols import stamp_of
 from shared_core.index.scope import Scope
 from shared_core.index.vector_file import VectorFile, file_path
 
 ROOT = Path(__file__).resolve().parents[2]
+# The hashing embedder throughout: these texts differ only in numbers, which the default static
+# embedder does not read, so its vectors would tie and exact and fast searches could order them apart.
 pytestmark = pytest.mark.sqlite_only  # the SQLite backend's index; PostgreSQL keeps vectors in pgvector
 
 
@@ -55,10 +58,10 @@ def _header(path: Path):
 
 def test_a_new_store_maps_the_file_instead_of_reading_the_vectors(tmp_path):
     path = tmp_path / "m.db"
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
         ids = store.add_many([f"note {i} about the topic {i % 7}" for i in range(600)])
     assert file_path(str(path)).exists()
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
         seen: list[str] = []
         store.db.conn.set_trace_callback(seen.append)
         hits = store.search("note 5 about the topic 5", fusion="vector", limit=3).ids
@@ -74,7 +77,8 @@ WRITER = textwrap.dedent(
     import json, sys
     sys.path.insert(0, {root!r})
     from shared_core import MemoryStore
-    with MemoryStore.open({path!r}) as store:
+    from shared_core.embed import HashingEmbedder
+    with MemoryStore.open({path!r}, embedder=HashingEmbedder()) as store:
         for i in range({rounds}):
             ids = store.add_many([f"round {{i}} memory {{j}} of the writer" for j in range(40)], batch_size=40)
             if i % 5 == 4:
@@ -87,7 +91,7 @@ WRITER = textwrap.dedent(
 
 def test_a_store_opened_while_another_process_writes_finds_every_committed_memory(tmp_path):
     path = tmp_path / "shared.db"
-    MemoryStore.open(path).close()
+    MemoryStore.open(path, embedder=HashingEmbedder()).close()
     proc = subprocess.Popen([sys.executable, "-c", WRITER.format(root=str(ROOT), path=str(path), rounds=40)],
                             stdout=subprocess.PIPE, text=True)
     committed: list[str] = []
@@ -95,13 +99,13 @@ def test_a_store_opened_while_another_process_writes_finds_every_committed_memor
     for n, line in enumerate(proc.stdout):
         committed += json.loads(line)
         if n % 4 == 0:  # a cold open, as a new process would: every acknowledged memory is searchable
-            with MemoryStore.open(path) as store:
+            with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
                 mirror = store.kernel.memories.vectors.sync()
                 rowids = np.array([store.get(i).rowid for i in committed], dtype=np.int64)
                 slots = mirror.slots_of(rowids)
                 assert (slots >= 0).all() and mirror.alive[slots].all()
     assert proc.wait(timeout=600) == 0
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
         assert store.count() == len(committed) == 40 * 40 - 8 * 3
         _check(store)
     assert _header(path) is not None and _header(path).capacity > 1024  # it grew: written anew along the way
@@ -112,6 +116,7 @@ KILLED = textwrap.dedent(
     import os, signal, sys
     sys.path.insert(0, {root!r})
     from shared_core import MemoryStore
+    from shared_core.embed import HashingEmbedder
     from shared_core.index import vector_file
 
     def stop(stage):
@@ -120,7 +125,7 @@ KILLED = textwrap.dedent(
 
     armed = False
     vector_file.write_hook = stop
-    store = MemoryStore.open({path!r})
+    store = MemoryStore.open({path!r}, embedder=HashingEmbedder())
     ids = store.add_many([f"memory {{j}} before the crash" for j in range(300)], batch_size=300)
     armed = True
     if {stage!r}.endswith("@append"):  # new rows written straight into the file by a bulk load
@@ -141,11 +146,11 @@ KILLED = textwrap.dedent(
                                    "slots:header@append"])
 def test_a_process_killed_while_it_writes_the_file_leaves_one_the_next_open_searches_correctly(tmp_path, stage):
     path = tmp_path / "killed.db"
-    MemoryStore.open(path).close()
+    MemoryStore.open(path, embedder=HashingEmbedder()).close()
     proc = subprocess.run([sys.executable, "-c", KILLED.format(root=str(ROOT), path=str(path), stage=stage)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == -9 and "not killed" not in proc.stdout, proc.stderr
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
         _check(store)
         if stage in ("slots:q", "slots:stamp", "slots:header"):
             assert store.search("rewritten memory 7 with other words", fusion="vector", limit=1).ids
@@ -181,10 +186,10 @@ SPOILERS = {"missing": _spoil_missing, "torn header": _spoil_torn, "cut short": 
 @pytest.mark.parametrize("how", list(SPOILERS))
 def test_a_missing_or_damaged_file_is_rebuilt_from_the_rows(tmp_path, how):
     path = tmp_path / "d.db"
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
         store.add_many([f"memory {i} about the harbour" for i in range(400)])
     SPOILERS[how](path, file_path(str(path)))
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
         _check(store)
         newest = int(store.db.scalar("SELECT max(seq) FROM index_log"))
     header = _header(path)
@@ -193,14 +198,14 @@ def test_a_missing_or_damaged_file_is_rebuilt_from_the_rows(tmp_path, how):
 
 def test_a_file_ahead_of_its_database_is_rebuilt(tmp_path):
     path = tmp_path / "a.db"
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
         store.add_many([f"early memory {i}" for i in range(300)])
     backup = tmp_path / "backup.db"
     shutil.copy(path, backup)
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
         store.add_many([f"later memory {i}" for i in range(300)])
     shutil.copy(backup, path)  # the database restored from its backup; the vector file is the newer one
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
         assert store.count() == 300
         _check(store)
         assert store.search("later", fusion="keyword").ids == []
@@ -208,35 +213,35 @@ def test_a_file_ahead_of_its_database_is_rebuilt(tmp_path):
 
 def test_a_file_of_another_database_is_rebuilt(tmp_path):
     one, other = tmp_path / "one.db", tmp_path / "other.db"
-    with MemoryStore.open(one) as store:
+    with MemoryStore.open(one, embedder=HashingEmbedder()) as store:
         store.add_many([f"first database memory {i}" for i in range(300)])
-    with MemoryStore.open(other) as store:
+    with MemoryStore.open(other, embedder=HashingEmbedder()) as store:
         store.add_many([f"second database note {i}" for i in range(300)])
         store.delete(store.search("second database note", fusion="keyword", limit=1).ids)
         store.add("one more to move the log")
     shutil.copy(file_path(str(other)), file_path(str(one)))
-    with MemoryStore.open(one) as store:
+    with MemoryStore.open(one, embedder=HashingEmbedder()) as store:
         _check(store)
 
 
 def test_a_file_behind_a_trimmed_log_is_rebuilt(tmp_path):
     path = tmp_path / "t.db"
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
         store.add_many([f"memory {i} of the first lot" for i in range(300)])
     old = tmp_path / "old.idx"
     shutil.copy(file_path(str(path)), old)
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
         store.add_many([f"memory {i} of the second lot" for i in range(300)])
         store.db.execute("DELETE FROM index_log WHERE seq <= (SELECT max(seq) FROM index_log) - 10")
     shutil.copy(old, file_path(str(path)))  # from before the trim: the log no longer reaches back to it
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
         _check(store)
         assert store.count() == 600
 
 
 def test_a_reader_reads_only_the_new_rows_vectors(tmp_path, monkeypatch):
     path = tmp_path / "r.db"
-    with MemoryStore.open(path) as reader, MemoryStore.open(path) as writer:
+    with MemoryStore.open(path, embedder=HashingEmbedder()) as reader, MemoryStore.open(path, embedder=HashingEmbedder()) as writer:
         writer.add_many([f"memory {i} written first" for i in range(300)])
         reader.search("memory written first", fusion="vector")
         keeper = reader.kernel.memories.vectors._keeper
@@ -253,7 +258,7 @@ def test_a_reader_reads_only_the_new_rows_vectors(tmp_path, monkeypatch):
 
 def test_an_erase_scrubs_the_erased_vectors_from_the_file(tmp_path):
     path = tmp_path / "e.db"
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
         store.add_many([f"public memory {i}" for i in range(300)], namespace="keep")
         secret = store.add("the combination is 4-8-15-16", namespace="gone")
         vector = store.kernel.memories.vectors.vectors_of([store.get(secret).rowid])
