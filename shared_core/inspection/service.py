@@ -146,9 +146,10 @@ class Inspector:
         if memory.expires_at is not None:
             ways.append(f"it expires at {memory.expires_at:%Y-%m-%d %H:%M} UTC (its TTL)")
         if not ways:
-            owner = self._owner_domain(kind) or "its owner"
+            owner = self._owner_domain(kind)
+            whose = f"its domain ({owner})" if owner else "you"
             return False, (f"A {kind} never decays and is never forgotten by itself: size pruning skips its kind "
-                           f"(memory.prune_kinds) and no maintenance step lowers its value. It stays until {owner} "
+                           f"(memory.prune_kinds) and no maintenance step lowers its value. It stays until {whose} "
                            "changes or deletes it. Its rank weight below only orders search results.")
         if memory.pinned:
             return False, f"Pinned: no lifecycle step archives, compresses or prunes it. Unpinned, {'; '.join(ways)}."

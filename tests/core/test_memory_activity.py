@@ -58,7 +58,7 @@ def test_the_log_keeps_the_retention_window_and_one_row_per_memory_and_day(store
     assert [a.day for a in store.inspector.memory(tea, ALICE).activity] == [d[0] for d in kept]
 
 
-def test_archiving_and_restoring_keep_the_activity(store):
+def test_archiving_restoring_and_editing_keep_the_activity(store):
     tea = store.add("Alice drinks oolong tea", namespace=ALICE)
     store.search("Alice tea", namespace=ALICE)
     store.reinforce(tea, namespace=ALICE)
@@ -67,6 +67,9 @@ def test_archiving_and_restoring_keep_the_activity(store):
     assert days(store, tea) == before
     assert [a.accesses for a in store.inspector.memory(tea, ALICE).activity] == [1]
     store.archive.restore(tea, namespace=ALICE)
+    assert days(store, tea) == before
+    store.update(tea, text="Alice drinks jasmine tea", namespace=ALICE)  # an edit is the same memory
+    store.add("Alice drinks green tea", id=tea, namespace=ALICE)  # and so is an upsert of its id
     assert days(store, tea) == before
 
 
