@@ -142,14 +142,18 @@ def ready(page, view: str) -> None:
     page.wait_for_selector(f"body[data-state=ready][data-view={view}]")
 
 
-def shoot(page, name: str, *, full_page: bool = False) -> Path:
-    """Save a screenshot of the page as a test artefact (and, under `make screenshots`, for the docs)."""
+def shoot(page, name: str, *, full_page: bool = False, element: str | None = None) -> Path:
+    """Save a screenshot of the page (or of the ``element`` a selector names) as a test artefact (and,
+    under `make screenshots`, for the docs)."""
     ARTEFACTS.mkdir(parents=True, exist_ok=True)
     ignore = ARTEFACTS.parents[1] / ".gitignore"  # tmp/ holds test output only: git never sees it
     if not ignore.exists():
         ignore.write_text("*\n")
     target = ARTEFACTS / f"inspector-{name}.png"
-    page.screenshot(path=str(target), full_page=full_page)
+    if element is not None:
+        page.locator(element).screenshot(path=str(target))
+    else:
+        page.screenshot(path=str(target), full_page=full_page)
     if DOC_IMAGES:
         folder = Path(DOC_IMAGES)
         folder.mkdir(parents=True, exist_ok=True)

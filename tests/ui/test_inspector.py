@@ -98,7 +98,7 @@ def test_a_memory_page_charts_access_and_feedback_by_day(page, server):
     assert f"{sum(a.accesses for a in kept)} access(es)" in legend and "reinforced 2" in legend
     assert "size pruning archives" in page.inner_text("#fate")
     assert page.get_attribute("#fate", "data-decays") == "true"
-    shoot(page, "memory-activity")
+    shoot(page, "memory-activity", element="#activity")
     page.click("#demote")  # a demotion lands on today's column at once
     page.wait_for_selector("#activity path.demoted")
     today = server.store.inspector.memory(server.ids.tea, ALICE).as_of.date().isoformat()
@@ -181,6 +181,13 @@ def test_a_token_for_one_namespace_sees_nothing_of_another(page, server):
     page.goto(f"{server.base}/#/search?q=secret%20project%20Falcon&ns={ALICE}")
     ready(page, "search")
     assert "Falcon" not in page.inner_text("#results")
+    # nor one of its memories' pages (text, history, access chart), by its id under either namespace
+    bob_memory = next(m.id for m in server.store.list(namespace="user:bob") if m.text == BOB_SECRET)
+    for ns, status in (("user:bob", "403"), (ALICE, "404")):
+        page.goto(f"{server.base}/#/memory/{bob_memory}?ns={ns}")
+        ready(page, "memory")
+        assert status in page.inner_text("#error") and BOB_SECRET not in page.content()
+        assert page.locator("#activity").count() == 0
     # a restricted token is not told the file's size or what maintenance did in other namespaces
     page.goto(f"{server.base}/#/overview?ns={ALICE}")
     ready(page, "overview")
