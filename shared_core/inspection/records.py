@@ -7,8 +7,9 @@ from datetime import datetime
 from typing import Any
 
 from ..clock import to_iso
+from ..memories.activity_repository import ActivityDay
 
-__all__ = ["GrowthPoint", "MaintenanceView", "Overview", "CurvePoint", "ValueCurve", "LinkView", "Provenance",
+__all__ = ["ActivityDay", "GrowthPoint", "MaintenanceView", "Overview", "CurvePoint", "ValueCurve", "LinkView", "Provenance",
            "Version", "MemoryDetail", "SessionView", "SessionDetail", "plain"]
 
 
@@ -151,6 +152,10 @@ class MemoryDetail:
     history: list[Version]
     links: list[LinkView]
     curves: list[ValueCurve]
+    activity: list[ActivityDay] = field(default_factory=list)  # days with accesses or feedback, oldest first
+    decays: bool = True  # False: nothing in the lifecycle lowers its value or removes it by itself
+    fate: str = ""  # how memories of its kind leave (or why they don't), one sentence
+    as_of: datetime | None = None  # the store's clock when this was read: "now" of the curves and the activity
 
     def to_dict(self) -> dict[str, Any]:
         return plain(self)  # type: ignore[no-any-return]

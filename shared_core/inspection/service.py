@@ -18,14 +18,22 @@ from ..clock import days_between
 from ..conversations.service import Conversations
 from ..documents.knowledge_base import KnowledgeBase
 from ..errors import NotFoundError
+from ..insights import Insights
 from ..learnings import Learnings
 from ..lifecycle.forgetting import ForgettingEngine
 from ..lifecycle.links import LinkGraph
 from ..lifecycle.maintenance import STEPS, Maintenance
 from ..memories import Memory, check_namespace
+from ..memories.activity_repository import RETENTION_DAYS, ActivityDay, day_of
 from ..memories.facts import Facts
 from ..memories.service import MemoryService
-from ..ranking import decayed_confidence, prune_weight, weeks_since_reinforced
+from ..ranking import (
+    decayed_confidence,
+    insight_decay_factor,
+    insight_weight,
+    prune_weight,
+    weeks_since_reinforced,
+)
 from .records import (
     CurvePoint,
     GrowthPoint,
@@ -103,11 +111,49 @@ class Inspector:
         check_namespace(namespace)
         memory, archived = self._find(memory_id, namespace)
         owner = self._owner_domain(memory.kind)
+        decays, fate = self.fate(memory)
         return MemoryDetail(
             memory=plain(memory.to_dict()), archived=archived, editable=owner in EDITABLE_KINDS_OWNERS,
             owner_domain=owner, provenance=self._provenance(memory), history=self._history(memory),
             links=self._links(memory), curves=[] if archived else self.curves(memory),
+            activity=self.activity(memory.id), decays=decays, fate=fate, as_of=self.kernel.clock.now(),
         )
+
+    def activity(self, memory_id: str) -> list[ActivityDay]:
+        """The memory's days with accesses or feedback within the kept window, oldest first."""
+        since = self.kernel.clock.now() - timedelta(days=RETENTION_DAYS - 1)
+        with self.kernel.session():
+            return self.kernel.memories.activity.days(memory_id, since=day_of(since))
+
+    def fate(self, memory: Memory) -> tuple[bool, str]:
+        """(whether anything lowers the memory's value or removes it by itself, how its kind leaves)."""
+        kind = memory.kind
+        ways = []
+        if kind == "learning":
+            ways.append("its confidence decays with the weeks since it was last used; maintenance archives it "
+                        "under the prune threshold")
+        if kind == "message":
+            ways.append("the forgetting engine judges it by its value when it is old enough for its tier: below "
+                        "the threshold it is compressed into a summary")
+        if kind == "insight":
+            ways.append("its weight decays while nobody accesses it (never below the floor), so it ranks lower "
+                        "among insights")
+        if kind in self.kernel.config.memory.prune_kinds:
+            ways.append("when the store outgrows memory.max_size, size pruning archives the memories of lowest "
+                        "rank weight first")
+        if kind == "fact":
+            ways.append("a newer fact on the same subject supersedes it")
+        if memory.expires_at is not None:
+            ways.append(f"it expires at {memory.expires_at:%Y-%m-%d %H:%M} UTC (its TTL)")
+        if not ways:
+            owner = self._owner_domain(kind)
+            whose = f"its domain ({owner})" if owner else "you"
+            return False, (f"A {kind} never decays and is never forgotten by itself: size pruning skips its kind "
+                           f"(memory.prune_kinds) and no maintenance step lowers its value. It stays until {whose} "
+                           "changes or deletes it. Its rank weight below only orders search results.")
+        if memory.pinned:
+            return False, f"Pinned: no lifecycle step archives, compresses or prunes it. Unpinned, {'; '.join(ways)}."
+        return True, f"A {kind}: {'; '.join(ways)}."
 
     def _find(self, memory_id: str, namespace: str) -> tuple[Memory, bool]:
         try:
@@ -184,6 +230,10 @@ class Inspector:
             curve = self._learning_curve(memory.owner_id or memory.id, memory.namespace, now, days)
             if curve is not None:
                 curves.append(curve)
+        if memory.kind == "insight":
+            curve = self._insight_curve(memory.owner_id or memory.id, memory.namespace, now, days)
+            if curve is not None:
+                curves.append(curve)
         return curves
 
     def _rank_curve(self, memory: Memory, now: datetime, days: int) -> ValueCurve:
@@ -197,14 +247,40 @@ class Inspector:
             return prune_weight(memory.score, since + day, score_weight=cfg.score_weight,
                                 recency_rate=cfg.recency_rate)
 
+        prunable = memory.kind in self.kernel.config.memory.prune_kinds
+        protected = None
+        if memory.pinned:
+            protected = "pinned: pruning never archives it"
+        elif not prunable:
+            protected = f"a {memory.kind} is never size-pruned (memory.prune_kinds): this only orders search results"
         return ValueCurve(
             measure="rank", label="rank weight (feedback x recency)",
             explanation=(f"exp({cfg.score_weight:g} x score {memory.score:+g}) x 1 / (1 + {cfg.recency_rate:g} x days "
-                         f"since the last hit, now {since:.1f}). Search multiplies relevance by it; when the store "
-                         "outgrows memory.max_size, pruning archives the lowest first. A search hit or "
-                         "reinforcement resets the days."),
-            points=_sample(rank, days), ends_at_day=ends,
-            protected="pinned: pruning never archives it" if memory.pinned else None,
+                         f"since the last hit, now {since:.1f}). Search multiplies relevance by it"
+                         + ("; when the store outgrows memory.max_size, pruning archives the lowest first" if prunable
+                            else "") + ". A search hit or reinforcement resets the days."),
+            points=_sample(rank, days), ends_at_day=ends, protected=protected,
+        )
+
+    def _insight_curve(self, insight_id: str, namespace: str, now: datetime, days: int) -> ValueCurve | None:
+        try:
+            insight = self.kernel.service(Insights).get(insight_id, namespace=namespace)
+        except NotFoundError:
+            return None
+        cfg = self.kernel.config.insights
+        inactive = days_between(insight.last_access_at or insight.created_at, now)
+
+        def weight(day: float) -> float:
+            decay = insight_decay_factor(inactive + day, cfg.decay_bands, cfg.decay_period_days)
+            return insight_weight(insight.custom_weight, decay_factor=decay, floor=cfg.weight_floor, cap=cfg.weight_cap)
+
+        bands = ", ".join(f"x{rate:g} a day after {start:g} days" for start, rate in cfg.decay_bands)
+        return ValueCurve(
+            measure="weight", label="insight weight (inactivity decay)",
+            explanation=(f"weight {insight.custom_weight:g} x the inactivity decay ({bands}; {inactive:.1f} days "
+                         f"inactive now), never below {cfg.weight_floor:g}; insights rank by value x weight. An "
+                         "access resets the days; favourites and views boost it for a while."),
+            points=_sample(weight, days), threshold=cfg.weight_floor, threshold_label="floor",
         )
 
     def _message_curve(self, message_id: str, now: datetime, days: int) -> ValueCurve | None:

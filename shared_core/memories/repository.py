@@ -26,6 +26,7 @@ from ..namespaces import check_namespace
 from ..ranking import SCORE_BOUND
 from ..restatement import is_restatement
 from ..validation import check_name, check_tags, check_text, time_or_none, unit_or_none
+from .activity_repository import ActivityRepository
 from .checks import check_kind, expiry, metadata_json, optional_name
 from .records import (
     COLUMNS,
@@ -60,6 +61,7 @@ class MemoryRepository:
         self.embedder = embedder
         self.clock = clock
         self.config = config
+        self.activity = ActivityRepository(db, clock)  # access and feedback per day, for the inspector
 
     # -- preparing ----------------------------------------------------------------------
 
@@ -512,6 +514,7 @@ class MemoryRepository:
         else:
             self.db.execute(f"UPDATE memory_chunks SET score = {bounded} WHERE chunk_rowid = ?",
                             (SCORE_BOUND, -SCORE_BOUND, delta, memory.rowid))
+        self.activity.feedback(memory.id, memory.namespace, delta, now, reinforced=hit)
 
     def track_access(self, rowids: Iterable[int]) -> None:
         """Seed 003's access tracking: one statement for all returned rows (inside a transaction)."""
@@ -553,7 +556,8 @@ class MemoryRepository:
         by_count: dict[int, list[int]] = {}
         for rowid, count in pending.items():
             by_count.setdefault(count, []).append(rowid)
-        now = to_iso(self.clock.now())
+        moment = self.clock.now()
+        now = to_iso(moment)
         for count, ids in by_count.items():
             for start in range(0, len(ids), 500):
                 part = ids[start : start + 500]
@@ -562,6 +566,7 @@ class MemoryRepository:
                     f"WHERE chunk_rowid IN ({', '.join('?' for _ in part)})",
                     (count, now, *part),
                 )
+                self.activity.accessed(part, count, moment)
 
     def delete_rows(self, rowids: Sequence[int]) -> int:
         ids = list(rowids)

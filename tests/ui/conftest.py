@@ -55,6 +55,8 @@ def server(tmp_path_factory) -> Iterator[Server]:
 
     root = tmp_path_factory.mktemp("inspector")
     clock = ManualClock("2026-03-02T09:00:00Z")
+    patches = pytest.MonkeyPatch()
+    fixed_ids(patches, clock)  # the same ids on every run: the screenshots show them
     store = MemoryStore.open(root / "agent.db", clock=clock, config=Config(data_dir=root / "data"))  # never ~/.openkoi
     ids = seed(store, clock)
     tokens_path = root / "tokens.toml"
@@ -81,6 +83,26 @@ def server(tmp_path_factory) -> Iterator[Server]:
         thread.join(timeout=START_TIMEOUT)
         sock.close()
         store.close()
+        patches.undo()
+
+
+def fixed_ids(patches: pytest.MonkeyPatch, clock: ManualClock) -> None:
+    """New memory and message ids made from the store's clock and a seeded random source instead of the
+    wall clock and the system's: ids made in the same order come out the same on every run."""
+    import random
+    from types import SimpleNamespace
+
+    from shared_core.conversations import records as message_records
+    from shared_core.memories import records as memory_records
+
+    source = random.Random(26)
+
+    def token_hex(n: int) -> str:
+        return source.randbytes(n).hex()
+
+    patches.setattr(memory_records, "time", SimpleNamespace(time_ns=lambda: int(clock.now().timestamp() * 1e9)))
+    patches.setattr(memory_records, "secrets", SimpleNamespace(token_hex=token_hex))
+    patches.setattr(message_records, "secrets", SimpleNamespace(token_hex=token_hex))
 
 
 @pytest.fixture(scope="session")
@@ -120,14 +142,18 @@ def ready(page, view: str) -> None:
     page.wait_for_selector(f"body[data-state=ready][data-view={view}]")
 
 
-def shoot(page, name: str, *, full_page: bool = False) -> Path:
-    """Save a screenshot of the page as a test artefact (and, under `make screenshots`, for the docs)."""
+def shoot(page, name: str, *, full_page: bool = False, element: str | None = None) -> Path:
+    """Save a screenshot of the page (or of the ``element`` a selector names) as a test artefact (and,
+    under `make screenshots`, for the docs)."""
     ARTEFACTS.mkdir(parents=True, exist_ok=True)
     ignore = ARTEFACTS.parents[1] / ".gitignore"  # tmp/ holds test output only: git never sees it
     if not ignore.exists():
         ignore.write_text("*\n")
     target = ARTEFACTS / f"inspector-{name}.png"
-    page.screenshot(path=str(target), full_page=full_page)
+    if element is not None:
+        page.locator(element).screenshot(path=str(target))
+    else:
+        page.screenshot(path=str(target), full_page=full_page)
     if DOC_IMAGES:
         folder = Path(DOC_IMAGES)
         folder.mkdir(parents=True, exist_ok=True)

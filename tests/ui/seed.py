@@ -51,10 +51,12 @@ def seed(store: MemoryStore, clock: ManualClock) -> Seeded:
     for _ in range(3):  # found together: linked
         store.search("Alice tea coffee timezone", namespace=ALICE, limit=3)
     store.reinforce(tea, namespace=ALICE)
+    clock.advance(days=1)  # asked again the next day: accesses and feedback on two days of its chart
+    store.search("what does Alice drink", namespace=ALICE, limit=2)
     store.reinforce(tea, namespace=ALICE)
     store.add(BOB_SECRET, namespace=BOB, tags=["work"])
     store.add("Bob drinks his coffee black", namespace=BOB)
-    clock.advance(days=2)
+    clock.advance(days=1)
     store.maintain()
     return Seeded(tea=tea, timezone_old=old, timezone_new=new, allergy=allergy, document=document.id,
                   session=session.id)

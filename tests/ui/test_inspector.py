@@ -83,6 +83,39 @@ def test_a_memory_page_shows_why_and_where_from(page, server):
     shoot(page, "session")
 
 
+def test_a_memory_page_charts_access_and_feedback_by_day(page, server):
+    open_as(page, server, server.admin_token, f"/memory/{server.ids.tea}")
+    kept = server.store.inspector.memory(server.ids.tea, ALICE).activity
+    assert [a.reinforcements for a in kept if a.reinforcements] == [1, 1]  # reinforced on two days
+    chart = page.locator("#activity svg.activity")
+    assert chart.locator("g.day").count() == len(kept)
+    assert chart.locator("g.day rect.fill").count() == len([a for a in kept if a.accesses])
+    assert chart.locator("path.reinforced").count() == 2 and chart.locator("path.demoted").count() == 0
+    reinforced_days = [a.day for a in kept if a.reinforcements]
+    assert chart.locator("g.day:has(path.reinforced)").evaluate_all(
+        "els => els.map(e => e.dataset.day)") == reinforced_days
+    legend = page.inner_text("#activity .legend")
+    assert f"{sum(a.accesses for a in kept)} access(es)" in legend and "reinforced 2" in legend
+    assert "size pruning archives" in page.inner_text("#fate")
+    assert page.get_attribute("#fate", "data-decays") == "true"
+    shoot(page, "memory-activity", element="#activity")
+    page.click("#demote")  # a demotion lands on today's column at once
+    page.wait_for_selector("#activity path.demoted")
+    today = server.store.inspector.memory(server.ids.tea, ALICE).as_of.date().isoformat()
+    assert page.locator(f"#activity g.day[data-day='{today}'] path.demoted").count() == 1
+    assert "demoted 1" in page.inner_text("#activity .legend")
+
+
+def test_a_document_chunk_says_it_never_decays(page, server):
+    chunk = server.store.documents.get_chunks(server.ids.document, namespace=ALICE)[0]
+    open_as(page, server, server.admin_token, f"/memory/{chunk.id}")
+    assert page.get_attribute("#fate", "data-decays") == "false"
+    assert page.text_content("#fate h3") == "It does not decay" and "never decays" in page.inner_text("#fate")
+    assert "never size-pruned" in page.inner_text(".curve[data-measure=rank]")
+    kept = server.store.inspector.memory(chunk.id, ALICE).activity  # searches found it: it has accesses
+    assert page.locator("#activity svg.activity g.day").count() == len(kept) > 0
+
+
 def test_edit_a_memory_and_find_the_change(page, server):
     open_as(page, server, server.admin_token, f"/memory/{server.ids.tea}")
     page.click("#edit")
@@ -148,6 +181,13 @@ def test_a_token_for_one_namespace_sees_nothing_of_another(page, server):
     page.goto(f"{server.base}/#/search?q=secret%20project%20Falcon&ns={ALICE}")
     ready(page, "search")
     assert "Falcon" not in page.inner_text("#results")
+    # nor one of its memories' pages (text, history, access chart), by its id under either namespace
+    bob_memory = next(m.id for m in server.store.list(namespace="user:bob") if m.text == BOB_SECRET)
+    for ns, status in (("user:bob", "403"), (ALICE, "404")):
+        page.goto(f"{server.base}/#/memory/{bob_memory}?ns={ns}")
+        ready(page, "memory")
+        assert status in page.inner_text("#error") and BOB_SECRET not in page.content()
+        assert page.locator("#activity").count() == 0
     # a restricted token is not told the file's size or what maintenance did in other namespaces
     page.goto(f"{server.base}/#/overview?ns={ALICE}")
     ready(page, "overview")

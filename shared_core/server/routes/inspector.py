@@ -4,8 +4,8 @@ The page (``static/inspector/``) asks for everything through the REST API with t
 user gives it, so a token limited to namespaces sees only those, here as everywhere. The routes
 below add what the page needs that the rest of the API has no route for: a search that explains
 each hit and filters by time without counting as an access, a namespace's overview, one memory with
-its provenance, history, links and value curves, archiving and restoring, sessions with their
-transcripts and summaries, a document's chunks. Each translates a call of the library
+its provenance, history, links, access and feedback by day and value curves, archiving and restoring,
+sessions with their transcripts and summaries, a document's chunks. Each translates a call of the library
 (``store.inspector``, ``store.search``, ``store.archive``...); edits, feedback, deletes and erasing
 use the existing memory routes.
 """
@@ -176,6 +176,14 @@ class VersionOut(BaseModel):
     current: bool
 
 
+class ActivityOut(BaseModel):
+    day: str = Field(description="YYYY-MM-DD (UTC, the store's clock)")
+    accesses: int
+    reinforcements: int
+    demotions: int
+    score_delta: float
+
+
 class MemoryDetailOut(BaseModel):
     memory: MemoryOut
     archived: bool
@@ -188,6 +196,10 @@ class MemoryDetailOut(BaseModel):
     history: list[VersionOut]
     links: list[LinkOut]
     curves: list[CurveOut]
+    activity: list[ActivityOut] = Field(description="Days with accesses or feedback in the last 90, oldest first.")
+    decays: bool = Field(description="False when nothing in the lifecycle lowers its value or removes it by itself.")
+    fate: str = Field(description="How memories of its kind leave, or why they don't.")
+    as_of: datetime = Field(description="The store's clock when this was read: the curves' and activity's now.")
 
 
 class SessionOut(BaseModel):
@@ -247,6 +259,8 @@ def _detail(store: MemoryStore, memory_id: str, ns: str) -> MemoryDetailOut:
         editable=detail.editable, owner_domain=detail.owner_domain, metadata=memory.get("metadata") or {},
         provenance=ProvenanceOut(**data["provenance"]), history=[VersionOut(**v) for v in data["history"]],
         links=[LinkOut(**link) for link in data["links"]], curves=[CurveOut(**c) for c in data["curves"]],
+        activity=[ActivityOut(**a) for a in data["activity"]], decays=detail.decays, fate=detail.fate,
+        as_of=detail.as_of,
     )
 
 

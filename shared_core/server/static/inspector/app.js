@@ -304,6 +304,7 @@ VIEWS.memory = async (r) => {
       h("div", {class: "card"}, h("h3", {}, "Access and feedback"), h("table", {}, h("tbody", {},
         row("feedback score", `${num(m.score, 2)} (reinforce +3, demote -1)`), row("accesses", m.access_count),
         row("last access", fmtTime(m.last_access_at)), row("last hit", fmtTime(m.last_hit_at))))),
+      activityCard(d),
       h("div", {class: "card", id: "history"}, h("h3", {}, "Version history"), d.history.length ? h("ol", {},
         d.history.map((v) => h("li", {class: v.id === m.id ? "this" : ""},
           v.id === m.id ? h("b", {}, v.text) : link("/memory/" + encodeURIComponent(v.id), v.text),
@@ -317,8 +318,25 @@ VIEWS.memory = async (r) => {
           Charts.bars([{label: "strength", value: l.strength, max: Math.max(...d.links.map((x) => x.strength)),
             text: num(l.strength, 1)}], {width: 220, label: 56, text: 40, cls: "bars tiny"}))))
           : h("p", {class: "muted"}, "No links yet: memories found together by a search link together.")),
+      h("div", {class: "card wide" + (d.decays ? "" : " never"), id: "fate", dataset: {decays: String(d.decays)}},
+        h("h3", {}, d.decays ? "How it can be forgotten" : "It does not decay"), h("p", {}, d.fate)),
       ...d.curves.map(curveCard)));
 };
+
+// the last 30 days (more if older activity is kept) of accesses and feedback, up to the store's today
+function activityCard(d) {
+  const to = d.as_of.slice(0, 10);
+  const back = (days) => new Date(Date.parse(to + "T00:00:00Z") - days * 86400000).toISOString().slice(0, 10);
+  const first = d.activity.length ? d.activity[0].day : to;
+  const from = first < back(29) ? first : back(29);
+  const sum = (key) => d.activity.reduce((a, x) => a + x[key], 0);
+  return h("div", {class: "card wide", id: "activity"}, h("h3", {}, "Access and feedback over time"),
+    d.activity.length ? Charts.activity(d.activity, from, to) : h("p", {class: "muted"},
+      "No access or feedback in the last 90 days: searches that count as access and reinforce or demote show here."),
+    h("p", {class: "legend muted"}, `${sum("accesses")} access(es) since ${from}: bars; `,
+      h("span", {class: "up"}, `▲ reinforced ${sum("reinforcements")}`), ", ",
+      h("span", {class: "down"}, `▼ demoted ${sum("demotions")}`), ". Kept for 90 days, one row a day."));
+}
 
 // why a version was superseded (metadata superseded_reason, written by the facts' write rule)
 const REASONS = {explicit: "replaced explicitly (supersedes=...)", changed: "a near-duplicate that changed a detail",

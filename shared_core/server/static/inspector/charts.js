@@ -1,4 +1,5 @@
-// Small SVG charts for the inspector: labelled horizontal bars and a line over time. No dependencies.
+// Small SVG charts for the inspector: labelled horizontal bars, a line over time and a memory's activity by
+// day. No dependencies.
 "use strict";
 
 const Charts = (() => {
@@ -72,5 +73,47 @@ const Charts = (() => {
     return root;
   }
 
-  return {bars, line};
+  // A memory's days: a bar per day for its accesses, a triangle above it for feedback (up: reinforced,
+  // down: demoted). days: [{day: "YYYY-MM-DD", accesses, reinforcements, demotions}]; from/to: YYYY-MM-DD.
+  function activity(days, from, to, opts) {
+    const o = Object.assign({width: 700, height: 130}, opts || {});
+    const pad = {l: 34, r: 10, t: 18, b: 22};
+    const root = svg("svg", {class: "activity", width: o.width, height: o.height, viewBox: `0 0 ${o.width} ${o.height}`,
+                             role: "img"});
+    const dayMs = 86400000;
+    const t0 = Date.parse(from + "T00:00:00Z"), n = Math.round((Date.parse(to + "T00:00:00Z") - t0) / dayMs) + 1;
+    const w = o.width - pad.l - pad.r, h = o.height - pad.t - pad.b, slot = w / n;
+    const top = Math.max(1, ...days.map((d) => d.accesses));
+    root.appendChild(svg("line", {x1: pad.l, y1: pad.t + h, x2: pad.l + w, y2: pad.t + h, class: "axis"}));
+    root.appendChild(svg("text", {x: pad.l - 4, y: pad.t + 8, class: "tick", "text-anchor": "end"}, String(top)));
+    root.appendChild(svg("text", {x: pad.l - 4, y: pad.t + h, class: "tick", "text-anchor": "end"}, "0"));
+    root.appendChild(svg("text", {x: pad.l, y: o.height - 4, class: "tick"}, from));
+    root.appendChild(svg("text", {x: pad.l + w, y: o.height - 4, class: "tick", "text-anchor": "end"}, to));
+    root.appendChild(svg("text", {x: pad.l + w / 2, y: o.height - 4, class: "tick", "text-anchor": "middle"},
+                         "accesses per day (UTC)"));
+    for (const d of days) {
+      const i = Math.round((Date.parse(d.day + "T00:00:00Z") - t0) / dayMs);
+      if (i < 0 || i >= n) continue;
+      const x = pad.l + i * slot, bw = Math.max(1, slot - 1), cx = x + bw / 2;
+      const g = svg("g", {class: "day", "data-day": d.day});
+      g.appendChild(svg("title", {}, `${d.day}: ${d.accesses} access(es), ${d.reinforcements} reinforced, ` +
+                                     `${d.demotions} demoted`));
+      if (d.accesses) {
+        const bh = Math.max(1, d.accesses / top * h);
+        g.appendChild(svg("rect", {x, y: pad.t + h - bh, width: bw, height: bh, class: "fill"}));
+      }
+      if (d.reinforcements) {
+        g.appendChild(svg("path", {d: `M${cx - 4},${pad.t - 4} L${cx + 4},${pad.t - 4} L${cx},${pad.t - 12} Z`,
+                                   class: "reinforced"}));
+      }
+      if (d.demotions) {
+        const y = d.reinforcements ? pad.t + 8 : pad.t - 4;
+        g.appendChild(svg("path", {d: `M${cx - 4},${y - 8} L${cx + 4},${y - 8} L${cx},${y} Z`, class: "demoted"}));
+      }
+      root.appendChild(g);
+    }
+    return root;
+  }
+
+  return {bars, line, activity};
 })();
