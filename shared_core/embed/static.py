@@ -138,7 +138,7 @@ class StaticEmbedder:
     """
 
     # measured on LoCoMo and bench/quality/paraphrases.py (docs/search.md): see the docs there
-    profile = EmbedderProfile(similarity_floor=0.2, vector_weight=2.0, kb_threshold=0.75)
+    profile = EmbedderProfile(similarity_floor=0.2, vector_weight=2.0, kb_threshold=0.65)
 
     def __init__(self, path: str | Path | None = None, *, centred: bool = True) -> None:
         self.path = Path(path) if path is not None else DEFAULT_TABLE

@@ -138,7 +138,7 @@ def test_it_cannot_tell_numbers_or_negations_apart_so_it_never_merges_alone(stor
 
 def test_its_profile_is_the_measured_one():
     profile = profile_of(StaticEmbedder())
-    assert (profile.similarity_floor, profile.vector_weight, profile.kb_threshold) == (0.2, 2.0, 0.75)
+    assert (profile.similarity_floor, profile.vector_weight, profile.kb_threshold) == (0.2, 2.0, 0.65)
 
 
 def test_the_shipped_table_is_the_recorded_build():
