@@ -3,6 +3,7 @@
     python bench/core.py                                   # 10k and 100k, hashing + random vectors
     python bench/core.py --sizes 10000 --vectors minilm    # real sentence embeddings (cached; slow first time)
     python bench/core.py --vectors static                  # the default static embedder (its store embeds the single adds)
+    python bench/core.py --vectors static-uncentred        # the same with its common direction kept (static/minilm-256)
 
 For each size and kind of vector it builds a store from precomputed vectors and reports:
 bulk ingest (memories/s, the median of three loads into fresh files up to 100k memories),
@@ -79,14 +80,16 @@ def vectors_for(kind: str, texts: list[str], dims: int = 384, seed: int = 1) -> 
         return x / np.linalg.norm(x, axis=1, keepdims=True)
     if kind == "minilm":
         return _minilm(texts)
-    if kind == "static":  # the default embedder: fast enough to need no cache
-        return StaticEmbedder().embed(texts)
+    if kind in ("static", "static-uncentred"):  # the default embedder: fast enough to need no cache
+        return embedder_for(kind).embed(texts)
     raise SystemExit(f"unknown vectors {kind!r}")
 
 
 def embedder_for(kind: str) -> HashingEmbedder | StaticEmbedder:
     """The store's embedder: the one that made the vectors where the dimensions must match, else hashing."""
-    return StaticEmbedder() if kind == "static" else HashingEmbedder()
+    if kind in ("static", "static-uncentred"):
+        return StaticEmbedder(centred=kind == "static")
+    return HashingEmbedder()
 
 
 def vectors_cached(kind: str, texts: list[str], dims: int = 384, seed: int = 1) -> np.ndarray:
@@ -288,7 +291,7 @@ def table(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--vectors", default="hashing,random", help="comma list of hashing, static, random, minilm")
+    parser.add_argument("--vectors", default="hashing,random", help="comma list of hashing, static, static-uncentred, random, minilm")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--json", type=Path, help="also write raw results here")
     args = parser.parse_args(argv)

@@ -1,8 +1,8 @@
 """Embeddings across the boundary, both ways.
 
-* :class:`OpenKoiEmbedding`: a LlamaIndex ``BaseEmbedding`` over a core embedder (the hashing
-  embedder by default): an embed model for ``VectorStoreIndex`` and ``Settings.embed_model``
-  that needs no network, no key and no model file.
+* :class:`OpenKoiEmbedding`: a LlamaIndex ``BaseEmbedding`` over a core embedder (by default the
+  core's default, the static embedder): an embed model for ``VectorStoreIndex`` and
+  ``Settings.embed_model`` that needs no network, no key and no download.
 * :class:`LlamaIndexEmbedder`: a core embedder over any LlamaIndex embed model, so
   ``MemoryStore.open(path, embedder=LlamaIndexEmbedder(OpenAIEmbedding()))`` stores and searches
   with the model a LlamaIndex application already uses.
@@ -17,18 +17,18 @@ import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import PrivateAttr
 
-from shared_core.embed import Embedder, HashingEmbedder
+from shared_core.embed import Embedder, StaticEmbedder
 
 __all__ = ["OpenKoiEmbedding", "LlamaIndexEmbedder"]
 
 
 class OpenKoiEmbedding(BaseEmbedding):
-    """A LlamaIndex embed model backed by a core embedder (default: the 384-d hashing embedder)."""
+    """A LlamaIndex embed model backed by a core embedder (default: the 256-d static embedder, as new memories)."""
 
     _embedder: Any = PrivateAttr()
 
     def __init__(self, embedder: Embedder | None = None, **kwargs: Any) -> None:
-        embedder = embedder or HashingEmbedder()
+        embedder = embedder or StaticEmbedder()
         super().__init__(model_name=embedder.name, **kwargs)
         self._embedder = embedder
 

@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from shared_core import ManualClock, MemoryStore, NewMemory  # noqa: E402
-from shared_core.embed import HashingEmbedder  # noqa: E402
+from shared_core.embed import HashingEmbedder, embedder_from_name  # noqa: E402
 
 
 def _find_data() -> Path:
@@ -192,17 +192,18 @@ class CachedEmbedder:
 
 
 def make_embedder(name: str) -> Any:
+    """``hashing``, ``static``, ``minilm`` (cached: needs sentence-transformers), or any name
+    :func:`~shared_core.embed.embedder_from_name` builds (``static/minilm-256``: the uncentred static vectors)."""
     if name == "hashing":
         return HashingEmbedder()
-    if name == "static":
-        from shared_core.embed.static import StaticEmbedder
-
-        return StaticEmbedder()
     if name == "minilm":
         from shared_core.embed import SentenceTransformerEmbedder
 
         return CachedEmbedder(SentenceTransformerEmbedder("all-MiniLM-L6-v2"))
-    raise SystemExit(f"unknown embedder {name!r}; use hashing, static or minilm")
+    try:
+        return embedder_from_name(name)
+    except ValueError as exc:
+        raise SystemExit(f"unknown embedder {name!r}; use hashing, static, minilm or an embedder name ({exc})") from None
 
 
 # -- metrics ------------------------------------------------------------------------------------
@@ -330,7 +331,7 @@ def grid_methods(embedder_name: str) -> dict[str, dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--embedder", default="hashing", choices=["hashing", "static", "minilm"])
+    parser.add_argument("--embedder", default="hashing", help="hashing, static, minilm, or an embedder name")
     parser.add_argument("--grid", action="store_true", help="evaluate a grid of fusion settings")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")

@@ -169,7 +169,7 @@ class ForgettingConfig:
     max_candidates: int = 500
     lock_ttl_ms: int = 60_000
     # seed 003's query flow uses 0.7, a value for real sentence embedders; < 0 takes the
-    # embedder's own threshold (EmbedderProfile.kb_threshold: 0.7 sentence models, 0.75 static, 0.35 hashing)
+    # embedder's own threshold (EmbedderProfile.kb_threshold: 0.7 sentence models, 0.65 static, 0.35 hashing)
     vector_threshold: float = -1.0
     scan_limit_factor: int = 10  # seed 003: scanLimit = limit * 10
     min_raw_results_without_fallback: int = 3  # seed 003: minRawResultsWithoutFallback (value not given)

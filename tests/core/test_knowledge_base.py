@@ -274,7 +274,7 @@ def test_search_limit_and_document_filter(store, tmp_path):
 
 
 def test_threshold_is_per_embedder_and_configurable(store, tmp_path, fake_embedder):
-    assert store.documents.similarity_threshold == 0.75  # the default static embedder's measured value
+    assert store.documents.similarity_threshold == 0.65  # the default static embedder's measured value
     with MemoryStore.open(":memory:", embedder=HashingEmbedder()) as other:
         assert other.documents.similarity_threshold == 0.35  # the hashing embedder's
     with MemoryStore.open(":memory:", embedder=fake_embedder, config={}) as other:

@@ -31,7 +31,7 @@ def test_threshold_is_per_embedder_and_overridable(store, clock, fake_embedder):
     # no keyword in common with the stored text, so only the vector side can find it
     assert convs.search("Tier short", threshold=0.0, include_summaries=False).ids != []
     assert convs.search("Tier short", threshold=0.99, include_summaries=False).ids == []
-    assert convs.search_threshold == 0.75  # the default static embedder's own (EmbedderProfile.kb_threshold)
+    assert convs.search_threshold == 0.65  # the default static embedder's own (EmbedderProfile.kb_threshold)
     with MemoryStore.open(":memory:", clock=clock, embedder=HashingEmbedder()) as hashing:
         assert hashing.conversations.search_threshold == 0.35
     with MemoryStore.open(":memory:", clock=clock, config={"forgetting": {"vector_threshold": 0.99}}) as strict:

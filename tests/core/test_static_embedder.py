@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from shared_core import HashingEmbedder, MemoryStore
 from shared_core.embed import StaticEmbedder, embedder_from_name, profile_of
-from shared_core.embed.static import DEFAULT_TABLE, StaticTable
+from shared_core.embed.static import COMMON_DIRECTIONS, DEFAULT_TABLE, StaticTable, common_directions
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "quality"))
+from paraphrases import PAIRS  # noqa: E402
 
 FACTS = ["User is vegetarian", "User drives a Tesla Model 3", "User has a daughter named Mia"]
 MEANINGS = [("diet", FACTS[0]), ("vehicle", FACTS[1]), ("children", FACTS[2])]
@@ -30,10 +35,10 @@ def test_the_default_store_finds_a_memory_by_its_meaning(store, query, fact):
 
 def test_a_new_memory_is_built_with_the_static_embedder(tmp_path):
     with MemoryStore.open(tmp_path / "new.db") as store:
-        assert isinstance(store.embedder, StaticEmbedder) and store.embedder.name == "static/minilm-256"
+        assert isinstance(store.embedder, StaticEmbedder) and store.embedder.name == "static/minilm-256c"
         store.add("User is vegetarian")
     with MemoryStore.open(tmp_path / "new.db") as store:
-        assert store.embedder.name == "static/minilm-256"
+        assert store.embedder.name == "static/minilm-256c" and store.embedder.centred
         assert store.search("diet")[0].text == "User is vegetarian"
 
 
@@ -49,14 +54,56 @@ def test_a_hashing_memory_keeps_its_embedder_and_reembed_moves_it(tmp_path):
         assert store.search("vegetarian")[0].text == FACTS[0]
         assert store.reembed(StaticEmbedder()) == len(FACTS)
     with MemoryStore.open(path) as store:
-        assert store.embedder.name == "static/minilm-256" and store.embedder.dims == 256
+        assert store.embedder.name == "static/minilm-256c" and store.embedder.dims == 256
         assert [store.search(query)[0].text for query, _ in MEANINGS] == [fact for _, fact in MEANINGS]
 
 
 def test_names_that_build_it():
-    for name in ("static", "default", "static/minilm-256"):
-        assert isinstance(embedder_from_name(name), StaticEmbedder)
+    for name in ("static", "default", "static/minilm-256c"):
+        embedder = embedder_from_name(name)
+        assert isinstance(embedder, StaticEmbedder) and embedder.centred and embedder.name == "static/minilm-256c"
+    old = embedder_from_name("static/minilm-256")
+    assert isinstance(old, StaticEmbedder) and not old.centred and old.name == "static/minilm-256"
     assert isinstance(embedder_from_name("hashing"), HashingEmbedder)
+
+
+def _mean_of_rows(text: str) -> np.ndarray:
+    """The vectors ``static/minilm-256`` always gave: the mean of the text's token rows, normalised."""
+    table = StaticEmbedder().table
+    ids = table.tokenizer.ids(text)
+    vector = (table.vectors[ids].astype(np.float64) * table.scales[ids, None]).sum(axis=0)
+    return vector / np.linalg.norm(vector)
+
+
+def test_a_memory_made_before_centring_keeps_its_vectors_and_reembed_moves_it(tmp_path):
+    """Files record their embedder's name: ``static/minilm-256`` still means the uncentred vectors."""
+    path = tmp_path / "before.db"
+    with MemoryStore.open(path, embedder=StaticEmbedder(centred=False)) as store:  # what the old default wrote
+        for text in FACTS:
+            store.add(text)
+    with MemoryStore.open(path) as store:
+        assert store.embedder.name == "static/minilm-256" and not store.embedder.centred
+        assert np.allclose(store.embed(FACTS), [_mean_of_rows(text) for text in FACTS], atol=1e-5)
+        assert store.search("diet")[0].text == FACTS[0]
+        assert store.reembed(StaticEmbedder()) == len(FACTS)
+    with MemoryStore.open(path) as store:
+        assert store.embedder.name == "static/minilm-256c"
+        assert [store.search(query)[0].text for query, _ in MEANINGS] == [fact for _, fact in MEANINGS]
+
+
+def test_the_common_directions_are_removed_and_come_from_the_table_alone():
+    embedder = StaticEmbedder()
+    directions = common_directions(embedder.table)
+    assert directions.shape == (256, COMMON_DIRECTIONS)
+    assert np.allclose(directions.T @ directions, np.eye(COMMON_DIRECTIONS), atol=1e-5)
+    assert np.array_equal(directions, common_directions(StaticTable.load(DEFAULT_TABLE)))  # reproducible
+    texts = [text for pair in PAIRS for text in pair]  # the paraphrase probe's facts and questions
+    centred, raw = embedder.embed(texts), StaticEmbedder(centred=False).embed(texts)
+    assert np.abs(centred @ directions).max() < 1e-5
+    # what it is for: texts lean one way less (mean 0.39 against 0.49), so sign bits tell more apart
+    assert np.linalg.norm(centred.mean(axis=0)) < np.linalg.norm(raw.mean(axis=0)) - 0.05
+    with pytest.raises(ValueError, match="between 1 and 255"):
+        common_directions(embedder.table, 0)
 
 
 def test_vectors_are_unit_length_and_the_same_alone_or_in_a_batch():
@@ -91,7 +138,7 @@ def test_it_cannot_tell_numbers_or_negations_apart_so_it_never_merges_alone(stor
 
 def test_its_profile_is_the_measured_one():
     profile = profile_of(StaticEmbedder())
-    assert (profile.similarity_floor, profile.vector_weight, profile.kb_threshold) == (0.2, 2.0, 0.75)
+    assert (profile.similarity_floor, profile.vector_weight, profile.kb_threshold) == (0.2, 2.0, 0.65)
 
 
 def test_the_shipped_table_is_the_recorded_build():
@@ -113,9 +160,7 @@ def test_a_missing_or_foreign_table_says_what_to_do(tmp_path):
 
 
 def test_the_embedders_section_of_the_search_docs_runs_as_written(capsys):
-    from pathlib import Path
-
     doc = (Path(__file__).resolve().parents[2] / "docs" / "search.md").read_text(encoding="utf-8")
     code = doc.split("## Embedders", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(code, "docs/search.md[Embedders]", "exec"), {})  # noqa: S102
-    assert capsys.readouterr().out.splitlines() == ["static/minilm-256", *FACTS]
+    assert capsys.readouterr().out.splitlines() == ["static/minilm-256c", *FACTS]

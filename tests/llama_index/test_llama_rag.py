@@ -21,7 +21,7 @@ from llama_index_openkoi import (
     OpenKoiVectorStore,
     openkoi_storage_context,
 )
-from shared_core import MemoryStore
+from shared_core import HashingEmbedder, MemoryStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
 from docfiles import make_docx, make_pdf  # noqa: E402
@@ -230,10 +230,14 @@ def test_embeddings_cross_the_boundary_both_ways(tmp_path):
     from llama_index_openkoi import LlamaIndexEmbedder, OpenKoiEmbedding
     from shared_core import MemoryStore
 
-    local = OpenKoiEmbedding()
-    assert local.dims == 384 and len(local.get_text_embedding("hello")) == 384
-    a, b, c = (local.get_text_embedding(t) for t in ("deploy the server", "deploy the servers", "banana bread"))
+    local = OpenKoiEmbedding()  # the core's default: the static embedder new memories get
+    with MemoryStore.open(tmp_path / "default.db") as default_store:
+        assert local.model_name == default_store.embedder.name == "static/minilm-256c"
+        assert local.dims == default_store.embedder.dims == 256
+        assert local.get_text_embedding("hello") == pytest.approx(default_store.embed(["hello"])[0].tolist(), abs=1e-6)
+    a, b, c = (local.get_text_embedding(t) for t in ("what is their diet?", "User is vegetarian", "deploy the servers"))
     assert sum(x * y for x, y in zip(a, b, strict=True)) > sum(x * y for x, y in zip(a, c, strict=True))
+    assert OpenKoiEmbedding(HashingEmbedder()).dims == 384
 
     wrapped = LlamaIndexEmbedder(MockEmbedding(embed_dim=8))
     assert wrapped.dims == 8 and wrapped.name == "llama-index/MockEmbedding/unknown"  # its model_name
