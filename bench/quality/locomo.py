@@ -7,6 +7,8 @@ question is asked; the gold evidence turns are looked for in the top 10. Methods
 ranking) and ``hybrid + time`` (a time in the question, "in June", "last year", "after the
 road trip", raises the turns said then: each turn carries its session's date, and the
 questions are asked the day after the last session), or any fusion setting given with --grid.
+The questions ask about the whole history, so methods rank without recency (Koshi's rank
+divides by 1 + 0.01 x days, which favours the last sessions); ``hybrid + recency`` keeps it.
 
     python bench/quality/locomo.py                       # hashing embedder, 3 methods
     python bench/quality/locomo.py --embedder static     # the default embedder (numpy only)
@@ -255,6 +257,7 @@ METHODS = {
     "vector": {"fusion": "vector", "time_phrases": "off"},
     "hybrid": {"time_phrases": "off"},
     "hybrid + time": {"time_phrases": "boost"},  # a time in the question raises the turns of that time
+    "hybrid + recency": {"time_phrases": "off", "recency": True},  # Koshi's recency at its default rate
 }
 
 
@@ -266,11 +269,15 @@ def evaluate(report: LoadReport, embedder: Any, methods: dict[str, dict[str, Any
         turn_vectors = np.asarray(embedder.embed([text for _, text in conv.turns]), dtype=np.float32)
         query_vectors = np.asarray(embedder.embed([q.text for q in conv.questions]), dtype=np.float32)
         for name, options in methods.items():
-            search_config = {"track_access": False, **{k: v for k, v in options.items() if k != "fusion"}}
-            # The replay's clock stands on the day the questions are asked, so recency is the same on any date.
+            search_config = {"track_access": False,
+                             **{k: v for k, v in options.items() if k not in ("fusion", "recency")}}
+            # The questions are asked the day after the last session, on a clock that stands there. They
+            # ask about the whole history, so the replay ranks without recency (which would favour the
+            # last sessions) unless a method asks for it: "hybrid + recency" shows what it costs here.
             clock = ManualClock(conv.asked_at) if conv.asked_at else None
-            with MemoryStore.open(":memory:", embedder=embedder, config={"search": search_config},
-                                  clock=clock) as store:
+            ranking = {} if options.get("recency") else {"recency_rate": 0.0}
+            with MemoryStore.open(":memory:", embedder=embedder, clock=clock,
+                                  config={"search": search_config, "ranking": ranking}) as store:
                 store.add_many(
                     [NewMemory(text=text, id=dia, namespace=conv.sample_id, kind="message", vector=vec,
                                created_at=conv.said_at.get(dia))
