@@ -308,7 +308,7 @@ class Searcher:
         if not rank:
             return 1.0, 1.0
         return (feedback_weight(feedback_score, self.config.ranking.score_weight),
-                recency_weight(days, self.config.ranking.recency_rate))
+                recency_weight(days, self.config.ranking.recency_rate, self.config.ranking.recency_floor))
 
     def archive_hits(self, keyword_query: Any, scope: Scope, pool: int, live_bm25: dict[int, float],
                       now: datetime, method: str, *, rank: bool = True) -> list[Hit]:

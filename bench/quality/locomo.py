@@ -258,17 +258,24 @@ METHODS = {
 
 
 def evaluate(report: LoadReport, embedder: Any, methods: dict[str, dict[str, Any]],
-             limit_conversations: int | None = None) -> list[MethodResult]:
-    """Every method over every conversation; vectors are computed once and reused."""
+             limit_conversations: int | None = None, *, conversations: Iterable[int] | None = None,
+             config: dict[str, dict[str, Any]] | None = None) -> list[MethodResult]:
+    """Every method over every conversation (or those numbered in ``conversations``); vectors are
+    computed once and reused. ``config``: store settings under the methods' search settings."""
     results = {name: MethodResult(name) for name in methods}
-    for conv in report.conversations[:limit_conversations]:
+    chosen = report.conversations[:limit_conversations]
+    if conversations is not None:
+        chosen = [report.conversations[i] for i in conversations]
+    for conv in chosen:
         turn_vectors = np.asarray(embedder.embed([text for _, text in conv.turns]), dtype=np.float32)
         query_vectors = np.asarray(embedder.embed([q.text for q in conv.questions]), dtype=np.float32)
         for name, options in methods.items():
-            search_config = {"track_access": False, **{k: v for k, v in options.items() if k != "fusion"}}
+            store_config = {section: dict(values) for section, values in (config or {}).items()}
+            store_config["search"] = {**store_config.get("search", {}), "track_access": False,
+                                      **{k: v for k, v in options.items() if k != "fusion"}}
             # The replay's clock stands on the day the questions are asked, so recency is the same on any date.
             clock = ManualClock(conv.asked_at) if conv.asked_at else None
-            with MemoryStore.open(":memory:", embedder=embedder, config={"search": search_config},
+            with MemoryStore.open(":memory:", embedder=embedder, config=store_config,
                                   clock=clock) as store:
                 store.add_many(
                     [NewMemory(text=text, id=dia, namespace=conv.sample_id, kind="message", vector=vec,
@@ -327,14 +334,43 @@ def grid_methods(embedder_name: str) -> dict[str, dict[str, Any]]:
     return methods
 
 
+SPLITS = {
+    "all": lambda report: None,
+    "tune": lambda report: range(0, min(5, len(report.conversations))),
+    "held-out": lambda report: range(5, len(report.conversations)),
+}
+
+
+def settings(pairs: list[str]) -> dict[str, dict[str, Any]]:
+    """``["ranking.recency_rate=0"]`` as ``{"ranking": {"recency_rate": 0}}`` (values read as JSON, else text)."""
+    out: dict[str, dict[str, Any]] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        section, dot, name = key.partition(".")
+        if not sep or not dot or not section or not name:
+            raise SystemExit(f"--set wants SECTION.KEY=VALUE, got {pair!r}")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        out.setdefault(section, {})[name] = value
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--embedder", default="hashing", choices=["hashing", "static", "minilm"])
     parser.add_argument("--grid", action="store_true", help="evaluate a grid of fusion settings")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
+    parser.add_argument("--methods", help="comma-separated subset of the methods (default: all of them)")
+    parser.add_argument("--split", choices=sorted(SPLITS), default="all",
+                        help="tune: conversations 0-4, held-out: 5-9 (tune settings on one, report the other)")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="a store setting for every method, e.g. ranking.recency_rate=0 (repeatable)")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     args = parser.parse_args(argv)
+    config = settings(args.set)
 
     report = load(args.data)
     questions = sum(len(c.questions) for c in report.conversations)
@@ -344,8 +380,14 @@ def main(argv: list[str] | None = None) -> int:
           f"questions without usable evidence skipped: {report.skipped_questions}")
     embedder = make_embedder(args.embedder)
     methods = grid_methods(args.embedder) if args.grid else METHODS
-    results = evaluate(report, embedder, methods, args.conversations)
-    print(f"\nembedder: {embedder.name}\n")
+    if args.methods:
+        unknown = [m for m in args.methods.split(",") if m not in methods]
+        if unknown:
+            raise SystemExit(f"unknown methods {unknown}; choose from {', '.join(methods)}")
+        methods = {m: methods[m] for m in args.methods.split(",")}
+    results = evaluate(report, embedder, methods, args.conversations, conversations=SPLITS[args.split](report),
+                       config=config)
+    print(f"\nembedder: {embedder.name}; conversations: {args.split}; settings: {config or 'defaults'}\n")
     print(table(results))
     if args.json:
         args.json.write_text(json.dumps(

@@ -33,9 +33,16 @@ def feedback_weight(score: float, score_weight: float = 0.2) -> float:
     return math.exp(min(_MAX_EXPONENT, max(-_MAX_EXPONENT, score * score_weight)))
 
 
-def recency_weight(days_since: float, recency_rate: float = 0.01) -> float:
-    """``1 / (1 + days x 0.01)`` with days since the last hit, or since creation (seed 002)."""
-    return 1.0 / (1.0 + max(0.0, days_since) * recency_rate)
+def recency_weight(days_since: float, recency_rate: float = 0.01, floor: float = 0.0) -> float:
+    """``1 / (1 + days x 0.01)`` with days since the last hit, or since creation (seed 002).
+
+    ``floor`` (0..1) is the least the weight falls to: ``floor + (1 - floor) / (1 + days x rate)``.
+    Search uses one (``ranking.recency_floor``) so that age breaks near ties between relevances
+    instead of overruling them; 0 is seed 002's plain weight.
+    """
+    if not 0.0 <= floor <= 1.0:
+        raise ValueError(f"the recency floor must be between 0 and 1, got {floor}")
+    return floor + (1.0 - floor) / (1.0 + max(0.0, days_since) * recency_rate)
 
 
 def koshi_rank(
