@@ -1,7 +1,8 @@
 """Evidence retrieval on LoCoMo: recall@5, recall@10 and NDCG@10 per question category.
 
 Each conversation's turns go into a fresh in-memory store (one memory per turn, text
-"Speaker: what they said", plus the image caption when a turn shares a photo). Every
+"Speaker: what they said", plus the image caption when a turn shares a photo, in its session:
+``session_id``, as a chat's messages are). Every
 question is asked; the gold evidence turns are looked for in the top 10. Methods:
 ``bm25`` (FTS5 only), ``vector`` (embedder only), ``hybrid`` (the default fusion and
 ranking) and ``hybrid + time`` (a time in the question, "in June", "last year", "after the
@@ -76,6 +77,7 @@ class Conversation:
     turns: list[tuple[str, str]]  # (dia_id, text)
     questions: list[Question]
     said_at: dict[str, datetime] = field(default_factory=dict)  # dia_id -> its session's date and time
+    session_of: dict[str, str] = field(default_factory=dict)  # dia_id -> its session ("session_3")
 
     @property
     def asked_at(self) -> datetime | None:
@@ -124,6 +126,7 @@ def load(path: Path = DEFAULT_DATA) -> LoadReport:
         conv = sample["conversation"]
         turns = []
         said_at: dict[str, datetime] = {}
+        session_of: dict[str, str] = {}
         for key, value in conv.items():
             if not (key.startswith("session_") and isinstance(value, list)):
                 continue
@@ -133,6 +136,7 @@ def load(path: Path = DEFAULT_DATA) -> LoadReport:
                 if turn.get("blip_caption"):
                     text += f" [shares a photo: {turn['blip_caption']}]"
                 turns.append((turn["dia_id"], text))
+                session_of[turn["dia_id"]] = key
                 if when is not None:
                     said_at[turn["dia_id"]] = when
         known = {dia for dia, _ in turns}
@@ -152,7 +156,7 @@ def load(path: Path = DEFAULT_DATA) -> LoadReport:
                 report.skipped_questions += 1
                 continue
             questions.append(Question(qa["question"], frozenset(evidence), int(qa["category"])))
-        report.conversations.append(Conversation(sample["sample_id"], turns, questions, said_at))
+        report.conversations.append(Conversation(sample["sample_id"], turns, questions, said_at, session_of))
     return report
 
 
@@ -279,7 +283,7 @@ def evaluate(report: LoadReport, embedder: Any, methods: dict[str, dict[str, Any
                                   clock=clock) as store:
                 store.add_many(
                     [NewMemory(text=text, id=dia, namespace=conv.sample_id, kind="message", vector=vec,
-                               created_at=conv.said_at.get(dia))
+                               created_at=conv.said_at.get(dia), session_id=conv.session_of.get(dia))
                      for (dia, text), vec in zip(conv.turns, turn_vectors, strict=False)],
                     batch_size=2000,
                 )

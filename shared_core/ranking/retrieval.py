@@ -10,7 +10,7 @@ from typing import Any
 
 __all__ = [
     "SCORE_BOUND", "feedback_weight", "recency_weight", "koshi_rank", "normalise_bm25", "similarity_excess",
-    "FusedScore", "fuse", "FUSIONS", "maximal_marginal_relevance", "prune_weight", "prune_count",
+    "FusedScore", "fuse", "FUSIONS", "with_context", "maximal_marginal_relevance", "prune_weight", "prune_count",
     "link_strength_after", "link_weight",
 ]
 
@@ -143,6 +143,30 @@ def fuse(
 
 
 FUSIONS = ("keyword_first", "weighted", "rrf", "keyword", "vector")
+
+
+def with_context(
+    relevance: Mapping[int, float],
+    neighbours: Mapping[int, tuple[int | None, int | None]],
+    weight: float,
+) -> dict[int, float]:
+    """Each relevance plus ``weight`` x the larger relevance of its previous and next neighbour.
+
+    Conversation context: a reply ("Yes, last week at the lake") is understood with the turn
+    around it ("Did you paint the sunrise?"). Neighbours that are not candidates lend nothing,
+    and the lent values are the neighbours' own relevances, so lending does not compound.
+    """
+    if weight < 0:
+        raise ValueError(f"the context weight must not be negative, got {weight}")
+    out = dict(relevance)
+    if weight == 0:
+        return out
+    for key, (before, after) in neighbours.items():
+        if key in relevance:
+            lent = max(relevance.get(before, 0.0) if before is not None else 0.0,
+                       relevance.get(after, 0.0) if after is not None else 0.0)
+            out[key] = relevance[key] + weight * lent
+    return out
 
 
 # -- diversity --------------------------------------------------------------------------------
