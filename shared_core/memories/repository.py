@@ -156,8 +156,8 @@ class MemoryRepository:
     def session_neighbours(self, rowids: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
         """(previous, next) rowid in its namespace and session, by (created_at, rowid), of each row with a session."""
         side = ("(SELECT {t}.chunk_rowid FROM memory_chunks {t} WHERE {t}.namespace = c.namespace AND {t}.session_id = "
-                "c.session_id AND ({t}.created_at {op} c.created_at OR ({t}.created_at = c.created_at AND {t}.chunk_rowid "
-                "{op} c.chunk_rowid)) ORDER BY {t}.created_at {d}, {t}.chunk_rowid {d} LIMIT 1)")
+                "c.session_id AND ({t}.created_at, {t}.chunk_rowid) {op} (c.created_at, c.chunk_rowid) "
+                "ORDER BY {t}.created_at {d}, {t}.chunk_rowid {d} LIMIT 1)")  # row values: one index seek
         out: dict[int, tuple[int | None, int | None]] = {}
         for start in range(0, len(rowids), 500):
             part = list(rowids[start : start + 500])
