@@ -25,7 +25,14 @@ from .index.protocols import KeywordIndex, VectorIndex
 from .index.scope import Scope
 from .memories import Memory
 from .memories.repository import MemoryRepository
-from .ranking import FusedScore, feedback_weight, fuse, maximal_marginal_relevance, recency_weight, with_context
+from .ranking import (
+    FusedScore,
+    feedback_weight,
+    fuse,
+    maximal_marginal_relevance,
+    recency_weight,
+    with_context,
+)
 from .search_query import SearchQuery
 from .time_phrases import TimeWindow
 
