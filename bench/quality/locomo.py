@@ -1,14 +1,13 @@
 """Evidence retrieval on LoCoMo: recall@5, recall@10 and NDCG@10 per question category.
 
 Each conversation's turns go into a fresh in-memory store (one memory per turn, text
-"Speaker: what they said", plus the image caption when a turn shares a photo). Every
+"Speaker: what they said", plus the image caption when a turn shares a photo, in its session:
+``session_id``, as a chat's messages are). Every
 question is asked; the gold evidence turns are looked for in the top 10. Methods:
 ``bm25`` (FTS5 only), ``vector`` (embedder only), ``hybrid`` (the default fusion and
 ranking) and ``hybrid + time`` (a time in the question, "in June", "last year", "after the
 road trip", raises the turns said then: each turn carries its session's date, and the
 questions are asked the day after the last session), or any fusion setting given with --grid.
-The questions ask about the whole history, so methods rank without recency (Koshi's rank
-divides by 1 + 0.01 x days, which favours the last sessions); ``hybrid + recency`` keeps it.
 
     python bench/quality/locomo.py                       # hashing embedder, 3 methods
     python bench/quality/locomo.py --embedder static     # the default embedder (numpy only)
@@ -78,6 +77,7 @@ class Conversation:
     turns: list[tuple[str, str]]  # (dia_id, text)
     questions: list[Question]
     said_at: dict[str, datetime] = field(default_factory=dict)  # dia_id -> its session's date and time
+    session_of: dict[str, str] = field(default_factory=dict)  # dia_id -> its session ("session_3")
 
     @property
     def asked_at(self) -> datetime | None:
@@ -126,6 +126,7 @@ def load(path: Path = DEFAULT_DATA) -> LoadReport:
         conv = sample["conversation"]
         turns = []
         said_at: dict[str, datetime] = {}
+        session_of: dict[str, str] = {}
         for key, value in conv.items():
             if not (key.startswith("session_") and isinstance(value, list)):
                 continue
@@ -135,6 +136,7 @@ def load(path: Path = DEFAULT_DATA) -> LoadReport:
                 if turn.get("blip_caption"):
                     text += f" [shares a photo: {turn['blip_caption']}]"
                 turns.append((turn["dia_id"], text))
+                session_of[turn["dia_id"]] = key
                 if when is not None:
                     said_at[turn["dia_id"]] = when
         known = {dia for dia, _ in turns}
@@ -154,7 +156,7 @@ def load(path: Path = DEFAULT_DATA) -> LoadReport:
                 report.skipped_questions += 1
                 continue
             questions.append(Question(qa["question"], frozenset(evidence), int(qa["category"])))
-        report.conversations.append(Conversation(sample["sample_id"], turns, questions, said_at))
+        report.conversations.append(Conversation(sample["sample_id"], turns, questions, said_at, session_of))
     return report
 
 
@@ -257,30 +259,31 @@ METHODS = {
     "vector": {"fusion": "vector", "time_phrases": "off"},
     "hybrid": {"time_phrases": "off"},
     "hybrid + time": {"time_phrases": "boost"},  # a time in the question raises the turns of that time
-    "hybrid + recency": {"time_phrases": "off", "recency": True},  # Koshi's recency at its default rate
 }
 
 
 def evaluate(report: LoadReport, embedder: Any, methods: dict[str, dict[str, Any]],
-             limit_conversations: int | None = None) -> list[MethodResult]:
-    """Every method over every conversation; vectors are computed once and reused."""
+             limit_conversations: int | None = None, *, conversations: Iterable[int] | None = None,
+             config: dict[str, dict[str, Any]] | None = None) -> list[MethodResult]:
+    """Every method over every conversation (or those numbered in ``conversations``); vectors are
+    computed once and reused. ``config``: store settings under the methods' search settings."""
     results = {name: MethodResult(name) for name in methods}
-    for conv in report.conversations[:limit_conversations]:
+    chosen = report.conversations[:limit_conversations]
+    if conversations is not None:
+        chosen = [report.conversations[i] for i in conversations]
+    for conv in chosen:
         turn_vectors = np.asarray(embedder.embed([text for _, text in conv.turns]), dtype=np.float32)
         query_vectors = np.asarray(embedder.embed([q.text for q in conv.questions]), dtype=np.float32)
         for name, options in methods.items():
-            search_config = {"track_access": False,
-                             **{k: v for k, v in options.items() if k not in ("fusion", "recency")}}
-            # The questions are asked the day after the last session, on a clock that stands there. They
-            # ask about the whole history, so the replay ranks without recency (which would favour the
-            # last sessions) unless a method asks for it: "hybrid + recency" shows what it costs here.
+            store_config = {section: dict(values) for section, values in (config or {}).items()}
+            store_config["search"] = {**store_config.get("search", {}), "track_access": False,
+                                      **{k: v for k, v in options.items() if k != "fusion"}}
+            # The replay's clock stands on the day the questions are asked, so recency is the same on any date.
             clock = ManualClock(conv.asked_at) if conv.asked_at else None
-            ranking = {} if options.get("recency") else {"recency_rate": 0.0}
-            with MemoryStore.open(":memory:", embedder=embedder, clock=clock,
-                                  config={"search": search_config, "ranking": ranking}) as store:
+            with MemoryStore.open(":memory:", embedder=embedder, config=store_config, clock=clock) as store:
                 store.add_many(
                     [NewMemory(text=text, id=dia, namespace=conv.sample_id, kind="message", vector=vec,
-                               created_at=conv.said_at.get(dia))
+                               created_at=conv.said_at.get(dia), session_id=conv.session_of.get(dia))
                      for (dia, text), vec in zip(conv.turns, turn_vectors, strict=False)],
                     batch_size=2000,
                 )
@@ -335,14 +338,43 @@ def grid_methods(embedder_name: str) -> dict[str, dict[str, Any]]:
     return methods
 
 
+SPLITS = {
+    "all": lambda report: None,
+    "tune": lambda report: range(0, min(5, len(report.conversations))),
+    "held-out": lambda report: range(5, len(report.conversations)),
+}
+
+
+def settings(pairs: list[str]) -> dict[str, dict[str, Any]]:
+    """``["ranking.recency_rate=0"]`` as ``{"ranking": {"recency_rate": 0}}`` (values read as JSON, else text)."""
+    out: dict[str, dict[str, Any]] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        section, dot, name = key.partition(".")
+        if not sep or not dot or not section or not name:
+            raise SystemExit(f"--set wants SECTION.KEY=VALUE, got {pair!r}")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        out.setdefault(section, {})[name] = value
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--embedder", default="hashing", help="hashing, static, minilm, or an embedder name")
     parser.add_argument("--grid", action="store_true", help="evaluate a grid of fusion settings")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
+    parser.add_argument("--methods", help="comma-separated subset of the methods (default: all of them)")
+    parser.add_argument("--split", choices=sorted(SPLITS), default="all",
+                        help="tune: conversations 0-4, held-out: 5-9 (tune settings on one, report the other)")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="a store setting for every method, e.g. ranking.recency_rate=0 (repeatable)")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     args = parser.parse_args(argv)
+    config = settings(args.set)
 
     report = load(args.data)
     questions = sum(len(c.questions) for c in report.conversations)
@@ -352,8 +384,14 @@ def main(argv: list[str] | None = None) -> int:
           f"questions without usable evidence skipped: {report.skipped_questions}")
     embedder = make_embedder(args.embedder)
     methods = grid_methods(args.embedder) if args.grid else METHODS
-    results = evaluate(report, embedder, methods, args.conversations)
-    print(f"\nembedder: {embedder.name}\n")
+    if args.methods:
+        unknown = [m for m in args.methods.split(",") if m not in methods]
+        if unknown:
+            raise SystemExit(f"unknown methods {unknown}; choose from {', '.join(methods)}")
+        methods = {m: methods[m] for m in args.methods.split(",")}
+    results = evaluate(report, embedder, methods, args.conversations, conversations=SPLITS[args.split](report),
+                       config=config)
+    print(f"\nembedder: {embedder.name}; conversations: {args.split}; settings: {config or 'defaults'}\n")
     print(table(results))
     if args.json:
         args.json.write_text(json.dumps(

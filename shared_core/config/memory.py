@@ -88,14 +88,19 @@ class MemoryConfig:
 
 @dataclass
 class RankingConfig:
-    """Seed 002's rank: relevance x exp(score x score_weight) x 1/(1 + days x recency_rate)."""
+    """Seed 002's rank: relevance x exp(score x score_weight) x recency, recency = 1/(1 + days x recency_rate)
+    in seed 002, held at or above recency_floor in search."""
 
     score_weight: float = 0.2
     recency_rate: float = 0.01  # per day since last hit (or creation)
+    recency_floor: float = 0.8  # search: the least recency weight, so age takes at most 20 % off (docs/search.md)
     # seed 001 gives no numbers for these; ours are documented in docs/learning.md
     bre_magnitude_penalty: float = 0.2  # BRE: cosine x confidence / magnitude ** penalty
     episode_importance_weight: float = 0.5  # episodes: relevance x (1 - w + w x importance)
     procedure_usage_weight: float = 0.1  # procedures: relevance x (1 + w x ln(1 + uses))
+
+    def __post_init__(self) -> None:
+        check_range(self, "recency_floor", 0.0, 1.0)
 
 
 @dataclass
@@ -121,6 +126,7 @@ class SearchConfig:
     default_limit: int = 10
     time_phrases: str = "boost"  # a time in the question (last Tuesday, in March): off | boost | narrow
     time_boost: float = 1.0  # boost: relevance x (1 + this) for memories created inside the window
+    context_weight: float = 0.2  # hybrid: + this x the best relevance of the memory before/after in its session
 
     def __post_init__(self) -> None:
         if self.fusion not in {"keyword_first", "weighted", "rrf", "keyword", "vector"}:
@@ -140,6 +146,8 @@ class SearchConfig:
             raise ConfigError(f"search.time_phrases {self.time_phrases!r} is unknown; use off, boost or narrow")
         if not self.time_boost >= 0:
             raise ConfigError(f"search.time_boost must be 0 or more, got {self.time_boost}")
+        if not self.context_weight >= 0:
+            raise ConfigError(f"search.context_weight must be 0 or more (0 turns it off), got {self.context_weight}")
 
 
 @dataclass

@@ -155,6 +155,22 @@ class MemoryRepository:
                 for rowid, score, last_hit_at, created_at
                 in self._by_rowid("chunk_rowid, score, last_hit_at, created_at", rowids)]
 
+    def session_neighbours(self, rowids: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
+        """(previous, next) rowid in its namespace and session, by (created_at, rowid), of each row with a session."""
+        side = ("(SELECT {t}.chunk_rowid FROM memory_chunks {t} WHERE {t}.namespace = c.namespace AND {t}.session_id = "
+                "c.session_id AND ({t}.created_at, {t}.chunk_rowid) {op} (c.created_at, c.chunk_rowid) "
+                "ORDER BY {t}.created_at {d}, {t}.chunk_rowid {d} LIMIT 1)")  # row values: one index seek
+        out: dict[int, tuple[int | None, int | None]] = {}
+        for start in range(0, len(rowids), 500):
+            part = list(rowids[start : start + 500])
+            for rowid, before, after in self.db.query(
+                f"SELECT c.chunk_rowid, {side.format(t='p', op='<', d='DESC')}, {side.format(t='n', op='>', d='ASC')} "
+                f"FROM memory_chunks c WHERE c.session_id IS NOT NULL AND c.chunk_rowid IN ({', '.join('?' for _ in part)})",
+                part,
+            ):
+                out[int(rowid)] = (None if before is None else int(before), None if after is None else int(after))
+        return out
+
     def by_rowids(self, rowids: Sequence[int]) -> dict[int, Memory]:
         out: dict[int, Memory] = {}
         for row in self._by_rowid(SELECT_COLUMNS, rowids):

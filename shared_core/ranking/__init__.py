@@ -44,6 +44,7 @@ from .retrieval import (
     prune_weight,
     recency_weight,
     similarity_excess,
+    with_context,
 )
 from .value import (
     DAY_MS,
@@ -86,6 +87,7 @@ __all__ = [
     "FusedScore",
     "fuse",
     "FUSIONS",
+    "with_context",
     "maximal_marginal_relevance",
     "prune_weight",
     "prune_count",

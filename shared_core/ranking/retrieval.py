@@ -10,7 +10,7 @@ from typing import Any
 
 __all__ = [
     "SCORE_BOUND", "feedback_weight", "recency_weight", "koshi_rank", "normalise_bm25", "similarity_excess",
-    "FusedScore", "fuse", "FUSIONS", "maximal_marginal_relevance", "prune_weight", "prune_count",
+    "FusedScore", "fuse", "FUSIONS", "with_context", "maximal_marginal_relevance", "prune_weight", "prune_count",
     "link_strength_after", "link_weight",
 ]
 
@@ -33,9 +33,16 @@ def feedback_weight(score: float, score_weight: float = 0.2) -> float:
     return math.exp(min(_MAX_EXPONENT, max(-_MAX_EXPONENT, score * score_weight)))
 
 
-def recency_weight(days_since: float, recency_rate: float = 0.01) -> float:
-    """``1 / (1 + days x 0.01)`` with days since the last hit, or since creation (seed 002)."""
-    return 1.0 / (1.0 + max(0.0, days_since) * recency_rate)
+def recency_weight(days_since: float, recency_rate: float = 0.01, floor: float = 0.0) -> float:
+    """``1 / (1 + days x 0.01)`` with days since the last hit, or since creation (seed 002).
+
+    ``floor`` (0..1) is the least the weight falls to: ``floor + (1 - floor) / (1 + days x rate)``.
+    Search uses one (``ranking.recency_floor``) so that age breaks near ties between relevances
+    instead of overruling them; 0 is seed 002's plain weight.
+    """
+    if not 0.0 <= floor <= 1.0:
+        raise ValueError(f"the recency floor must be between 0 and 1, got {floor}")
+    return floor + (1.0 - floor) / (1.0 + max(0.0, days_since) * recency_rate)
 
 
 def koshi_rank(
@@ -136,6 +143,30 @@ def fuse(
 
 
 FUSIONS = ("keyword_first", "weighted", "rrf", "keyword", "vector")
+
+
+def with_context(
+    relevance: Mapping[int, float],
+    neighbours: Mapping[int, tuple[int | None, int | None]],
+    weight: float,
+) -> dict[int, float]:
+    """Each relevance plus ``weight`` x the larger relevance of its previous and next neighbour.
+
+    Conversation context: a reply ("Yes, last week at the lake") is understood with the turn
+    around it ("Did you paint the sunrise?"). Neighbours that are not candidates lend nothing,
+    and the lent values are the neighbours' own relevances, so lending does not compound.
+    """
+    if weight < 0:
+        raise ValueError(f"the context weight must not be negative, got {weight}")
+    out = dict(relevance)
+    if weight == 0:
+        return out
+    for key, (before, after) in neighbours.items():
+        if key in relevance:
+            lent = max(relevance.get(before, 0.0) if before is not None else 0.0,
+                       relevance.get(after, 0.0) if after is not None else 0.0)
+            out[key] = relevance[key] + weight * lent
+    return out
 
 
 # -- diversity --------------------------------------------------------------------------------

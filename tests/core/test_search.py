@@ -109,7 +109,7 @@ def test_hits_explain_their_score(store, clock):
     p = hit.parts
     assert hit.id == mid and p.bm25 > 0 and p.keyword == 1.0 and p.similarity is not None
     assert p.feedback == pytest.approx(math.exp(0.6))
-    assert p.days_since_hit == pytest.approx(20) and p.recency == pytest.approx(1 / 1.2)
+    assert p.days_since_hit == pytest.approx(20) and p.recency == pytest.approx(0.8 + 0.2 / 1.2)  # recency_floor 0.8
     assert hit.score == pytest.approx(p.relevance * p.feedback * p.recency)
     assert "relevance" in hit.explain() and "recency" in hit.explain()
     html = store.search("server")._repr_html_()

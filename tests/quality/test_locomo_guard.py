@@ -56,3 +56,12 @@ def test_the_default_static_embedder_lifts_hybrid_clearly_above_bm25(static_resu
     """The default's vector side adds evidence BM25 misses: recall@10 up by at least 0.03 (0.05 on all ten)."""
     bm25, hybrid = static_results["bm25"].answerable.row(), static_results["hybrid"].answerable.row()
     assert hybrid[1] >= bm25[1] + 0.03 and hybrid[0] >= bm25[0], (bm25, hybrid)
+
+
+def test_conversation_context_lifts_the_static_hybrid(static_results):
+    """Each turn is stored in its session; lending neighbours' relevance (search.context_weight) must pay."""
+    report = locomo.load()
+    without = locomo.evaluate(report, locomo.make_embedder("static"), {"hybrid": locomo.METHODS["hybrid"]},
+                              limit_conversations=3, config={"search": {"context_weight": 0}})[0]
+    assert static_results["hybrid"].answerable.row()[1] >= without.answerable.row()[1] + 0.01, (
+        static_results["hybrid"].answerable.row(), without.answerable.row())
