@@ -273,6 +273,20 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def describe_server(url: str, rows: list[dict]) -> str:
+    """The server's version and settings, and the HNSW settings of the ``rows`` measured."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        version = conn.execute("SELECT version(), (SELECT extversion FROM pg_extension WHERE extname = 'vector')"
+                               ).fetchone()
+        settings = conn.execute("SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s) "
+                                "ORDER BY name", (list(SETTINGS),)).fetchall()
+    hnsw = rows[0]["hnsw"] if rows else {}
+    return (f"{version[0].split(' on ')[0]}, pgvector {version[1]} ({', '.join(f'{k} {v}' for k, v in settings)}); "
+            f"HNSW m {hnsw.get('m')}, ef_construction {hnsw.get('ef_construction')}, ef_search {hnsw.get('ef_search')}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -306,18 +320,9 @@ def main(argv: list[str] | None = None) -> int:
                 if args.sqlite:
                     print(f"sqlite: {size:,} x {kind} ...", file=sys.stderr)
                     sqlite_rows.append(core.run(size, kind, turns, questions, args.queries, Path(tmp)))
-        import psycopg
-
-        with psycopg.connect(url) as conn:
-            version = conn.execute("SELECT version(), (SELECT extversion FROM pg_extension WHERE extname = 'vector')"
-                                   ).fetchone()
-            settings = conn.execute("SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s) "
-                                    "ORDER BY name", (list(SETTINGS),)).fetchall()
+        described = describe_server(url, rows)
         del server
-    hnsw = rows[0]["hnsw"] if rows else {}
-    print(f"machine: {core.describe_machine()}; {version[0].split(' on ')[0]}, pgvector {version[1]} "
-          f"({', '.join(f'{k} {v}' for k, v in settings)}); HNSW m {hnsw.get('m')}, ef_construction "
-          f"{hnsw.get('ef_construction')}, ef_search {hnsw.get('ef_search')}; 1-minute load average "
+    print(f"machine: {core.describe_machine()}; {described}; 1-minute load average "
           f"{load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end\n")
     print(f"command: python bench/postgres.py {' '.join(argv if argv is not None else sys.argv[1:])}\n")
     print(table(rows))
