@@ -18,7 +18,9 @@ dedup on (adds/s); ``search()`` p50/p95 (hybrid, the default); vector-only searc
 through the HNSW index at the default settings and its recall@10 against an exact numpy scan
 of the same vectors; a search scoped to a 2,000-memory namespace of the same table; and
 searches per second with ``--processes`` processes searching the one memory at once.
-``--sqlite`` adds bench/core.py's SQLite rows for the same sizes, measured in the same run.
+``--ef-search 100 400`` also measures recall@10 and vector p50 of the same index at those
+``hnsw_ef_search`` values. ``--sqlite`` adds bench/core.py's SQLite rows for the same sizes,
+measured in the same run.
 Texts are LoCoMo turns recombined; queries are LoCoMo questions. Prints Markdown for
 docs/scaling.md; progress goes to stderr.
 
@@ -176,7 +178,7 @@ def build(store: MemoryStore, texts: list[str], vecs: np.ndarray) -> dict:
 
 
 def run(url: str, size: int, kind: str, turns: list[str], questions: list[str], n_queries: int,
-        processes: int, reuse: bool) -> dict:
+        processes: int, reuse: bool, ef_searches: tuple[int, ...] = ()) -> dict:
     texts = core.corpus(size, turns)
     print(f"  vectors ({kind}) ...", file=sys.stderr)
     vecs = vectors(kind, texts)
@@ -229,6 +231,7 @@ def run(url: str, size: int, kind: str, turns: list[str], questions: list[str], 
         result["recall10"] = float(np.mean(recalls))
         print(f"  search done: hybrid p50 {result['hybrid_p50']:.1f} ms, recall@10 {result['recall10']:.3f}",
               file=sys.stderr)
+        result["by_ef_search"] = {ef: recall_at(target, embedder, ef, query_vectors, exact, index_of) for ef in ef_searches}
 
         single = [f"single add {i}: " + t for i, t in enumerate(core.corpus(300, turns, seed=99))]
         single_vectors = vectors(kind, single) if kind == "minilm-static" else None
@@ -248,6 +251,20 @@ def run(url: str, size: int, kind: str, turns: list[str], questions: list[str], 
     result["processes"] = processes
     result["qps"] = sum(rates)
     return result
+
+
+def recall_at(target: str, embedder: HashingEmbedder, ef_search: int, query_vectors: np.ndarray,
+              exact: list[np.ndarray], index_of: dict[int, int]) -> dict:
+    """Vector search p50 and recall@10 of the same index with ``hnsw_ef_search`` = ``ef_search``."""
+    recalls, ms = [], []
+    with MemoryStore.open(target, embedder=embedder, config={"database": {"hnsw_ef_search": ef_search}}) as store:
+        for q, truth in zip(query_vectors, exact, strict=True):
+            started = time.perf_counter()
+            hits = store.search(vector=q, namespace="bench", limit=10, fusion="vector", track_access=False)
+            ms.append((time.perf_counter() - started) * 1000)
+            recalls.append(len({index_of[h.memory.rowid] for h in hits} & {int(t) for t in truth}) / 10)
+    print(f"  ef_search {ef_search}: recall@10 {np.mean(recalls):.3f}", file=sys.stderr)
+    return {"recall10": float(np.mean(recalls)), "vector_p50": core.percentiles(ms)[0]}
 
 
 def drop(url: str, schema: str) -> None:
@@ -273,6 +290,20 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def describe_server(url: str, rows: list[dict]) -> str:
+    """The server's version and settings, and the HNSW settings of the ``rows`` measured."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        version = conn.execute("SELECT version(), (SELECT extversion FROM pg_extension WHERE extname = 'vector')"
+                               ).fetchone()
+        settings = conn.execute("SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s) "
+                                "ORDER BY name", (list(SETTINGS),)).fetchall()
+    hnsw = rows[0]["hnsw"] if rows else {}
+    return (f"{version[0].split(' on ')[0]}, pgvector {version[1]} ({', '.join(f'{k} {v}' for k, v in settings)}); "
+            f"HNSW m {hnsw.get('m')}, ef_construction {hnsw.get('ef_construction')}, ef_search {hnsw.get('ef_search')}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -285,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
                         "directory, deleted after)")
     parser.add_argument("--reuse", action="store_true", help="search the memories an earlier run with the same "
                         "--data-dir built (their ingest figures are that run's) instead of building them again")
+    parser.add_argument("--ef-search", type=int, nargs="*", default=[],
+                        help="also measure recall@10 and vector p50 at these hnsw_ef_search values (same index)")
     parser.add_argument("--sqlite", action="store_true", help="also run bench/core.py's SQLite rows, same sizes")
     parser.add_argument("--json", type=Path, help="also write raw results here")
     args = parser.parse_args(argv)
@@ -299,28 +332,25 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"postgres: {size:,} x {kind} ...", file=sys.stderr)
                 if not args.reuse:
                     drop(url, f"bench_{kind.replace('-', '_')}_{size}")
-                rows.append(run(url, size, kind, turns, questions, args.queries, args.processes, args.reuse))
+                rows.append(run(url, size, kind, turns, questions, args.queries, args.processes, args.reuse,
+                                tuple(args.ef_search)))
                 print(table(rows[-1:]).splitlines()[-1], file=sys.stderr)
                 if not keep:
                     drop(url, f"bench_{kind.replace('-', '_')}_{size}")
                 if args.sqlite:
                     print(f"sqlite: {size:,} x {kind} ...", file=sys.stderr)
                     sqlite_rows.append(core.run(size, kind, turns, questions, args.queries, Path(tmp)))
-        import psycopg
-
-        with psycopg.connect(url) as conn:
-            version = conn.execute("SELECT version(), (SELECT extversion FROM pg_extension WHERE extname = 'vector')"
-                                   ).fetchone()
-            settings = conn.execute("SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s) "
-                                    "ORDER BY name", (list(SETTINGS),)).fetchall()
+        described = describe_server(url, rows)
         del server
-    hnsw = rows[0]["hnsw"] if rows else {}
-    print(f"machine: {core.describe_machine()}; {version[0].split(' on ')[0]}, pgvector {version[1]} "
-          f"({', '.join(f'{k} {v}' for k, v in settings)}); HNSW m {hnsw.get('m')}, ef_construction "
-          f"{hnsw.get('ef_construction')}, ef_search {hnsw.get('ef_search')}; 1-minute load average "
+    print(f"machine: {core.describe_machine()}; {described}; 1-minute load average "
           f"{load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end\n")
     print(f"command: python bench/postgres.py {' '.join(argv if argv is not None else sys.argv[1:])}\n")
     print(table(rows))
+    for r in rows:
+        if r["by_ef_search"]:
+            print(f"\n{r['size']:,} memories, by hnsw_ef_search: " + "; ".join(
+                f"{ef}: recall@10 {v['recall10']:.3f}, vector p50 {v['vector_p50']:.1f} ms"
+                for ef, v in r["by_ef_search"].items()))
     if sqlite_rows:
         print("\nSQLite, same run (bench/core.py):\n")
         print(core.table(sqlite_rows))

@@ -4,6 +4,7 @@
     python bench/scaling.py --sizes 1000000 --append          # the 1M point, added to the last run's
     python bench/scaling.py --sizes 1000 5000 --plot /tmp/s.png --json /tmp/s.json   # a quick check
     python bench/scaling.py --sizes 100000 1000000 --cached --append   # cold start and RSS, on cached stores
+    python bench/scaling.py --backend postgres --sizes 100000       # PostgreSQL + pgvector (bench/scaling_pg.py)
 
 Each size is one bench/core.py run (the same corpus, vectors, queries and measurements:
 bulk ingest, single adds, hybrid search, vector search through the mirror and through
@@ -96,6 +97,14 @@ def cold_table(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    backend = argparse.ArgumentParser(add_help=False)
+    backend.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
+    chosen, rest = backend.parse_known_args(sys.argv[1:] if argv is None else argv)
+    if chosen.backend == "postgres":  # its own options: bench/scaling_pg.py
+        from scaling_pg import main as postgres_main
+
+        return postgres_main(rest)
+    argv = rest
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     parser.add_argument("--vectors", default="hashing", choices=["hashing", "random", "minilm"])

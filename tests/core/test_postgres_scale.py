@@ -107,10 +107,30 @@ def test_a_big_load_builds_the_hnsw_index_after_it_and_a_small_one_keeps_it(pg_u
 
 
 @PG
+def test_the_hnsw_index_and_its_searches_take_the_configured_settings(pg_url, monkeypatch):
+    """The index is built with the config's m and ef_construction, and a search past the exact scan's
+    limit asks it for the config's ef_search candidates."""
+    config = {"database": {"hnsw_m": 12, "hnsw_ef_construction": 40, "hnsw_ef_search": 80, "exact_scan_rows": 10}}
+    with MemoryStore.open(pg_url, config=config) as store:
+        options = store.db.scalar(
+            "SELECT array_to_string(c.reloptions, ',') FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = ? AND c.relname LIKE 'idx_chunks_embedding_%'", (store.db.schema,))
+        assert options == "m=12,ef_construction=40"
+        vectors = _vectors(60, store.embedder.dims)
+        store.add_many([NewMemory(text=f"{WORDS[i % 12]} {i}", vector=vectors[i]) for i in range(60)])
+        executed: list[str] = []
+        execute = store.db.execute
+        monkeypatch.setattr(store.db, "execute", lambda sql, params=(): executed.append(sql) or execute(sql, params))
+        hits = store.search(vector=vectors[5], fusion="vector", limit=5)
+        assert hits[0].memory.text == f"{WORDS[5]} 5"
+        assert "SET hnsw.ef_search = 80" in executed
+
+
+@PG
 def test_vectors_stay_in_their_rows(pg_url):
-    """A 384-d vector, its text and tsvector pass 2 KB: the row stays whole (no TOAST fetch per vector)."""
+    """A vector, its text and tsvector pass 2 KB: the row stays whole (no TOAST fetch per vector)."""
     with MemoryStore.open(pg_url) as store:
-        store.add_many([f"a memory long enough to matter, number {i}, " + "words " * 40 for i in range(50)])
+        store.add_many([f"a memory long enough to matter, number {i}, " + "words " * 120 for i in range(50)])
         size = store.db.scalar("SELECT pg_relation_size(reltoastrelid) FROM pg_class WHERE oid = "
                                "to_regclass('memory_chunks')")
         row = store.db.scalar("SELECT max(pg_column_size(c.*)) FROM memory_chunks c")
