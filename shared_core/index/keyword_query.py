@@ -31,7 +31,7 @@ class KeywordQuery:
     rows: int = 0  # N, the number of indexed rows the idf values were computed with
     idf: tuple[float, ...] = ()  # PostgreSQL: each used term's inverse document frequency (FTS5 has its own)
     parts: tuple[str, ...] = ()  # PostgreSQL: each used term as a tsquery
-    df: tuple[int, ...] = ()  # PostgreSQL: each used term's document frequency (rows holding it; its idf's n)
+    df: tuple[int, ...] = ()  # each used term's document frequency (rows holding it; its idf's n): the top-k plans
 
     @property
     def strength_scale(self) -> float:

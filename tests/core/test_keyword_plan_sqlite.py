@@ -1,0 +1,66 @@
+"""FTS5's capped keyword plan: when the query's words are held by many rows, only the rows holding
+the rarest words (or two of the next ones) are ranked, each with the score the whole query gives it.
+
+The plan starts at 20,000 matches; these tests lower the index's two limits to see it on a small memory.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from shared_core.index.keyword import planned_match
+from shared_core.index.scope import Scope
+
+pytestmark = pytest.mark.sqlite_only
+EVERY = Scope(namespaces=("a", "b"))
+
+
+def _fill(store) -> None:
+    store.add_many([{"text": f"alpha note {i} about the garden", "namespace": "a"} for i in range(40)])
+    store.add_many([{"text": f"beta note {i} about the kitchen", "namespace": "a"} for i in range(30)])
+    store.add_many([{"text": f"alpha and beta together {i}", "namespace": "a"} for i in range(6)])
+    store.add_many([{"text": f"alpha beta again {i}", "namespace": "b"} for i in range(3)])
+    store.add("the zebra left the alpha pen", namespace="a", dedup=False)
+
+
+def _search(store, text: str, limit: int, scope: Scope, *, planned: bool) -> list[tuple[int, float]]:
+    index = store.kernel.keyword
+    index.plan_matches, index.plan_rows = (10, 3) if planned else (10**9, 3)
+    index._narrow.clear()
+    return index.search(index.prepare(text), scope, limit)
+
+
+def _texts(store, rows: list[tuple[int, float]]) -> list[str]:
+    memories = store.kernel.memories.by_rowids([r for r, _ in rows])
+    return [memories[r].text for r, _ in rows]
+
+
+def test_the_plan_ranks_only_rows_with_the_rarest_word_or_two_others_and_keeps_their_scores(store):
+    _fill(store)
+    exact = dict(_search(store, "zebra alpha beta", 200, EVERY, planned=False))
+    found = _search(store, "zebra alpha beta", 8, EVERY, planned=True)
+    assert len(found) == 8
+    texts = _texts(store, found)
+    assert "zebra" in texts[0]
+    assert all("zebra" in t or ("alpha" in t and "beta" in t) for t in texts)
+    assert all(score == pytest.approx(exact[rowid], abs=1e-9) for rowid, score in found)
+    assert found == sorted(exact.items(), key=lambda r: -r[1])[:8]  # here the best 8 are exactly those rows
+
+
+def test_too_few_planned_rows_in_scope_ranks_every_match(store):
+    _fill(store)
+    scope = Scope(namespaces=("b",))
+    planned = _search(store, "zebra alpha beta", 5, scope, planned=True)
+    assert planned == _search(store, "zebra alpha beta", 5, scope, planned=False)
+    assert len(planned) == 3
+    whole = _search(store, "zebra alpha", 20, EVERY, planned=True)  # zebra, then every alpha row
+    assert len(whole) == 20 and "zebra" in _texts(store, whole)[0]
+
+
+def test_the_planned_match_expression():
+    assert planned_match(("only",), (50,), 3) == ""
+    plan = planned_match(("zebra", "alpha", "beta"), (1, 47, 39), 3)
+    assert plan == ('("zebra" OR "alpha" OR "beta") NOT (("zebra" OR "alpha" OR "beta") NOT '
+                    '(("zebra") OR ("beta" AND "alpha")))')
+    common = planned_match(("alpha", "beta", "gamma"), (47, 39, 60), 3)  # no rare word: pairs of the rarest
+    assert common.endswith('NOT (("beta" AND "alpha") OR ("beta" AND "gamma") OR ("alpha" AND "gamma")))')
