@@ -256,9 +256,10 @@ class Inspector:
         return ValueCurve(
             measure="rank", label="rank weight (feedback x recency)",
             explanation=(f"exp({cfg.score_weight:g} x score {memory.score:+g}) x 1 / (1 + {cfg.recency_rate:g} x days "
-                         f"since the last hit, now {since:.1f}). Search multiplies relevance by it"
+                         f"since the last hit, now {since:.1f})"
                          + ("; when the store outgrows memory.max_size, pruning archives the lowest first" if prunable
-                            else "") + ". A search hit or reinforcement resets the days."),
+                            else "") + f". Search multiplies relevance by the same with the recency part held at or "
+                         f"above {cfg.recency_floor:g}. A search hit or reinforcement resets the days."),
             points=_sample(rank, days), ends_at_day=ends, protected=protected,
         )
 
