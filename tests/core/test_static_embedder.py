@@ -11,7 +11,12 @@ import pytest
 
 from shared_core import HashingEmbedder, MemoryStore
 from shared_core.embed import StaticEmbedder, embedder_from_name, profile_of
-from shared_core.embed.static import COMMON_DIRECTIONS, DEFAULT_TABLE, StaticTable, common_directions
+from shared_core.embed.static import (
+    COMMON_DIRECTIONS,
+    DEFAULT_TABLE,
+    StaticTable,
+    common_directions,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "quality"))
 from paraphrases import PAIRS  # noqa: E402

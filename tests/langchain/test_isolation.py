@@ -195,7 +195,8 @@ def test_two_users_histories_under_one_session_id(store):
     bob.add_messages([HumanMessage("Bob says hi")])  # never fails: Bob's key is his own session
     assert [m.content for m in alice.messages] == [SECRET]
     assert [m.content for m in bob.messages] == ["Bob says hi"]
-    assert store.search("locker code", namespace="chats.bob.", kind="message") == []
+    # Bob's own message may come back as a weak match by meaning; Alice's never does
+    assert all(SECRET not in hit.text for hit in store.search("locker code", namespace="chats.bob.", kind="message"))
     with pytest.raises(NamespaceTemplateError, match="history_factory_config"):
         OpenKoiChatMessageHistory("chat_history", store, namespace=("chats", "{user_id}"))
     inside = RunnableLambda(lambda _: OpenKoiChatMessageHistory("chat_history", store, namespace=("chats", "{user_id}"))
