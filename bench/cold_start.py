@@ -21,7 +21,6 @@ import hashlib
 import json
 import random
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -35,7 +34,15 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH))
 
-from core import CACHE, corpus, percentiles, vectors_cached  # noqa: E402
+from core import (  # noqa: E402
+    CACHE,
+    corpus,
+    percentiles,
+    time_searches,
+    time_single_adds,
+    time_sqlite_vec,
+    vectors_cached,
+)
 
 from shared_core import HashingEmbedder, MemoryStore, NewMemory  # noqa: E402
 
@@ -143,26 +150,9 @@ def cached_run(size: int, kind: str, turns: list[str], questions: list[str], n_q
     with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
         store.search(query_texts[0], namespace="bench", limit=10, track_access=False)
         rowids = np.array(store.db.query("SELECT chunk_rowid FROM memory_chunks ORDER BY chunk_rowid"))[:, 0]
-        hybrid_ms, vector_ms, recalls = [], [], []
-        for text, q, truth in zip(query_texts, query_vectors, exact, strict=True):
-            began = time.perf_counter()
-            store.search(text, vector=q, namespace="bench", limit=10, track_access=False)
-            hybrid_ms.append((time.perf_counter() - began) * 1000)
-            began = time.perf_counter()
-            hits = store.search(vector=q, namespace="bench", limit=10, fusion="vector", track_access=False)
-            vector_ms.append((time.perf_counter() - began) * 1000)
-            found = set(np.searchsorted(rowids, [h.memory.rowid for h in hits]).tolist())
-            recalls.append(len(found & {int(t) for t in truth}) / 10)
-        result["hybrid_p50"], result["hybrid_p95"] = percentiles(hybrid_ms)
-        result["vector_p50"], result["vector_p95"] = percentiles(vector_ms)
-        result["recall10"] = float(np.mean(recalls))
-    with MemoryStore.open(path, embedder=HashingEmbedder(), config={"search": {"vector_index": "sqlite-vec"}}) as store:
-        sv_ms = []
-        for q in query_vectors[:20]:
-            began = time.perf_counter()
-            store.search(vector=q, namespace="bench", limit=10, fusion="vector", track_access=False)
-            sv_ms.append((time.perf_counter() - began) * 1000)
-        result["sqlite_vec_p50"], result["sqlite_vec_p95"] = percentiles(sv_ms)
+        result.update(time_searches(store, query_texts, query_vectors, exact,
+                                    lambda rowid: int(np.searchsorted(rowids, rowid)), track_access=False))
+    result["sqlite_vec_p50"], result["sqlite_vec_p95"] = time_sqlite_vec(path, HashingEmbedder(), query_vectors[:20])
     result["hybrid_vs_numpy"] = result["hybrid_p50"] / result["numpy_p50"]
 
     copy = workdir / f"adds-{kind}-{size}.db"  # single adds change the store: on a copy (sparse, as it is)
@@ -171,17 +161,6 @@ def cached_run(size: int, kind: str, turns: list[str], questions: list[str], n_q
     subprocess.run(["cp", "-r", "--sparse=always", str(path) + ".files", str(copy) + ".files"], check=True)
     with MemoryStore.open(copy, embedder=HashingEmbedder()) as store:
         store.search(query_texts[0], namespace="bench", limit=10, track_access=False)
-        single = [f"single add {i}: " + t for i, t in enumerate(corpus(200 * add_rounds, turns, seed=99))]
-        rates, latencies = [], []
-        for start in range(0, len(single), 200):
-            round_started = time.perf_counter()
-            for text in single[start : start + 200]:
-                began = time.perf_counter()
-                store.add(text, namespace="bench")
-                latencies.append((time.perf_counter() - began) * 1000)
-            rates.append(200 / (time.perf_counter() - round_started))
+        result.update(time_single_adds(store, turns, add_rounds))
     _remove(copy)
-    result["single_add_rounds_per_s"] = rates
-    result["single_add_per_s"] = statistics.median(rates)
-    result["single_add_p50"], result["single_add_p95"] = percentiles(latencies)
     return result

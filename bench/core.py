@@ -30,6 +30,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -159,6 +160,52 @@ def _fresh(path: Path) -> None:
         Path(str(path) + suffix).unlink(missing_ok=True)
 
 
+def time_searches(store: MemoryStore, query_texts: list[str], query_vectors: np.ndarray, exact: list[np.ndarray],
+                  position: Callable[[int], int], *, track_access: bool = True) -> dict[str, float]:
+    """Hybrid and vector-only searches of the ``bench`` namespace: p50/p95 ms each, and the vector
+    side's recall@10 against ``exact`` (positions in the scan's order; ``position`` maps a rowid to one)."""
+    hybrid_ms, vector_ms, recalls = [], [], []
+    for text, q, truth in zip(query_texts, query_vectors, exact, strict=True):
+        started = time.perf_counter()
+        store.search(text, vector=q, namespace="bench", limit=10, track_access=track_access)
+        hybrid_ms.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        hits = store.search(vector=q, namespace="bench", limit=10, fusion="vector", track_access=False)
+        vector_ms.append((time.perf_counter() - started) * 1000)
+        found = {position(h.memory.rowid) for h in hits}
+        recalls.append(len(found & {int(t) for t in truth}) / 10)
+    (hybrid_p50, hybrid_p95), (vector_p50, vector_p95) = percentiles(hybrid_ms), percentiles(vector_ms)
+    return {"hybrid_p50": hybrid_p50, "hybrid_p95": hybrid_p95, "vector_p50": vector_p50, "vector_p95": vector_p95,
+            "recall10": float(np.mean(recalls))}
+
+
+def time_sqlite_vec(path: Path, embedder: Any, query_vectors: np.ndarray) -> tuple[float, float]:
+    """p50/p95 ms of vector-only searches through sqlite-vec's exact index instead of the fast path."""
+    with MemoryStore.open(path, embedder=embedder, config={"search": {"vector_index": "sqlite-vec"}}) as store:
+        ms = []
+        for q in query_vectors:
+            started = time.perf_counter()
+            store.search(vector=q, namespace="bench", limit=10, fusion="vector", track_access=False)
+            ms.append((time.perf_counter() - started) * 1000)
+    return percentiles(ms)
+
+
+def time_single_adds(store: MemoryStore, turns: list[str], rounds: int) -> dict[str, Any]:
+    """``rounds`` rounds of 200 single ``add()`` calls of new texts: each round's rate, their median, p50/p95 ms."""
+    single = [f"single add {i}: " + t for i, t in enumerate(corpus(200 * rounds, turns, seed=99))]
+    rates, latencies = [], []
+    for start in range(0, len(single), 200):
+        round_started = time.perf_counter()
+        for text in single[start : start + 200]:
+            started = time.perf_counter()
+            store.add(text, namespace="bench")
+            latencies.append((time.perf_counter() - started) * 1000)
+        rates.append(200 / (time.perf_counter() - round_started))
+    p50, p95 = percentiles(latencies)
+    return {"single_add_rounds_per_s": rates, "single_add_per_s": statistics.median(rates),
+            "single_add_p50": p50, "single_add_p95": p95}
+
+
 def _settle() -> None:
     """Write the OS's dirty pages out, so that one phase's writeback is not billed to the next."""
     if hasattr(os, "sync"):
@@ -225,42 +272,13 @@ def run(size: int, kind: str, turns: list[str], questions: list[str], n_queries:
         store.search(query_texts[0], vector=query_vectors[0], namespace="bench", limit=10, track_access=False)
         result["first_search_ms"] = (time.perf_counter() - started) * 1000  # includes loading the mirror
         rowid_to_index = {m.rowid: i for i, m in enumerate(store.list(namespace="bench", order_by="chunk_rowid"))}
-        hybrid_ms, vector_ms, recalls = [], [], []
-        for text, q, truth in zip(query_texts, query_vectors, exact, strict=True):
-            started = time.perf_counter()
-            store.search(text, vector=q, namespace="bench", limit=10)
-            hybrid_ms.append((time.perf_counter() - started) * 1000)
-            started = time.perf_counter()
-            hits = store.search(vector=q, namespace="bench", limit=10, fusion="vector", track_access=False)
-            vector_ms.append((time.perf_counter() - started) * 1000)
-            found = {rowid_to_index[h.memory.rowid] for h in hits}
-            recalls.append(len(found & set(int(t) for t in truth)) / 10)
-        result["hybrid_p50"], result["hybrid_p95"] = percentiles(hybrid_ms)
-        result["vector_p50"], result["vector_p95"] = percentiles(vector_ms)
-        result["recall10"] = float(np.mean(recalls))
+        result.update(time_searches(store, query_texts, query_vectors, exact, rowid_to_index.__getitem__))
 
         # single adds with the store's embedder (its caches start empty, as in a new process)
         _settle()
-        single = [f"single add {i}: " + t for i, t in enumerate(corpus(200 * add_rounds, turns, seed=99))]
-        rates, latencies = [], []
-        for start in range(0, len(single), 200):
-            round_started = time.perf_counter()
-            for text in single[start : start + 200]:
-                started = time.perf_counter()
-                store.add(text, namespace="bench")
-                latencies.append((time.perf_counter() - started) * 1000)
-            rates.append(200 / (time.perf_counter() - round_started))
-        result["single_add_rounds_per_s"] = rates
-        result["single_add_per_s"] = statistics.median(rates)
-        result["single_add_p50"], result["single_add_p95"] = percentiles(latencies)
+        result.update(time_single_adds(store, turns, add_rounds))
 
-    with MemoryStore.open(path, embedder=embedder_for(kind), config={"search": {"vector_index": "sqlite-vec"}}) as store:
-        sv_ms = []
-        for q in query_vectors[:50]:
-            started = time.perf_counter()
-            store.search(vector=q, namespace="bench", limit=10, fusion="vector", track_access=False)
-            sv_ms.append((time.perf_counter() - started) * 1000)
-        result["sqlite_vec_p50"], result["sqlite_vec_p95"] = percentiles(sv_ms)
+    result["sqlite_vec_p50"], result["sqlite_vec_p95"] = time_sqlite_vec(path, embedder_for(kind), query_vectors[:50])
     result["hybrid_vs_numpy"] = result["hybrid_p50"] / result["numpy_p50"]
     if "numpy_all_p50" in result:
         result["hybrid_vs_numpy_all"] = result["hybrid_p50"] / result["numpy_all_p50"]
