@@ -14,13 +14,14 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from .clock import from_iso
 from .memories import DEFAULT_NAMESPACE, Memory
+from .memories.activity_repository import ActivityDay
 
 if TYPE_CHECKING:
     from .store import MemoryStore
@@ -39,6 +40,7 @@ __all__ = [
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _ITEM = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.*)$")
 _TAGS = re.compile(r"\s*\(tags?:\s*([^)]*)\)\s*$", re.IGNORECASE)
+_ACTIVITY_FIELDS = {"day", "accesses", "reinforcements", "demotions", "score_delta"}
 _DAILY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.md$")
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 
@@ -176,12 +178,39 @@ def import_markdown(
 
 def export_jsonl(store: MemoryStore, out: IO[str], *, namespace: str | None = None,
                  include_archive: bool = True) -> int:
-    """Write one JSON object per memory (archived ones with ``archived_at``); return the count."""
+    """Write one JSON object per memory (archived ones with ``archived_at``, and the days of access and
+    feedback the inspector charts as ``activity``); return the count."""
     count = 0
+    activity: dict[str, dict[str, list[ActivityDay]]] = {}  # namespace -> memory id -> days
     for memory in _all_memories(store, namespace, include_archive):
-        out.write(json.dumps(memory.to_dict(), ensure_ascii=False) + "\n")
+        if memory.namespace not in activity:
+            with store.kernel.session():
+                activity[memory.namespace] = store.kernel.memories.activity.by_memory(memory.namespace)
+        record = memory.to_dict()
+        days = activity[memory.namespace].get(memory.id)
+        if days:
+            record["activity"] = [asdict(day) for day in days]
+        out.write(json.dumps(record, ensure_ascii=False) + "\n")
         count += 1
     return count
+
+
+def _activity(raw: object) -> list[ActivityDay]:
+    """A backup's ``activity`` list, checked: days as YYYY-MM-DD and counts as numbers."""
+    if not isinstance(raw, list):
+        raise ValueError("'activity' must be a list of days")
+    days = []
+    for entry in raw:
+        if not isinstance(entry, dict) or set(entry) != _ACTIVITY_FIELDS:
+            raise ValueError(f"each activity day must have exactly {sorted(_ACTIVITY_FIELDS)}")
+        day = date.fromisoformat(str(entry["day"])).isoformat()
+        accesses, reinforcements, demotions = (entry[k] for k in ("accesses", "reinforcements", "demotions"))
+        if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0
+                   for c in (accesses, reinforcements, demotions)) \
+                or isinstance(entry["score_delta"], bool) or not isinstance(entry["score_delta"], (int, float)):
+            raise ValueError(f"activity of {day}: counts must be whole numbers of 0 or more, score_delta a number")
+        days.append(ActivityDay(day, accesses, reinforcements, demotions, float(entry["score_delta"])))
+    return days
 
 
 def import_jsonl(store: MemoryStore, lines: Iterable[str]) -> ImportReport:
@@ -190,7 +219,7 @@ def import_jsonl(store: MemoryStore, lines: Iterable[str]) -> ImportReport:
     fields = set(Memory.__dataclass_fields__) - {"rowid"}
     timestamps = {"created_at", "updated_at", "last_hit_at", "last_access_at", "expires_at", "valid_from",
                   "valid_to", "embedded_at", "archived_at"}
-    records: list[Memory] = []
+    records: list[tuple[Memory, list[ActivityDay]]] = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -198,21 +227,23 @@ def import_jsonl(store: MemoryStore, lines: Iterable[str]) -> ImportReport:
             data = json.loads(line)
             if not isinstance(data, dict) or "id" not in data or "text" not in data:
                 raise ValueError("each line must be an object with at least 'id' and 'text'")
+            activity = _activity(data.pop("activity")) if "activity" in data else []
             unknown = set(data) - fields
             if unknown:
                 raise ValueError(f"unknown fields {sorted(unknown)}")
             for key in timestamps & set(data):
                 data[key] = from_iso(data[key])
-            records.append(Memory(**data))
+            records.append((Memory(**data), activity))
         except (ValueError, TypeError) as exc:
             report.errors.append((f"line {number}", str(exc)))
     with store.transaction():
-        for memory in records:
+        for memory, activity in records:
             if store.get_many([memory.id]) or _archived(store, memory.id):
                 report.unchanged += 1
                 continue
             vector = store.embed([memory.text])[0]
             store.kernel.memories.insert_full(memory, vector)
+            store.kernel.memories.activity.restore(memory.id, memory.namespace, activity)
             if memory.archived_at is not None:
                 row = store.kernel.memories.get_row(memory.id)
                 assert row is not None

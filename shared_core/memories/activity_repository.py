@@ -77,6 +77,22 @@ class ActivityRepository:
             "WHERE memory_id = ? AND day >= ? ORDER BY day", (memory_id, since or ""))
         return [ActivityDay(str(d), int(a), int(r), int(m), float(s)) for d, a, r, m, s in rows]
 
+    def by_memory(self, namespace: str) -> dict[str, list[ActivityDay]]:
+        """Every memory's days in ``namespace`` (one query, for a backup), oldest first."""
+        out: dict[str, list[ActivityDay]] = {}
+        for memory_id, d, a, r, m, s in self.db.query(
+                "SELECT memory_id, day, accesses, reinforcements, demotions, score_delta FROM memory_activity "
+                "WHERE namespace = ? ORDER BY memory_id, day", (namespace,)):
+            out.setdefault(str(memory_id), []).append(ActivityDay(str(d), int(a), int(r), int(m), float(s)))
+        return out
+
+    def restore(self, memory_id: str, namespace: str, days: Sequence[ActivityDay]) -> None:
+        """Add a backup's days to the memory's (days past the kept window go with the next day's prune)."""
+        self.db.executemany(
+            "INSERT INTO memory_activity (memory_id, namespace, day, accesses, reinforcements, demotions, score_delta) "
+            f"VALUES (?, ?, ?, ?, ?, ?, ?) {_UPSERT}",
+            [(memory_id, namespace, d.day, d.accesses, d.reinforcements, d.demotions, d.score_delta) for d in days])
+
     def rows(self, namespace: str) -> int:
         """How many activity rows ``namespace`` has (what an erase must leave at zero)."""
         return int(self.db.scalar("SELECT count(*) FROM memory_activity WHERE namespace = ?", (namespace,)) or 0)

@@ -101,3 +101,25 @@ def test_erasing_a_namespace_erases_its_activity_and_nothing_else(store):
     assert rows(store, ALICE) == 0 and days(store, tea) == [] and days(store, gone) == []
     assert store.verify_erase(ALICE).complete
     assert [d[1] for d in days(store, coffee)] == [1]
+
+
+def test_a_jsonl_backup_carries_the_activity_and_a_bad_one_says_what_is_wrong(store, tmp_path):
+    import io
+    import json
+
+    from shared_core import MemoryStore
+    from shared_core.portability import export_jsonl, import_jsonl
+
+    tea = store.add("Alice drinks oolong tea", namespace=ALICE)
+    store.search("Alice tea", namespace=ALICE)
+    store.reinforce(tea, namespace=ALICE)
+    backup = io.StringIO()
+    assert export_jsonl(store, backup) == 1
+    with MemoryStore.open(tmp_path / "restored.db", clock=store.clock) as other:
+        assert import_jsonl(other, backup.getvalue().splitlines()).created == 1
+        assert days(other, tea.id) == days(store, tea.id) == [("2026-01-01", 1, 1, 0, 3.0)]
+        record = json.loads(backup.getvalue())
+        record["id"], record["activity"][0]["accesses"] = "another", -2
+        report = import_jsonl(other, [json.dumps(record)])
+        assert report.created == 0 and "whole numbers of 0 or more" in report.errors[0][1]
+        assert other.get_many(["another"]) == []  # nothing half-written
