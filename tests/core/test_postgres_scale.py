@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 
 import numpy as np
 import pytest
@@ -282,3 +283,38 @@ def test_a_forked_process_searches(pg_url):
         child.join(30)
         if child.is_alive():
             child.kill()
+
+
+def _use_in_child(url: str, queue) -> None:
+    with MemoryStore.open(url) as store:
+        for _ in range(8):  # psycopg prepares a statement at its fifth run, on the connection it runs on
+            store.get_many(["x"])
+        queue.put(os.getpid())
+
+
+@PG
+def test_a_forked_child_opens_its_own_connections(pg_url):
+    """A pool kept open in the parent is not the child's: sharing its socket would mix the two processes'
+    statements on one server session (and the child's exit would close it under the parent)."""
+    from shared_core.db.postgres.pool import POOLS
+
+    linger, POOLS.linger = POOLS.linger, True
+    try:
+        with MemoryStore.open(pg_url) as store:
+            store.add("solar panels on the roof")
+        context = multiprocessing.get_context("fork")
+        queue = context.Queue()
+        child = context.Process(target=_use_in_child, args=(pg_url, queue))
+        child.start()
+        try:
+            assert queue.get(timeout=120) == child.pid
+        finally:
+            child.join(60)
+            if child.is_alive():
+                child.kill()
+        with MemoryStore.open(pg_url) as store:  # the parent's pool, as it left it
+            for _ in range(8):
+                assert store.get_many(["x"]) == []
+            assert [hit.text for hit in store.search("solar panels", limit=1)] == ["solar panels on the roof"]
+    finally:
+        POOLS.linger = linger

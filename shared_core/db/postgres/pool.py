@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -110,7 +111,16 @@ class Pools:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pools: dict[tuple[str, str, int, bool], list[Any]] = {}
+        self._inherited: list[Any] = []  # a forked child's copies of its parent's pools: never used, never closed
         self.linger = False
+
+    def forget_inherited(self) -> None:
+        """In a forked child: open new pools from now on. The parent's connections are its server sessions;
+        using them would mix two processes' statements on one session, and closing them (here or when they
+        are collected) would end the parent's sessions, so they are only kept out of reach."""
+        self._inherited.extend(self._pools.values())
+        self._pools = {}
+        self._lock = threading.Lock()
 
     def acquire(self, target: PgTarget, size: int, search_path: Callable[[Any], str], read_only: bool = False) -> Any:
         key = (target.conninfo, target.schema, size, read_only)
@@ -167,6 +177,7 @@ class Pools:
 
 POOLS = Pools()
 atexit.register(POOLS.close_all)
+os.register_at_fork(after_in_child=POOLS.forget_inherited)
 
 
 @dataclass(frozen=True)
