@@ -123,6 +123,11 @@ class VectorIndex(Protocol):
                    now: float) -> tuple[int, float] | None:
         """The most similar row in ``scope`` if its similarity exceeds ``threshold``."""
 
+    def above(self, query: np.ndarray, threshold: float, scope: Scope, *, now: float,
+              limit: int) -> list[tuple[int, float]]:
+        """(row id, cosine similarity), best first: up to ``limit`` rows in ``scope`` whose similarity
+        exceeds ``threshold`` (the near-duplicates of an ``add``)."""
+
     def similarities(self, query: np.ndarray, rowids: Sequence[int]) -> dict[int, float]: ...
 
     def vectors_of(self, rowids: Sequence[int]) -> dict[int, np.ndarray]: ...

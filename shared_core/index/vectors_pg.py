@@ -234,8 +234,13 @@ class PgVectorIndex:
         self, query: np.ndarray, threshold: float, scope: Scope, *, now: float
     ) -> tuple[int, float] | None:
         """The most similar row in ``scope`` if its cosine similarity exceeds ``threshold``, else None."""
-        best = self.search(query, 1, scope, now=now)
-        return best[0] if best and best[0][1] > threshold else None
+        found = self.above(query, threshold, scope, now=now, limit=1)
+        return found[0] if found else None
+
+    def above(self, query: np.ndarray, threshold: float, scope: Scope, *, now: float,
+              limit: int) -> list[tuple[int, float]]:
+        """Up to ``limit`` rows in ``scope`` whose cosine similarity exceeds ``threshold``, best first."""
+        return [(rowid, sim) for rowid, sim in self.search(query, limit, scope, now=now) if sim > threshold]
 
     def same_content(self, content_hash: str, scope: Scope, *, now: float) -> tuple[bool, int | None]:
         """(False, None): PostgreSQL keeps no mirror to answer from; the caller asks the table."""
