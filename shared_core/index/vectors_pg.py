@@ -230,13 +230,6 @@ class PgVectorIndex:
         self.db.execute(f"SET hnsw.ef_search = {int(ef)}")
         conn._openkoi_ef_search = ef if idle else None
 
-    def best_above(
-        self, query: np.ndarray, threshold: float, scope: Scope, *, now: float
-    ) -> tuple[int, float] | None:
-        """The most similar row in ``scope`` if its cosine similarity exceeds ``threshold``, else None."""
-        found = self.above(query, threshold, scope, now=now, limit=1)
-        return found[0] if found else None
-
     def above(self, query: np.ndarray, threshold: float, scope: Scope, *, now: float,
               limit: int) -> list[tuple[int, float]]:
         """Up to ``limit`` rows in ``scope`` whose cosine similarity exceeds ``threshold``, best first."""
