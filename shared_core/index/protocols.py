@@ -119,9 +119,10 @@ class VectorIndex(Protocol):
     def same_content(self, content_hash: str, scope: Scope, *, now: float) -> tuple[bool, int | None]:
         """(whether the answer is known, the row in ``scope`` holding that content or None)."""
 
-    def best_above(self, query: np.ndarray, threshold: float, scope: Scope, *,
-                   now: float) -> tuple[int, float] | None:
-        """The most similar row in ``scope`` if its similarity exceeds ``threshold``."""
+    def above(self, query: np.ndarray, threshold: float, scope: Scope, *, now: float,
+              limit: int) -> list[tuple[int, float]]:
+        """(row id, cosine similarity), best first: up to ``limit`` rows in ``scope`` whose similarity
+        exceeds ``threshold`` (the near-duplicates of an ``add``)."""
 
     def similarities(self, query: np.ndarray, rowids: Sequence[int]) -> dict[int, float]: ...
 

@@ -287,12 +287,13 @@ class SqliteVectorIndex:
         """Always (False, None): the table answers, through its (namespace, content_hash) index."""
         return False, None
 
-    def best_above(
-        self, query: np.ndarray, threshold: float, scope: Scope, *, now: float
-    ) -> tuple[int, float] | None:
-        """The most similar row in ``scope`` if its cosine similarity exceeds ``threshold``, else None.
+    def above(self, query: np.ndarray, threshold: float, scope: Scope, *, now: float,
+              limit: int) -> list[tuple[int, float]]:
+        """Up to ``limit`` rows in ``scope`` whose cosine similarity exceeds ``threshold``, best first.
 
-        The near-duplicate check of every ``add``. In a namespace that holds a small part of the
+        The near-duplicate check of every ``add``: the rows it scores exactly include every row
+        that can be above the threshold, so an ``add`` gets its near-duplicates without searching
+        the scope after it (38 ms at a million rows). In a namespace that holds a small part of the
         memory, its rows (from the table's index) are scored exactly. Otherwise a row that
         similar differs from the query in few sign bits (:func:`centred_threshold`,
         :func:`sign_bit_bound`), so the mirror compares the first two words of every code with
@@ -310,8 +311,7 @@ class SqliteVectorIndex:
             centred = least_centred(threshold, distance, mirror.centre_norm)
         head_bound = sign_bit_bound(centred, 64 * mirror.head) if mirror is not None and centred is not None else None
         if mirror is None or code is None or centred is None or head_bound is None or mirror.size <= SMALL_MIRROR:
-            best = self.search(query, 1, scope, now=now)
-            return best[0] if best and best[0][1] > threshold else None
+            return [(rowid, sim) for rowid, sim in self.search(query, limit, scope, now=now) if sim > threshold]
         near = self._namespace_slots(mirror, scope)
         if near is None:
             bound = sign_bit_bound(centred, 64 * mirror.words) or 64 * mirror.words
@@ -327,10 +327,11 @@ class SqliteVectorIndex:
                 approx = mirror.approx(near, query)
                 near = near[approx > threshold - _NEAR_MARGIN]
         if near.size == 0:
-            return None
+            return []
         sims = mirror.scores(near, query)
-        i = int(np.argmax(sims))
-        return (int(mirror.rowids[near[i]]), float(sims[i])) if sims[i] > threshold else None
+        hits = np.flatnonzero(sims > threshold)
+        hits = hits[np.argsort(-sims[hits], kind="stable")][:limit]
+        return [(int(mirror.rowids[near[i]]), float(sims[i])) for i in hits]
 
     def _namespace_slots(self, mirror: Mirror, scope: Scope) -> np.ndarray | None:
         """The slots of ``scope``'s one namespace when it holds under a sixteenth of the mirror (and

@@ -230,12 +230,10 @@ class PgVectorIndex:
         self.db.execute(f"SET hnsw.ef_search = {int(ef)}")
         conn._openkoi_ef_search = ef if idle else None
 
-    def best_above(
-        self, query: np.ndarray, threshold: float, scope: Scope, *, now: float
-    ) -> tuple[int, float] | None:
-        """The most similar row in ``scope`` if its cosine similarity exceeds ``threshold``, else None."""
-        best = self.search(query, 1, scope, now=now)
-        return best[0] if best and best[0][1] > threshold else None
+    def above(self, query: np.ndarray, threshold: float, scope: Scope, *, now: float,
+              limit: int) -> list[tuple[int, float]]:
+        """Up to ``limit`` rows in ``scope`` whose cosine similarity exceeds ``threshold``, best first."""
+        return [(rowid, sim) for rowid, sim in self.search(query, limit, scope, now=now) if sim > threshold]
 
     def same_content(self, content_hash: str, scope: Scope, *, now: float) -> tuple[bool, int | None]:
         """(False, None): PostgreSQL keeps no mirror to answer from; the caller asks the table."""

@@ -342,11 +342,10 @@ class MemoryRepository:
         elif same is not None and (exact := self.by_rowids([same]).get(same)) is not None:
             return NearFacts(exact, ())
         threshold = self.config.memory.fact_dedup_threshold
-        if self.vectors.best_above(_vector(item), threshold, scope, now=now_epoch) is None:
+        # a few, as the most similar may not be the restatement
+        near = self.vectors.above(_vector(item), threshold, scope, now=now_epoch, limit=1 + extra)
+        if not near:
             return NearFacts(None, ())
-        # rarely reached (a near-duplicate exists): look at a few, as the most similar may not be the restatement
-        near = [(rowid, sim) for rowid, sim in self.vectors.search(_vector(item), 1 + extra, scope, now=now_epoch)
-                if sim > threshold]
         rows = self.by_rowids([rowid for rowid, _ in near])
         found = [rows[rowid] for rowid, _ in near if rowid in rows]
         restated = next((m for m in found if is_restatement(item.text, m.text)), None)
