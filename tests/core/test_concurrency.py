@@ -85,7 +85,7 @@ def test_four_writer_processes_with_concurrent_searches(tmp_path):
     writers = [_spawn("add", path, w, 2000, start) for w in range(4)]
     searchers = [_spawn("search", path, stop, start) for _ in range(2)]
     # and threads of this process on one store of their own (the "notebook" next to the server)
-    notebook = MemoryStore.open(path)
+    notebook = MemoryStore.open(path, config={"database": {"busy_timeout_s": 300.0}})  # as the workers'
     thread_ids: list[str] = []
     thread_errors: list[BaseException] = []
 
