@@ -153,6 +153,8 @@ def apply_migrations(backend: Migrator, *, dims: int, now_iso: str) -> list[int]
             )
         # every statement prepared before the first change: one that cannot be stops nothing half-way
         plan = [(m, backend.migration_statements(m, dims)) for m in migrations if m.version not in done]
+        if not done and plan and _create(session, plan, now_iso):
+            return [migration.version for migration, _ in plan]
         applied = []
         for migration, statements in plan:
             session.begin()
@@ -173,3 +175,25 @@ def apply_migrations(backend: Migrator, *, dims: int, now_iso: str) -> list[int]
                 raise
             applied.append(migration.version)
     return applied
+
+
+def _create(session: MigrationSession, plan: list[tuple[Migration, list[str]]], now_iso: str) -> bool:
+    """A new memory in one transaction, so another process opening it meanwhile sees none of it or all
+    of it (at version 1 it would take the file for one of the first schema's); False if another
+    process created it first (the caller then applies what is still missing, one by one)."""
+    session.begin()
+    try:
+        if session.applied():
+            session.commit()
+            return False
+        session.refuse_foreign_tables()
+        session.create_log()
+        for migration, statements in plan:
+            for statement in statements:
+                session.run(statement)
+            session.record(migration, now_iso)
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    return True

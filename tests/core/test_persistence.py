@@ -545,3 +545,27 @@ def test_background_checkpoints_can_be_turned_off_and_never_block_compaction(tmp
         assert store.count(namespace="user:dave") == 30
     raw = b"".join(p.read_bytes() for p in tmp_path.glob("on.db*") if p.is_file())
     assert b"secret-" not in raw and not _checkpoint_threads()
+
+
+@pytest.mark.sqlite_only  # reads the file with a second sqlite3 connection while it is being created
+def test_a_new_file_appears_whole_to_another_process(tmp_path, monkeypatch):
+    """Several processes may create one file at once: one seeing it half-made (at version 1, the first
+    schema's) took it for an old file of the hashing embedder while its creator recorded the default."""
+    import sqlite3
+
+    from shared_core.db.sqlite.migrate import SqliteMigrationSession, applied_versions
+
+    path = tmp_path / "new.db"
+    seen: list[set[int]] = []
+    record = SqliteMigrationSession.record
+
+    def record_and_look(self, migration, now_iso):
+        record(self, migration, now_iso)
+        with sqlite3.connect(path, timeout=30) as other:  # what another process would read now
+            seen.append(applied_versions(other))
+
+    monkeypatch.setattr(SqliteMigrationSession, "record", record_and_look)
+    MemoryStore.open(path).close()
+    assert len(seen) == len(available_migrations()) and all(versions == set() for versions in seen)
+    with MemoryStore.open(path) as store:
+        assert store.db.schema_version() == latest_version()
