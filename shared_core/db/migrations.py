@@ -153,42 +153,28 @@ def apply_migrations(backend: Migrator, *, dims: int, now_iso: str) -> list[int]
             )
         # every statement prepared before the first change: one that cannot be stops nothing half-way
         plan = [(m, backend.migration_statements(m, dims)) for m in migrations if m.version not in done]
-        if not done and plan and _create(session, plan, now_iso):
+        # a new memory in one transaction, so another process opening it meanwhile sees none of it or
+        # all of it (at version 1 it would take the file for one of the first schema's)
+        if not done and plan and _apply(session, plan, now_iso, new_only=True):
             return [migration.version for migration, _ in plan]
-        applied = []
-        for migration, statements in plan:
-            session.begin()
-            try:
-                present = session.applied()
-                if migration.version in present:  # another process got here first
-                    session.commit()
-                    continue
-                if not present:
-                    session.refuse_foreign_tables()
-                session.create_log()
-                for statement in statements:
-                    session.run(statement)
-                session.record(migration, now_iso)
-                session.commit()
-            except BaseException:
-                session.rollback()
-                raise
-            applied.append(migration.version)
+        applied = [step[0].version for step in plan if _apply(session, [step], now_iso)]
     return applied
 
 
-def _create(session: MigrationSession, plan: list[tuple[Migration, list[str]]], now_iso: str) -> bool:
-    """A new memory in one transaction, so another process opening it meanwhile sees none of it or all
-    of it (at version 1 it would take the file for one of the first schema's); False if another
-    process created it first (the caller then applies what is still missing, one by one)."""
+def _apply(session: MigrationSession, steps: list[tuple[Migration, list[str]]], now_iso: str, *,
+           new_only: bool = False) -> bool:
+    """Apply ``steps`` in one transaction; False, writing nothing, when another process got there first
+    (it applied the step, or with ``new_only`` it created the memory)."""
     session.begin()
     try:
-        if session.applied():
+        present = session.applied()
+        if present if new_only else steps[0][0].version in present:
             session.commit()
             return False
-        session.refuse_foreign_tables()
+        if not present:
+            session.refuse_foreign_tables()
         session.create_log()
-        for migration, statements in plan:
+        for migration, statements in steps:
             for statement in statements:
                 session.run(statement)
             session.record(migration, now_iso)
