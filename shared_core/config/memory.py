@@ -127,6 +127,7 @@ class SearchConfig:
     time_phrases: str = "boost"  # a time in the question (last Tuesday, in March): off | boost | narrow
     time_boost: float = 1.0  # boost: relevance x (1 + this) for memories created inside the window
     context_weight: float = 0.2  # hybrid: + this x the best relevance of the memory before/after in its session
+    query_stop_words: str = "english"  # keyword side: english (leave out "what did ...") | none
 
     def __post_init__(self) -> None:
         if self.fusion not in {"keyword_first", "weighted", "rrf", "keyword", "vector"}:
@@ -146,6 +147,8 @@ class SearchConfig:
             raise ConfigError(f"search.time_phrases {self.time_phrases!r} is unknown; use off, boost or narrow")
         if not self.time_boost >= 0:
             raise ConfigError(f"search.time_boost must be 0 or more, got {self.time_boost}")
+        if self.query_stop_words not in {"english", "none"}:
+            raise ConfigError(f"search.query_stop_words {self.query_stop_words!r} is unknown; use english or none")
         if not self.context_weight >= 0:
             raise ConfigError(f"search.context_weight must be 0 or more (0 turns it off), got {self.context_weight}")
 

@@ -42,7 +42,7 @@ from ..db.postgres import PostgresDatabase
 from .keyword_plan import rarest
 from .keyword_query import KeywordQuery, gate_in_scope, idf
 from .protocols import KeywordIndex
-from .sanitize import search_terms, to_fts_query
+from .sanitize import STOP_WORDS, search_terms, to_fts_query, without_stop_words
 from .scope import Scope
 from .textform import phrase_tokens
 
@@ -87,7 +87,7 @@ class SqliteKeywordIndex:
 
     def prepare(self, text: str, scope: Scope | None = None) -> KeywordQuery:
         """The query for ``text``; with a ``scope``, a word is left out only if it is common within it."""
-        terms = search_terms(text)
+        terms = without_stop_words(search_terms(text), STOP_WORDS[self.config.query_stop_words])
         if not terms:
             return KeywordQuery((), (), "")
         rows = int(self.db.scalar("SELECT max(chunk_rowid) FROM memory_chunks") or 0)

@@ -14,7 +14,9 @@ Only letters, digits and combining marks survive step 3, so a quoted word can ne
 contain a quote, and no input can raise an FTS5 syntax error.
 
 The keyword indexes match :func:`search_terms`: these words in their search form (lower case,
-no diacritics, CJK runs as pairs of characters; see :mod:`.textform`).
+no diacritics, CJK runs as pairs of characters; see :mod:`.textform`), less the query's stop
+words (:func:`without_stop_words`: "what did", "has her", the frame of a question) unless
+nothing else is left. Stored text keeps every word; only queries leave them out.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import unicodedata
 
 from .textform import CJK, query_tokens
 
-__all__ = ["query_terms", "search_terms", "to_fts_query", "sanitize", "MAX_TERMS"]
+__all__ = ["query_terms", "search_terms", "to_fts_query", "sanitize", "without_stop_words", "MAX_TERMS", "STOP_WORDS"]
 
 MAX_TERMS = 64
 
@@ -64,6 +66,38 @@ def search_terms(text: str, max_terms: int = MAX_TERMS) -> list[str]:
     ['strasse', 'nach', '東京', '京タ', 'タワ', 'ワー']
     """
     return query_tokens(query_terms(text, max_terms), max_terms)
+
+
+#: Words a query leaves out on the keyword side, by ``search.query_stop_words``: the frame of an
+#: English question (wh-words, auxiliaries and modals, articles, pronouns, common prepositions and
+#: conjunctions). BM25 still gave them weight: "What did Caroline research?" ranked "Caroline:
+#: Cool! What did it look like?" above the turn about her research (LoCoMo R@10 +0.03 to +0.04
+#: without them, docs/search.md).
+STOP_WORDS: dict[str, frozenset[str]] = {
+    "english": frozenset("""
+        a an the this that these those any some each every
+        what which who whom whose when where why how
+        am is are was were be been being do does did doing done has have had having
+        can could would should will shall may might must
+        i me my mine myself you your yours yourself he him his himself she her hers herself
+        it its itself we us our ours ourselves they them their theirs themselves
+        of in on at to for from by with about as into onto than
+        and or but if then so not no nor many much more most very there here
+    """.split()),
+    "none": frozenset(),
+}
+
+
+def without_stop_words(terms: list[str], stop_words: frozenset[str]) -> list[str]:
+    """``terms`` (search form) less the stop words; all of them when nothing else would be left.
+
+    >>> without_stop_words(["what", "did", "caroline", "research"], STOP_WORDS["english"])
+    ['caroline', 'research']
+    >>> without_stop_words(["the", "who"], STOP_WORDS["english"])
+    ['the', 'who']
+    """
+    kept = [term for term in terms if term not in stop_words]
+    return kept or terms
 
 
 def to_fts_query(terms: list[str]) -> str:

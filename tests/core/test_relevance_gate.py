@@ -19,8 +19,8 @@ def test_matching_only_words_most_memories_contain_does_not_count(store):
     for i in range(6):
         store.add(f"Answer {i}: it is sunny in Porto", id=f"weather-{i}")
     store.add("My cat is called Miso", id="cat")
-    hits = store.search("what is my cat called", limit=10)
+    hits = store.search("is my cat called Porto", limit=10)
     weak = [h for h in hits if h.id.startswith("weather")]
-    assert weak and all((h.parts.bm25 or 0) > 0 for h in weak)  # "is" matched them, with almost no weight
+    assert weak and all((h.parts.bm25 or 0) > 0 for h in weak)  # "Porto" matched them, with almost no weight
     assert set(hits.matching(0.99).ids) == set(hits.ids)
     assert hits.matching(0.99, min_keyword=0.05).ids == ["cat"]
