@@ -110,6 +110,8 @@ bench-run:
 	$(BENCH_PYTHON) bench/peers.py --sizes $(PEER_SIZES) --json $(RESULTS)/peers.json > $(RESULTS)/peers.md
 	$(BENCH_PYTHON) bench/scaling.py --sizes $(SCALING_SIZES) --json $(RESULTS)/scaling.json > $(RESULTS)/scaling.md
 	$(BENCH_PYTHON) bench/quality/locomo.py --json $(RESULTS)/locomo-hashing.json > $(RESULTS)/locomo-hashing.md
+	$(BENCH_PYTHON) bench/quality/locomo.py --embedder static --json $(RESULTS)/locomo-static.json \
+		> $(RESULTS)/locomo-static.md
 	@if $(BENCH_PYTHON) -c "import sentence_transformers" 2>/dev/null; then \
 		$(BENCH_PYTHON) bench/quality/locomo.py --embedder minilm --json $(RESULTS)/locomo-minilm.json \
 			> $(RESULTS)/locomo-minilm.md; \
