@@ -221,9 +221,11 @@ class Searcher:
             query_vector = q.query_vector(self.embedder.dims)
             if query_vector is None:
                 query_vector = self.embed_query(q.text or "")
-        bm25, similarity, keyword_query = self._candidates(q, scope, query_vector, searched_keywords, pool)
-        if boosted is not None:  # the window's own best candidates, which the whole scope's pool may miss
-            more_bm25, more_similarity, _ = self._candidates(q, boosted, query_vector, searched_keywords, pool)
+        bm25, similarity, keyword_query, nearest = self._candidates(q, scope, query_vector, searched_keywords, pool)
+        # the window's own best candidates, which the whole scope's pool may miss
+        if boosted is not None and window is not None and self.memories.count(boosted, cap=1) and not self._window_in_pool(
+                [set(bm25)] * searched_keywords + [nearest] * (query_vector is not None), window, pool, wanted):
+            more_bm25, more_similarity, _, _ = self._candidates(q, boosted, query_vector, searched_keywords, pool)
             bm25.update(more_bm25)
             similarity.update(more_similarity)
 
@@ -277,9 +279,10 @@ class Searcher:
         return hits[q.offset : q.offset + q.limit], query_vector
 
     def _candidates(self, q: SearchQuery, scope: Scope, query_vector: np.ndarray | None, searched_keywords: bool,
-                    pool: int) -> tuple[dict[int, float], dict[int, float], Any]:
+                    pool: int) -> tuple[dict[int, float], dict[int, float], Any, set[int]]:
         """BM25 and similarity of each side's best ``pool`` rows in ``scope`` (the vector scan runs
-        beside the keyword ranking where that pays)."""
+        beside the keyword ranking where that pays), the keyword query, and the rows the vector side
+        found itself (``similarity`` also holds the keyword side's rows)."""
         scan = None
         now_ts = self.clock.now().timestamp()
         if query_vector is not None and searched_keywords:
@@ -295,12 +298,29 @@ class Searcher:
                     wait([scan])  # the scan reads the mirror: it ends before the store's lock is let go
                 raise
         similarity: dict[int, float] = {}
+        nearest: set[int] = set()
         if query_vector is not None:
             found = scan.result() if scan is not None else self.vectors.search(query_vector, pool, scope, now=now_ts)
             similarity = dict(found)
+            nearest = set(similarity)
             missing = [rowid for rowid in bm25 if rowid not in similarity]
             similarity.update(self.vectors.similarities(query_vector, missing))
-        return bm25, similarity, keyword_query
+        return bm25, similarity, keyword_query, nearest
+
+    def _window_in_pool(self, sides: list[set[int]], window: TimeWindow, pool: int, wanted: int) -> bool:
+        """Whether each side's candidates already hold the window's best: the side found fewer than
+        ``pool`` rows (all it had), or at least ``wanted`` of them lie in the window (a side's best
+        rows of the scope that lie in the window are the window's own best). Then a second search of
+        the window adds nothing that can rank, and at a million rows a window of most of them
+        ("recently") cost a second or more."""
+        candidates = list(set().union(*sides))
+        inside_window = {rowid for rowid, _, _, when in self.memories.ranking_columns(candidates)
+                         if when is not None and window.contains(when)}
+        for side in sides:
+            inside = len(side & inside_window)
+            if len(side) >= pool and inside < wanted:
+                return False
+        return True
 
     def _in_context(self, fused: dict[int, FusedScore], weight: float) -> dict[int, FusedScore]:
         """Each candidate's relevance plus ``weight`` x its best session neighbour's (conversation context)."""

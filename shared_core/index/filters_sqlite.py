@@ -19,6 +19,7 @@ class _Field:
 
     def __init__(self, name: str | tuple[str, ...], alias: str) -> None:
         self.params: list[Any] = []
+        self.column: str | None = None  # a plain column of the chunk table (an index can range over it)
         if isinstance(name, str) and name.startswith("@"):
             column, kind = BUILTIN_FIELDS[name]
             ref = f"{alias}.{column}"
@@ -27,6 +28,7 @@ class _Field:
                 self.type = f"json_type({ref})"
                 self.each = f"json_each({ref})"
             else:
+                self.column = ref
                 self.value = ref
                 self.type = (
                     f"(CASE typeof({ref}) WHEN 'null' THEN NULL WHEN 'integer' THEN 'integer' "
@@ -62,7 +64,10 @@ def sqlite_condition(cond: Condition, alias: str) -> tuple[str, list[Any]]:
 
     def typed_compare(symbol: str, operand: Any) -> tuple[str, list[Any]]:
         if isinstance(operand, str):
-            return f"(coalesce({f.type} = 'text' AND {f.value} {symbol} ?, 0))", [*p, *p, operand]
+            typed = f"coalesce({f.type} = 'text' AND {f.value} {symbol} ?, 0)"
+            if f.column is not None:  # the bare comparison first: an index on the column (created_at) serves it
+                return f"({f.column} {symbol} ? AND {typed})", [operand, operand]
+            return f"({typed})", [*p, *p, operand]
         return (
             f"(coalesce({f.type} IN {_NUMERIC} AND {f.value} {symbol} ?, 0))",
             [*p, *p, operand],

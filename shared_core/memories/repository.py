@@ -206,9 +206,12 @@ class MemoryRepository:
         )
         return [Memory.from_row(r) for r in rows]
 
-    def count(self, scope: Scope) -> int:
+    def count(self, scope: Scope, cap: int | None = None) -> int:
+        """The rows in ``scope``, counted up to ``cap`` (a capped count stops there: ``cap=1`` asks if any)."""
         sql, params = scope.sql("c", self.db.capabilities.sql_flavour)
-        return int(self.db.scalar(f"SELECT count(*) FROM memory_chunks c WHERE {sql}", params) or 0)
+        limit, bound = (" LIMIT ?", [cap]) if cap is not None else ("", [])
+        return int(self.db.scalar(f"SELECT count(*) FROM (SELECT 1 FROM memory_chunks c WHERE {sql}{limit}) AS counted",
+                                  [*params, *bound]) or 0)
 
     def rowids(self, scope: Scope) -> list[int]:
         sql, params = scope.sql("c", self.db.capabilities.sql_flavour)
@@ -226,11 +229,9 @@ class MemoryRepository:
 
     def count_by_namespace(self, scope: Scope) -> dict[str, int]:
         sql, params = scope.sql("c", self.db.capabilities.sql_flavour)
-        rows = self.db.query(
+        return {ns: int(n) for ns, n in self.db.query(
             f"SELECT c.namespace, count(*) FROM memory_chunks c WHERE {sql} GROUP BY c.namespace ORDER BY c.namespace",
-            params,
-        )
-        return {ns: int(n) for ns, n in rows}
+            params)}
 
     def all_rowids(self) -> list[int]:
         return [int(r[0]) for r in self.db.query("SELECT chunk_rowid FROM memory_chunks")]

@@ -124,3 +124,18 @@ def test_equality_filters_never_raise_anything_but_filter_errors(store, where):
         store.list(where=where)
     except FilterError:  # a clear error is fine; anything else (SQLite, overflow) is not
         pass
+
+
+@pytest.mark.sqlite_only
+def test_a_time_range_on_created_at_uses_the_index(docs):
+    from shared_core.index.filter_sql import compile_filter
+
+    where = And((Condition("@created_at", "$gte", "2023-05-01T00:00:00Z"),
+                 Condition("@created_at", "$lt", "2023-06-01T00:00:00Z")))
+    sql, params = compile_filter(where, "c")
+    plan = " ".join(str(row[-1]) for row in docs.db.query(
+        f"EXPLAIN QUERY PLAN SELECT c.chunk_rowid FROM memory_chunks c WHERE c.namespace = ? AND {sql}",
+        ["default", *params]))
+    assert "created_at>?" in plan and "created_at<?" in plan, plan  # a range, not every row of the namespace
+    assert ids(docs, where) == []
+    assert ids(docs, Condition("@created_at", "$gte", "2000-01-01T00:00:00Z")) == ["a", "b", "c", "d"]

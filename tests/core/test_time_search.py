@@ -89,3 +89,46 @@ def test_the_docs_example_runs():
     code = re.search(r"```python\n(.*?)```", section, re.S)
     assert code is not None
     exec(compile(code.group(1), "search.md[times]", "exec"), {})  # noqa: S102 - our own documentation
+
+
+def _window_searches(monkeypatch) -> list[int]:
+    """Counts the candidate searches of each store.search (one for the scope, one more for a window)."""
+    from shared_core.search import Searcher
+
+    calls: list[int] = []
+    original = Searcher._candidates
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Searcher, "_candidates", counted)
+    return calls
+
+
+def test_a_window_memory_the_pool_missed_is_still_raised(tmp_path, monkeypatch):
+    clock = ManualClock(THURSDAY - timedelta(days=60))
+    config = {"search": {"candidates": 5, "track_access": False}}
+    with MemoryStore.open(tmp_path / "pool.db", clock=clock, embedder="hashing", config=config) as store:
+        for i in range(12):  # better keyword matches, all long before the window
+            store.add(f"garden note {i}: garden garden tomatoes", dedup=False)
+        clock.set(THURSDAY - timedelta(days=2))
+        tuesday = store.add("Tuesday in the garden: the beans climb", dedup=False)
+        clock.set(THURSDAY)
+        calls = _window_searches(monkeypatch)
+        assert tuesday not in store.search("garden", limit=1, time_phrases="off").ids  # not in the pool of 5
+        assert len(calls) == 1
+        assert store.search("garden last Tuesday", limit=1).ids == [tuesday]
+        assert len(calls) == 3  # the scope, then the window's own search
+
+
+def test_a_window_that_holds_the_pool_or_nothing_is_not_searched_again(diary, monkeypatch):
+    store, written = diary
+    calls = _window_searches(monkeypatch)
+    store.search("garden in the last 60 days", track_access=False)  # every memory is in the window
+    assert len(calls) == 1
+    store.search("garden in 2019", track_access=False)  # nothing is
+    assert len(calls) == 2
+    hits = store.search("garden in the last 3 days", track_access=False)  # a few are: the pool holds all 7
+    assert len(calls) == 3 and hits.ids[0] in (written["Garden: the tomatoes need stakes"],
+                                                written["Garden looks great after the rain"])
