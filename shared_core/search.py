@@ -222,9 +222,9 @@ class Searcher:
             if query_vector is None:
                 query_vector = self.embed_query(q.text or "")
         bm25, similarity, keyword_query, nearest = self._candidates(q, scope, query_vector, searched_keywords, pool)
-        # the window's own best candidates, which the whole scope's pool may miss
-        if boosted is not None and window is not None and self.memories.count(boosted, cap=1) and not self._window_in_pool(
-                [set(bm25)] * searched_keywords + [nearest] * (query_vector is not None), window, pool, wanted):
+        sides = ([set(bm25)] if searched_keywords else []) + ([nearest] if query_vector is not None else [])
+        if boosted is not None and window is not None and self._window_missed(boosted, window, sides, pool, wanted):
+            # the window's own best candidates, which the whole scope's pool missed
             more_bm25, more_similarity, _, _ = self._candidates(q, boosted, query_vector, searched_keywords, pool)
             bm25.update(more_bm25)
             similarity.update(more_similarity)
@@ -307,20 +307,18 @@ class Searcher:
             similarity.update(self.vectors.similarities(query_vector, missing))
         return bm25, similarity, keyword_query, nearest
 
-    def _window_in_pool(self, sides: list[set[int]], window: TimeWindow, pool: int, wanted: int) -> bool:
-        """Whether each side's candidates already hold the window's best: the side found fewer than
-        ``pool`` rows (all it had), or at least ``wanted`` of them lie in the window (a side's best
-        rows of the scope that lie in the window are the window's own best). Then a second search of
-        the window adds nothing that can rank, and at a million rows a window of most of them
-        ("recently") cost a second or more."""
+    def _window_missed(self, boosted: Scope, window: TimeWindow, sides: list[set[int]], pool: int, wanted: int) -> bool:
+        """Whether the window (``boosted``) holds memories the candidates may have missed, so that it
+        needs a search of its own. Not when it holds none, nor when every side already holds its best:
+        the side found fewer than ``pool`` rows (all it had), or at least ``wanted`` of them lie in the
+        window (a side's best rows of the scope that lie in the window are the window's own best). At a
+        million rows the second search of a window of most of them ("recently") took a second or more."""
+        if not self.memories.count(boosted, cap=1):
+            return False
         candidates = list(set().union(*sides))
         inside_window = {rowid for rowid, _, _, when in self.memories.ranking_columns(candidates)
                          if when is not None and window.contains(when)}
-        for side in sides:
-            inside = len(side & inside_window)
-            if len(side) >= pool and inside < wanted:
-                return False
-        return True
+        return any(len(side) >= pool and len(side & inside_window) < wanted for side in sides)
 
     def _in_context(self, fused: dict[int, FusedScore], weight: float) -> dict[int, FusedScore]:
         """Each candidate's relevance plus ``weight`` x its best session neighbour's (conversation context)."""
