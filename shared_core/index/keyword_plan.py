@@ -15,6 +15,8 @@ can rank first, and scores only those (:func:`steps`):
 3. only when these are fewer than the k asked for (a scope that holds few of them), the rows
    holding any other word.
 
+A query of one word held by more than ``cap`` rows scores ``cap`` of its rows.
+
 Each step's rows are capped; when no cap is met, the result is that of scoring every matching
 row. What can be missed is a row in a step past its cap (the rows it reads are a sample), or
 one holding a single one of the commoner words: its BM25 is at most that word's idf x (k1 + 1).
@@ -70,6 +72,8 @@ def steps(parts: Sequence[str], df: Sequence[int], cap: int) -> tuple[list[tuple
         outside += near[:n]
         plan.append((" & ".join([f"({word})", f"({either(near[n + 1 :])})", *(f"!({o})" for o in outside)]),
                      max(cap // 2 // (len(near) - 1), 1)))  # half as many rows as step 1, in all
+    if not plan and near:  # one word, held by more than ``cap`` rows: a capped sample of its rows
+        return [(either(near), cap)], either(near)
     covered = [rare] if rare else []
     if len(near) > 1:
         covered.append(at_least(near, 2))

@@ -155,6 +155,8 @@ def test_the_plans_tsqueries():
     plan, covered = steps(parts[:3], [10, 500, 400], 100)  # 'a' is rare; 'c' and 'b' come next
     assert plan == [("('a')", 100), ("('c') & (('b')) & !(('a'))", 50)]
     assert covered == either(["('a')", at_least(["'c'", "'b'"], 2)])
+    plan, covered = steps(parts[:1], [300], 100)  # one common word: a capped sample of its rows
+    assert (plan, covered) == ([("('a')", 100)], "('a')")
     plan, _ = steps(parts, [300, 500, 400, 900], 100)  # none is rare: two of the rarest first
     assert plan == [("('a') & (('c') | ('b') | ('d' <-> 'e'))", 16), ("('c') & (('b') | ('d' <-> 'e')) & !('a')", 16),
                     ("('b') & (('d' <-> 'e')) & !('a') & !('c')", 16)]
@@ -198,6 +200,15 @@ def test_the_plan_keeps_the_best_matches(pg_url):
             full, capped = _keyword(store, query, 10**6), _keyword(store, query, 30)
             assert capped[0] == full[0], query
             assert {r for r, _ in capped} <= {r for r, _ in _keyword(store, query, 10**6)}  # all match the query
+
+
+@PG
+def test_one_word_held_by_more_rows_than_the_cap_is_searched(pg_url):
+    with MemoryStore.open(pg_url) as store:
+        store.add_many([f"filler row {i} " + " ".join(["filler"] * (i % 7)) for i in range(400)])
+        store.db.execute("ANALYZE memory_chunks")  # the planner knows how many rows hold the word
+        found = _keyword(store, "filler", 10)  # the plan: a capped sample of its rows, scored
+        assert len(found) == 50 and all(score > 0 for _, score in found)
 
 
 @PG
