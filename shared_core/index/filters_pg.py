@@ -117,6 +117,8 @@ def pg_condition(cond: Condition, alias: str) -> tuple[str, list[Any]]:
             return _and(f.is_string(), (f"coalesce(convert_to({text_sql}, 'UTF8') {symbol} ?, FALSE)",
                                         [*text_params, operand.encode()]))
         if isinstance(operand, str):
+            if f.json is None and f.column is not None and not f.number_column:  # bare, so its index serves it
+                return f"({f.column} IS NOT NULL AND {f.column} {symbol} ?)", [operand]
             text_sql, text_params = f.text()
             return _and(f.is_string(), (f"coalesce({text_sql} {symbol} ?, FALSE)", [*text_params, operand]))
         number_sql, number_params = f.number()

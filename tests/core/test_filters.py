@@ -139,3 +139,24 @@ def test_a_time_range_on_created_at_uses_the_index(docs):
     assert "created_at>?" in plan and "created_at<?" in plan, plan  # a range, not every row of the namespace
     assert ids(docs, where) == []
     assert ids(docs, Condition("@created_at", "$gte", "2000-01-01T00:00:00Z")) == ["a", "b", "c", "d"]
+
+
+@pytest.mark.postgres_only
+def test_a_time_range_on_created_at_uses_the_index_on_postgresql(store):
+    from datetime import datetime, timedelta, timezone
+
+    from shared_core import NewMemory
+    from shared_core.index.filter_sql import compile_filter
+
+    start = datetime(2020, 1, 1, tzinfo=timezone.utc)
+    store.add_many([NewMemory(f"note {i}", created_at=start + timedelta(hours=6 * i), category=f"c{i % 3}")
+                    for i in range(3000)])
+    store.db.execute("ANALYZE memory_chunks")
+    where = And((Condition("@created_at", "$gte", "2021-05-01T00:00:00Z"),
+                 Condition("@created_at", "$lt", "2021-05-02T00:00:00Z")))
+    sql, params = compile_filter(where, "c", "postgresql")
+    plan = [str(row[0]) for row in store.db.query(
+        f"EXPLAIN SELECT c.chunk_rowid FROM memory_chunks c WHERE c.namespace = ? AND {sql}", ["default", *params])]
+    assert any("Index Cond" in line and "created_at >=" in line for line in plan), plan  # a range, not a filter
+    assert len(store.list(where=where, limit=10)) == 4
+    assert len(store.list(where=Not(where), limit=5000)) == 2996
