@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from shared_core import MemoryStore, SchemaError
 from shared_core.db.migrations import available_migrations
 from shared_core.db.postgres import parse_url
-from shared_core.index.sanitize import search_terms
+from shared_core.index.sanitize import STOP_WORDS, search_terms, without_stop_words
 
 pytestmark = pytest.mark.postgres_only
 psycopg = pytest.importorskip("psycopg")  # the postgres extra
@@ -203,7 +203,7 @@ def test_pruning_measures_the_stored_bytes(pg_url):
 @given(st.text())
 def test_no_user_text_makes_a_tsquery_syntax_error(store, text):
     query = store.kernel.keyword.prepare(text)
-    assert query.terms == tuple(search_terms(text))
+    assert query.terms == tuple(without_stop_words(search_terms(text), STOP_WORDS["english"]))
     if query.fts:
         store.db.query("SELECT CAST(? AS tsquery)", (query.fts,))
     store.search(text, fusion="keyword", track_access=False) if text.strip() else None
