@@ -223,7 +223,9 @@ class Searcher:
                 query_vector = self.embed_query(q.text or "")
         bm25, similarity, keyword_query, nearest = self._candidates(q, scope, query_vector, searched_keywords, pool)
         sides = ([set(bm25)] if searched_keywords else []) + ([nearest] if query_vector is not None else [])
-        if boosted is not None and window is not None and self._window_missed(boosted, window, sides, pool, wanted):
+        columns: dict[int, tuple[int, float, datetime | None, datetime | None]] = {}  # ranking_columns, read once
+        if boosted is not None and window is not None and self._window_missed(boosted, window, sides, pool, wanted,
+                                                                               columns):
             # the window's own best candidates, which the whole scope's pool missed
             more_bm25, more_similarity, _, _ = self._candidates(q, boosted, query_vector, searched_keywords, pool)
             bm25.update(more_bm25)
@@ -240,7 +242,8 @@ class Searcher:
         # only: a Memory for each of ~90 candidates (JSON, eight timestamps) took 0.7-1.5 ms of
         # a 100k search
         ranked = []
-        for rowid, feedback_score, last_hit_at, created_at in self.memories.ranking_columns(list(fused)):
+        columns.update((row[0], row) for row in self.memories.ranking_columns([r for r in fused if r not in columns]))
+        for rowid, feedback_score, last_hit_at, created_at in (columns[r] for r in fused if r in columns):
             days = days_between(last_hit_at or created_at, now)
             fw, rw = self._weights(feedback_score, days, q.rank)
             when = 1.0 + cfg.time_boost if boosted is not None and window is not None and created_at is not None \
@@ -307,17 +310,18 @@ class Searcher:
             similarity.update(self.vectors.similarities(query_vector, missing))
         return bm25, similarity, keyword_query, nearest
 
-    def _window_missed(self, boosted: Scope, window: TimeWindow, sides: list[set[int]], pool: int, wanted: int) -> bool:
+    def _window_missed(self, boosted: Scope, window: TimeWindow, sides: list[set[int]], pool: int, wanted: int,
+                       columns: dict[int, tuple[int, float, datetime | None, datetime | None]]) -> bool:
         """Whether the window (``boosted``) holds memories the candidates may have missed, so that it
         needs a search of its own. Not when it holds none, nor when every side already holds its best:
         the side found fewer than ``pool`` rows (all it had), or at least ``wanted`` of them lie in the
         window (a side's best rows of the scope that lie in the window are the window's own best). At a
-        million rows the second search of a window of most of them ("recently") took a second or more."""
+        million rows the second search of a window of most of them ("recently") took a second or more.
+        The candidates' ranking columns it reads go into ``columns``, for the ranking after it."""
         if not self.memories.count(boosted, cap=1):
             return False
-        candidates = list(set().union(*sides))
-        inside_window = {rowid for rowid, _, _, when in self.memories.ranking_columns(candidates)
-                         if when is not None and window.contains(when)}
+        columns.update((row[0], row) for row in self.memories.ranking_columns(list(set().union(*sides))))
+        inside_window = {rowid for rowid, _, _, when in columns.values() if when is not None and window.contains(when)}
         return any(len(side) >= pool and len(side & inside_window) < wanted for side in sides)
 
     def _in_context(self, fused: dict[int, FusedScore], weight: float) -> dict[int, FusedScore]:

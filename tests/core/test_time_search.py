@@ -132,3 +132,20 @@ def test_a_window_that_holds_the_pool_or_nothing_is_not_searched_again(diary, mo
     hits = store.search("garden in the last 3 days", track_access=False)  # a few are: the pool holds all 7
     assert len(calls) == 3 and hits.ids[0] in (written["Garden: the tomatoes need stakes"],
                                                 written["Garden looks great after the rain"])
+
+
+def test_a_time_phrase_reads_each_candidates_ranking_columns_once(diary, monkeypatch):
+    from shared_core.memories.repository import MemoryRepository
+
+    store, written = diary
+    asked: list[int] = []
+    original = MemoryRepository.ranking_columns
+
+    def recorded(self, rowids):
+        asked.extend(rowids)
+        return original(self, rowids)
+
+    monkeypatch.setattr(MemoryRepository, "ranking_columns", recorded)
+    hits = store.search("garden in the last 3 days", track_access=False)  # the window decision reads them first
+    assert hits.ids[0] in (written["Garden: the tomatoes need stakes"], written["Garden looks great after the rain"])
+    assert asked and len(asked) == len(set(asked))
