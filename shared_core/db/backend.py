@@ -202,6 +202,10 @@ class Backend(Protocol):
     def refresh_statistics(self) -> None:
         """Rebuild the planner's sampled keys, which can hold erased values."""
 
+    def settle_after_load(self) -> None:
+        """After a bulk load has committed (outside any transaction): what the database needs to
+        search the new rows at full speed."""
+
     def vacuum(self, *, wait: float | None = None) -> None:
         """Rewrite the memory's storage from its live rows."""
 

@@ -54,6 +54,21 @@ TS_CONFIG = "openkoi"  # migration 0001's text search configuration
 _K1, _B = 1.2, 0.75  # FTS5's BM25 constants
 _STATISTICS_FROM_ROWS = 10_000  # below this, N and document frequencies are counted exactly
 _ESTIMATE_S = 10  # a big table's row count and its words' document frequencies are re-read after this long
+_SAMPLED_ROWS = 20_000  # a mean or a count over more rows than this is taken from a sample of about as many
+
+
+def _sample_percent(rows: int) -> float:
+    """The share of a table of ``rows`` rows (in %) that holds about ``_SAMPLED_ROWS`` of them."""
+    return min(100.0, 100.0 * _SAMPLED_ROWS / max(rows, 1))
+
+
+def _sample(rows: int) -> str:
+    """A TABLESAMPLE clause reading about ``_SAMPLED_ROWS`` of a table's ``rows`` rows (nothing for a small
+    table): whole pages picked at random, the same ones each time while the table stays as it is. At a
+    million rows an exact mean or count read every row: 0.8-1.2 s, once a minute in every process."""
+    if rows < _STATISTICS_FROM_ROWS:
+        return ""
+    return f" TABLESAMPLE SYSTEM ({_sample_percent(rows):.6f}) REPEATABLE (0)"
 
 
 class PgKeywordIndex:
@@ -124,8 +139,13 @@ class PgKeywordIndex:
                     f"SELECT count(*) FROM (SELECT 1 FROM memory_chunks c WHERE {scope_sql} LIMIT ?) s", (*params, cap)
                 ) or 0)
             if (key, "", 0) not in memo:
-                memo[(key, "", 0)] = int(self.db.scalar(f"SELECT count(*) FROM memory_chunks c WHERE {scope_sql}",
-                                                        params) or 0)
+                held = int(self.db.scalar(f"SELECT count(*) FROM (SELECT 1 FROM memory_chunks c WHERE {scope_sql} "
+                                          "LIMIT ?) s", (*params, _SAMPLED_ROWS + 1)) or 0)
+                if held > _SAMPLED_ROWS:  # a big scope: estimated from a sample of the table's pages
+                    sampled = int(self.db.scalar(
+                        f"SELECT count(*) FROM memory_chunks c{_sample(self._n)} WHERE {scope_sql}", params) or 0)
+                    held = max(held, round(sampled * 100.0 / _sample_percent(self._n)))
+                memo[(key, "", 0)] = held
             return memo[(key, "", 0)]
 
         def containing(term: str, cap: int) -> int:
@@ -303,7 +323,9 @@ class PgKeywordIndex:
         rows = self._n
         cached = self._avgdl
         if cached is None or time.monotonic() - cached[0] > 60 or abs(cached[1] - rows) > 0.1 * max(cached[1], 10):
-            value = float(self.db.scalar("SELECT avg(search_length) FROM memory_chunks") or 0.0)
+            value = float(self.db.scalar(f"SELECT avg(search_length) FROM memory_chunks{_sample(rows)}") or 0.0)
+            if not value and rows >= _STATISTICS_FROM_ROWS:  # a sample of empty pages
+                value = float(self.db.scalar("SELECT avg(search_length) FROM memory_chunks") or 0.0)
             self._avgdl = cached = (time.monotonic(), rows, value or 1.0)
         return cached[2]
 

@@ -128,9 +128,8 @@ class PgVectorIndex:
 
     def build_after_load(self) -> None:
         """Build the HNSW index over the rows a load wrote (after :meth:`defer_for_load`), inside the
-        caller's write transaction, then refresh the planner's statistics of the table."""
+        caller's write transaction (the load's ``VACUUM (ANALYZE)`` follows its commit)."""
         self.ensure_ready()
-        self.db.execute("ANALYZE memory_chunks")
 
     # -- writes (inside the caller's transaction) -----------------------------------------
 

@@ -149,7 +149,7 @@ class MemoryService:
                 with self.kernel.session(write=True):
                     deferred.build_after_load()
         if rows_before is not None:
-            self._merge_keyword_index_after_load(rows_before, sum(r.created for r in results))
+            self._settle_after_load(rows_before, sum(r.created for r in results))
         return results
 
     def _defer_vector_index(self, rows: int) -> LoadDeferring | None:
@@ -166,8 +166,10 @@ class MemoryService:
         with self.kernel.session():
             return self.kernel.memories.row_count()
 
-    def _merge_keyword_index_after_load(self, rows_before: int, added: int) -> None:
-        """Merge the keyword index into one segment after a load that at least doubled it.
+    def _settle_after_load(self, rows_before: int, added: int) -> None:
+        """After a load that at least doubled the memory: merge the keyword index into one segment,
+        then let the database settle the new rows (:meth:`.Backend.settle_after_load`: PostgreSQL's
+        ``VACUUM (ANALYZE)``; not inside a caller's transaction, whose rows it could not see).
 
         FTS5 merges its segments a level at a time as commits come; after a bulk load, the
         single adds that followed rewrote the loaded postings (the first 400 adds after a 100k
@@ -179,6 +181,9 @@ class MemoryService:
             return
         with self.kernel.session(write=True):
             self.kernel.keyword.optimize()
+        with self.kernel.session() as backend:
+            if not backend.in_transaction:
+                backend.settle_after_load()
 
     def _add_batches(self, materialised: list[Any], namespace: str | None, batch_size: int, dedup: bool,
                      progress: Progress | None) -> list[AddResult]:

@@ -107,6 +107,41 @@ def test_a_big_load_builds_the_hnsw_index_after_it_and_a_small_one_keeps_it(pg_u
         assert hits[0].text == "memory 123"
 
 
+def _all_visible_share(store: MemoryStore) -> float:
+    pages, visible = store.db.query("SELECT relpages, relallvisible FROM pg_class WHERE oid = 'memory_chunks'::regclass")[0]
+    return visible / max(pages, 1)
+
+
+@PG
+def test_a_load_that_doubles_the_memory_is_vacuumed_and_analysed_after_it(pg_url):
+    """Its pages all-visible (a word's rows are then counted on the GIN index alone, not a table page
+    per row) and the planner's statistics there. (The test server commits asynchronously: VACUUM
+    could not mark rows whose commits are not on disk yet; this store's commits wait for the disk.)"""
+    with MemoryStore.open(pg_url + "&options=-csynchronous_commit%3Don") as store:
+        store.add_many([f"amber note {i}" for i in range(1000)])
+        assert _all_visible_share(store) > 0.9  # 0 before; a few pages VACUUM leaves (here 10 of 210)
+        assert store.db.scalar("SELECT count(*) FROM pg_stats WHERE schemaname = ? AND tablename = 'memory_chunks' "
+                               "AND attname = 'search_text'", (store.db.schema,)) == 1
+
+
+@PG
+def test_a_small_load_or_one_in_a_transaction_is_left_to_autovacuum(pg_url, monkeypatch):
+    """A load that does not double the memory, or runs inside the caller's transaction (its rows not
+    committed yet, so VACUUM could not mark them), is not settled."""
+    from shared_core.memories import service
+
+    monkeypatch.setattr(service, "_MERGE_AFTER_LOAD", 10)
+    with MemoryStore.open(pg_url) as store:
+        settled: list[int] = []
+        monkeypatch.setattr(store.db, "settle_after_load", lambda: settled.append(store.count()))
+        with store.transaction():
+            store.add_many([f"amber note {i}" for i in range(30)])
+        store.add_many([f"basil note {i}" for i in range(20)])  # 50 rows: not doubled
+        assert settled == []
+        store.add_many([f"cedar note {i}" for i in range(60)])
+        assert settled == [110]
+
+
 @PG
 def test_the_hnsw_index_and_its_searches_take_the_configured_settings(pg_url, monkeypatch):
     """The index is built with the config's m and ef_construction, and a search past the exact scan's
@@ -329,3 +364,32 @@ def test_a_forked_child_opens_its_own_connections(pg_url):
             assert [hit.text for hit in store.search("solar panels", limit=1)] == ["solar panels on the roof"]
     finally:
         POOLS.linger = linger
+
+
+@PG
+def test_a_big_tables_mean_length_and_a_big_scopes_rows_come_from_a_sample(pg_url, monkeypatch):
+    """avgdl and the gate's count of a scope's rows: exact below the sample's size, from a sample of the
+    table's pages above it (at a million rows the exact ones read every row, 0.8-1.2 s each)."""
+    from shared_core.index import keyword_pg
+
+    with MemoryStore.open(pg_url) as store:
+        store.add_many([f"{'word ' * (1 + i % 7)}number {i}" for i in range(600)], namespace="big")
+        store.add_many([f"small {i}" for i in range(40)], namespace="small")
+        store.db.execute("ANALYZE memory_chunks")
+        keyword = store.kernel.keyword
+        exact_mean = store.db.scalar("SELECT avg(search_length) FROM memory_chunks")
+        statements: list[str] = []
+        original = store.db.scalar
+        monkeypatch.setattr(store.db, "scalar", lambda sql, params=(): statements.append(sql) or original(sql, params))
+        monkeypatch.setattr(keyword_pg, "_STATISTICS_FROM_ROWS", 100)
+        monkeypatch.setattr(keyword_pg, "_SAMPLED_ROWS", 200)
+        keyword.prepare("word number")  # N, as a search reads it
+        mean = keyword._average_length()
+        assert any("TABLESAMPLE" in s for s in statements)
+        assert abs(mean - float(exact_mean)) < 0.25 * float(exact_mean)
+        statements.clear()
+        rows, _ = keyword._scope_counters(Scope(namespaces=("big",)), {}, {})
+        assert 450 <= rows(None) <= 750 and any("TABLESAMPLE" in s for s in statements)
+        statements.clear()
+        rows, _ = keyword._scope_counters(Scope(namespaces=("small",)), {}, {})
+        assert rows(None) == 40 and not any("TABLESAMPLE" in s for s in statements)  # counted: under the sample's size

@@ -532,6 +532,10 @@ class PostgresDatabase(NestedTransactions):
     def refresh_statistics(self) -> None:
         """Nothing to do: ANALYZE's statistics are not rebuilt on request (see the erase caveats)."""
 
+    def settle_after_load(self) -> None:
+        """``VACUUM (ANALYZE) memory_chunks`` (see :mod:`.space`)."""
+        space.settle_after_load(self)
+
     def vacuum(self, *, wait: float | None = None) -> None:
         """VACUUM every table of the memory (plain VACUUM: it never blocks the other servers)."""
         space.vacuum(self)

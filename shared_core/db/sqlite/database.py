@@ -446,6 +446,9 @@ class Database(NestedTransactions):
         """Rebuild ``sqlite_stat4``'s sampled keys, which can hold erased values."""
         space.refresh_statistics(self)
 
+    def settle_after_load(self) -> None:
+        """Nothing: the load's keyword index is merged by the caller (FTS5 ``optimize``)."""
+
     def tables_with_column(self, column: str) -> list[str]:
         return space.tables_with_column(self, column)
 
