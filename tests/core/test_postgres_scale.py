@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import re
 
 import numpy as np
 import pytest
@@ -393,3 +394,48 @@ def test_a_big_tables_mean_length_and_a_big_scopes_rows_come_from_a_sample(pg_ur
         statements.clear()
         rows, _ = keyword._scope_counters(Scope(namespaces=("small",)), {}, {})
         assert rows(None) == 40 and not any("TABLESAMPLE" in s for s in statements)  # counted: under the sample's size
+
+
+@PG
+def test_a_words_rows_are_counted_on_the_index_alone_once_vacuumed(pg_url, monkeypatch):
+    """The idf's count reads no table page of an all-visible row (a page per row made the first searches
+    of every process slow at a million rows)."""
+    from shared_core.index import keyword_pg
+
+    with MemoryStore.open(pg_url + "&options=-csynchronous_commit%3Don") as store:
+        store.add_many([f"{'amber' if i % 10 == 0 else 'basil'} note {i} " + "padding " * 40
+                        for i in range(1500)])  # vacuumed after the load
+        pages = store.db.scalar("SELECT relpages FROM pg_class WHERE oid = 'memory_chunks'::regclass")
+        counts: list[tuple[str, tuple]] = []
+        original = store.db.scalar
+
+        def spy(sql, params=()):
+            if "search_text @@" in sql:
+                counts.append((sql, params))
+            return original(sql, params)
+
+        monkeypatch.setattr(store.db, "scalar", spy)
+        monkeypatch.setattr(keyword_pg, "_STATISTICS_FROM_ROWS", 100)
+        assert store.kernel.keyword._document_frequency("'amber'", [], 1500) == 150  # on 150 table pages
+        sql, params = counts[-1]
+        plan = "\n".join(r[0] for r in store.db.query(f"EXPLAIN (ANALYZE, BUFFERS) {sql}", params))
+        buffers = sum(int(n) for n in re.findall(r"(?:hit|read)=(\d+)", plan.split("\n")[1]))
+        assert pages > 300 and "Bitmap Heap Scan" in plan and buffers < 50, plan
+
+
+@PG
+def test_a_memory_migrated_to_the_search_columns_gets_their_statistics(pg_url):
+    """Migration 45 added search_text to rows ANALYZE had seen; migration 49 analyses the table, so
+    keyword search reads common words' shares from the statistics instead of counting their rows."""
+    def statistics(store: MemoryStore) -> int:
+        return int(store.db.scalar("SELECT count(*) FROM pg_stats WHERE schemaname = ? AND tablename = 'memory_chunks' "
+                                   "AND attname = 'search_text'", (store.db.schema,)))
+
+    with MemoryStore.open(pg_url) as store:
+        for i in range(30):
+            store.add(f"amber note {i}", dedup=False)
+        store.db.execute("DELETE FROM pg_statistic WHERE starelid = 'memory_chunks'::regclass")  # (a superuser)
+        assert statistics(store) == 0  # as after migration 45
+        store.db.execute("DELETE FROM _migrations WHERE version = 49")
+    with MemoryStore.open(pg_url) as store:
+        assert statistics(store) == 1
