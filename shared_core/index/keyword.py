@@ -96,20 +96,23 @@ class SqliteKeywordIndex:
         used = self._gate(terms, freq, rows)
         if scope is not None and len(used) < len(terms):
             used = gate_in_scope(terms, used, self.config, *self._scope_counters(
-                scope, dict(zip(terms, freq, strict=True))))
+                scope, dict(zip(terms, freq, strict=True)), rows))
         df = tuple(freq[terms.index(t)] for t in used)
         full = sum(idf(rows, n) for n in df if n > 0)
         return KeywordQuery(tuple(terms), tuple(used), to_fts_query(used), full, rows, df=df)
 
-    def _scope_counters(self, scope: Scope, file_df: dict[str, int]
+    def _scope_counters(self, scope: Scope, file_df: dict[str, int], file_rows: int
                         ) -> tuple[Callable[[int | None], int], Callable[[str, int], int]]:
         """:func:`gate_in_scope`'s two counts for ``scope``. A capped count of a small scope is cheap and
         always made; a big scope's counts are remembered with the file-wide ones (until 1 % growth).
 
-        A word's rows in the scope are counted from the cheaper side, by the word's rows in the file
-        (``file_df``) against the scope's: its posting list, each row looked up, or the scope's rows,
+        A word's rows in the scope follow from its rows in the file (``file_df``) where the scope
+        leaves few rows of the file (at most ``file_rows``) out: none left out, they are the same;
+        fewer left out than the word has rows beyond the cap, the cap is reached. Otherwise they are
+        counted from the cheaper side: its posting list, each row looked up, or the scope's rows,
         each probed for the word (a probe costs about eight lookups). Left to itself, SQLite probed
-        every row of a 100k-row namespace for a word held by 3,000 (1.5 s a count)."""
+        every row of a 100k-row namespace for a word held by 3,000 (1.5 s a count); a common word's
+        count in a namespace of a whole million took 75 ms."""
         scope_sql, params = scope.sql("c")
         key = (scope_sql, tuple(p for p in params if p is not scope.live_at))
 
@@ -124,6 +127,9 @@ class SqliteKeywordIndex:
             return self._scope_cache[(key, "", 0)]
 
         def containing(term: str, cap: int) -> int:
+            held, outside = file_df.get(term, 0), file_rows - rows(None)
+            if outside <= 0 or held - outside >= cap:
+                return min(held, cap)
             if (key, term, cap) not in self._scope_cache:
                 tables = "memory_fts CROSS JOIN memory_chunks c" if file_df.get(term, 0) <= _PROBE_COST * rows(None) \
                     else "memory_chunks c CROSS JOIN memory_fts"  # CROSS JOIN: SQLite keeps this order
