@@ -206,7 +206,7 @@ def time_single_adds(store: MemoryStore, turns: list[str], rounds: int) -> dict[
             "single_add_p50": p50, "single_add_p95": p95}
 
 
-def _settle() -> None:
+def settle() -> None:
     """Write the OS's dirty pages out, so that one phase's writeback is not billed to the next."""
     if hasattr(os, "sync"):
         os.sync()
@@ -228,7 +228,7 @@ def run(size: int, kind: str, turns: list[str], questions: list[str], n_queries:
     seconds = []
     for _ in range(ingest_runs):
         _fresh(path)
-        _settle()
+        settle()
         with MemoryStore.open(path, embedder=embedder_for(kind)) as store:
             items = [NewMemory(text=t, vector=v, namespace="bench") for t, v in zip(texts, vectors, strict=False)]
             gc.collect()
@@ -239,7 +239,7 @@ def run(size: int, kind: str, turns: list[str], questions: list[str], n_queries:
     result["ingest_runs_s"] = seconds
     result["ingest_s"] = statistics.median(seconds)
     result["ingest_per_s"] = size / result["ingest_s"]
-    _settle()
+    settle()
 
     # numpy floor: exact top-10 over the same vectors, same queries
     exact = []
@@ -275,7 +275,7 @@ def run(size: int, kind: str, turns: list[str], questions: list[str], n_queries:
         result.update(time_searches(store, query_texts, query_vectors, exact, rowid_to_index.__getitem__))
 
         # single adds with the store's embedder (its caches start empty, as in a new process)
-        _settle()
+        settle()
         result.update(time_single_adds(store, turns, add_rounds))
 
     result["sqlite_vec_p50"], result["sqlite_vec_p95"] = time_sqlite_vec(path, embedder_for(kind), query_vectors[:50])
