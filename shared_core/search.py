@@ -36,6 +36,9 @@ from .ranking import (
 from .search_query import SearchQuery
 from .time_phrases import TimeWindow
 
+#: a row of :meth:`.MemoryRepository.ranking_columns`: rowid, feedback score, last_hit_at, created_at
+RankingColumns = tuple[int, float, datetime | None, datetime | None]
+
 __all__ = ["Hit", "ScoreParts", "SearchResults", "Searcher"]
 
 
@@ -223,7 +226,7 @@ class Searcher:
                 query_vector = self.embed_query(q.text or "")
         bm25, similarity, keyword_query, nearest = self._candidates(q, scope, query_vector, searched_keywords, pool)
         sides = ([set(bm25)] if searched_keywords else []) + ([nearest] if query_vector is not None else [])
-        columns: dict[int, tuple[int, float, datetime | None, datetime | None]] = {}  # ranking_columns, read once
+        columns: dict[int, RankingColumns] = {}  # ranking_columns, read once
         if boosted is not None and window is not None and self._window_missed(boosted, window, sides, pool, wanted,
                                                                                columns):
             # the window's own best candidates, which the whole scope's pool missed
@@ -311,7 +314,7 @@ class Searcher:
         return bm25, similarity, keyword_query, nearest
 
     def _window_missed(self, boosted: Scope, window: TimeWindow, sides: list[set[int]], pool: int, wanted: int,
-                       columns: dict[int, tuple[int, float, datetime | None, datetime | None]]) -> bool:
+                       columns: dict[int, RankingColumns]) -> bool:
         """Whether the window (``boosted``) holds memories the candidates may have missed, so that it
         needs a search of its own. Not when it holds none, nor when every side already holds its best:
         the side found fewer than ``pool`` rows (all it had), or at least ``wanted`` of them lie in the

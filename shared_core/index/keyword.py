@@ -42,7 +42,7 @@ from ..db.postgres import PostgresDatabase
 from .keyword_plan import rarest
 from .keyword_query import KeywordQuery, gate_in_scope, idf
 from .protocols import KeywordIndex
-from .sanitize import STOP_WORDS, search_terms, to_fts_query, without_stop_words
+from .sanitize import keyword_terms, to_fts_query
 from .scope import Scope
 from .textform import phrase_tokens
 
@@ -88,7 +88,7 @@ class SqliteKeywordIndex:
 
     def prepare(self, text: str, scope: Scope | None = None) -> KeywordQuery:
         """The query for ``text``; with a ``scope``, a word is left out only if it is common within it."""
-        terms = without_stop_words(search_terms(text), STOP_WORDS[self.config.query_stop_words])
+        terms = keyword_terms(text, self.config.query_stop_words)
         if not terms:
             return KeywordQuery((), (), "")
         rows = int(self.db.scalar("SELECT max(chunk_rowid) FROM memory_chunks") or 0)
@@ -131,7 +131,7 @@ class SqliteKeywordIndex:
             if outside <= 0 or held - outside >= cap:
                 return min(held, cap)
             if (key, term, cap) not in self._scope_cache:
-                tables = "memory_fts CROSS JOIN memory_chunks c" if file_df.get(term, 0) <= _PROBE_COST * rows(None) \
+                tables = "memory_fts CROSS JOIN memory_chunks c" if held <= _PROBE_COST * rows(None) \
                     else "memory_chunks c CROSS JOIN memory_fts"  # CROSS JOIN: SQLite keeps this order
                 self._scope_cache[(key, term, cap)] = int(self.db.scalar(
                     f"SELECT count(*) FROM (SELECT 1 FROM {tables} ON c.chunk_rowid = memory_fts.rowid "

@@ -44,7 +44,7 @@ from ..config import SearchConfig
 from ..db.postgres import PostgresDatabase
 from .keyword_plan import either, steps
 from .keyword_query import KeywordQuery, gate_in_scope, idf
-from .sanitize import STOP_WORDS, search_terms, without_stop_words
+from .sanitize import keyword_terms
 from .scope import Scope
 from .textform import phrase_tokens
 
@@ -89,7 +89,7 @@ class PgKeywordIndex:
 
     def prepare(self, text: str, scope: Scope | None = None) -> KeywordQuery:
         """The query for ``text``; with a ``scope``, a word is left out only if it is common within it."""
-        terms = without_stop_words(search_terms(text), STOP_WORDS[self.config.query_stop_words])
+        terms = keyword_terms(text, self.config.query_stop_words)
         if not terms:
             return KeywordQuery((), (), "")
         # each token as PostgreSQL's parser and stemmer see it: a (phrase) tsquery and its lexemes

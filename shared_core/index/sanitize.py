@@ -26,7 +26,8 @@ import unicodedata
 
 from .textform import CJK, query_tokens
 
-__all__ = ["query_terms", "search_terms", "to_fts_query", "sanitize", "without_stop_words", "MAX_TERMS", "STOP_WORDS"]
+__all__ = ["keyword_terms", "query_terms", "search_terms", "to_fts_query", "sanitize", "without_stop_words", "MAX_TERMS",
+           "STOP_WORDS"]
 
 MAX_TERMS = 64
 
@@ -98,6 +99,12 @@ def without_stop_words(terms: list[str], stop_words: frozenset[str]) -> list[str
     """
     kept = [term for term in terms if term not in stop_words]
     return kept or terms
+
+
+def keyword_terms(text: str, stop_words: str) -> list[str]:
+    """The words a keyword index searches for ``text``: :func:`search_terms` less the stop words of
+    ``search.query_stop_words`` (``stop_words``)."""
+    return without_stop_words(search_terms(text), STOP_WORDS[stop_words])
 
 
 def to_fts_query(terms: list[str]) -> str:
