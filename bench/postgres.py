@@ -224,6 +224,8 @@ def run(url: str, size: int, kind: str, turns: list[str], questions: list[str], 
         print(f"  search done: hybrid p50 {result['hybrid_p50']:.1f} ms, recall@10 {result['recall10']:.3f}",
               file=sys.stderr)
         result["by_ef_search"] = {ef: recall_at(target, embedder, ef, query_vectors, exact, index_of) for ef in ef_searches}
+        result["near_duplicates"] = {ef: near_duplicates_found(target, embedder, ef, vecs)
+                                     for ef in sorted({*ef_searches, result["hnsw"]["ef_search"]})}
 
         single = [f"single add {i}: " + t for i, t in enumerate(core.corpus(300, turns, seed=99))]
         single_vectors = vectors(kind, single) if kind == "minilm-static" else None
@@ -232,6 +234,17 @@ def run(url: str, size: int, kind: str, turns: list[str], questions: list[str], 
             store.add(text, namespace="single", vector=None if single_vectors is None else single_vectors[i])
         result["single_add_per_s"] = len(single) / (time.perf_counter() - started)
         store.delete_where(namespace="single")
+        # into the big namespace: the near-duplicate check is an HNSW search there. Texts of random words, so
+        # that none restates or changes a stored memory (and the memory stays as built for --reuse)
+        words = random.Random(7).choices(sorted({w for t in turns for w in t.split()}), k=100 * 12)
+        big = [f"big namespace add {i}: " + " ".join(words[i * 12 : (i + 1) * 12]) for i in range(100)]
+        big_vectors = vectors(kind, big) if kind == "minilm-static" else None
+        started = time.perf_counter()
+        added = [store.add(text, namespace="bench", vector=None if big_vectors is None else big_vectors[i])
+                 for i, text in enumerate(big)]
+        result["big_namespace_add_per_s"] = len(big) / (time.perf_counter() - started)
+        assert all(a.event == "created" for a in added), [a.event for a in added]
+        store.delete(added, namespace="bench")
         result["bytes"] = store.db.storage_bytes()
 
     queue: mp.Queue = mp.Queue()
@@ -257,6 +270,31 @@ def recall_at(target: str, embedder: HashingEmbedder, ef_search: int, query_vect
             recalls.append(len({index_of[h.memory.rowid] for h in hits} & {int(t) for t in truth}) / 10)
     print(f"  ef_search {ef_search}: recall@10 {np.mean(recalls):.3f}", file=sys.stderr)
     return {"recall10": float(np.mean(recalls)), "vector_p50": core.percentiles(ms)[0]}
+
+
+def near_duplicates_found(target: str, embedder: HashingEmbedder, ef_search: int, vecs: np.ndarray,
+                          n: int = 1000) -> dict:
+    """Of ``n`` planted near-duplicates (a stored vector turned to cosine 0.91-0.97 with it), the share
+    for which an add's near-duplicate check finds a memory above the threshold, at ``ef_search``."""
+    from shared_core.index.scope import Scope
+
+    rng = np.random.default_rng(11)
+    n = min(n, len(vecs))
+    scope = Scope(namespaces=("bench",), kinds=("fact",))
+    found, ms = 0, []
+    with MemoryStore.open(target, embedder=embedder, config={"database": {"hnsw_ef_search": ef_search}}) as store:
+        index, threshold = store.kernel.memories.vectors, store.config.memory.fact_dedup_threshold
+        for i in rng.choice(len(vecs), n, replace=False):
+            stored = vecs[i] / np.linalg.norm(vecs[i])
+            away = rng.standard_normal(stored.size).astype(np.float32)
+            away -= away.dot(stored) * stored
+            cosine = rng.uniform(0.91, 0.97)
+            query = cosine * stored + np.sqrt(1 - cosine**2) * away / np.linalg.norm(away)
+            started = time.perf_counter()
+            found += bool(index.above(query.astype(np.float32), threshold, scope, now=time.time(), limit=5))
+            ms.append((time.perf_counter() - started) * 1000)
+    print(f"  ef_search {ef_search}: near-duplicates found {found}/{n}", file=sys.stderr)
+    return {"found": found, "planted": n, "check_p50": core.percentiles(ms)[0]}
 
 
 def drop(url: str, schema: str) -> None:
@@ -343,6 +381,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n{r['size']:,} memories, by hnsw_ef_search: " + "; ".join(
                 f"{ef}: recall@10 {v['recall10']:.3f}, vector p50 {v['vector_p50']:.1f} ms"
                 for ef, v in r["by_ef_search"].items()))
+        print(f"\n{r['size']:,} memories, single adds into the namespace of all of them (its near-duplicate check "
+              f"an HNSW search): {r['big_namespace_add_per_s']:,.0f}/s; planted near-duplicates (cosine 0.91-0.97) "
+              "the check found, by hnsw_ef_search: " + "; ".join(
+                  f"{ef}: {v['found']:,}/{v['planted']:,} ({v['check_p50']:.1f} ms p50)"
+                  for ef, v in r["near_duplicates"].items()))
     if sqlite_rows:
         print("\nSQLite, same run (bench/core.py):\n")
         print(core.table(sqlite_rows))
