@@ -307,3 +307,9 @@ def test_scattered_rows_are_asked_of_the_disk_together(tmp_path, monkeypatch):
     calls.clear()
     assert np.array_equal(reader.rows("vectors", np.array([3])), rows[[3]])
     assert calls == [("read", 16, 4 + 16 * 3)]  # one row: nothing to read together
+
+    def refuse(*args):
+        raise OSError(22, "Invalid argument")
+
+    monkeypatch.setattr(os, "posix_fadvise", refuse)  # a file system without the advice reads as before
+    assert np.array_equal(reader.rows("vectors", np.array([9, 0])), rows[[9, 0]])
