@@ -13,12 +13,17 @@ folder, which holds the vector file); every later run measures on it:
 * warm: hybrid and vector-only search p50/p95 and recall@10 against numpy's exact scan, in one
   process, with ``track_access=False`` (the cached store stays as built); then single ``add()``
   calls (embedding, dedup on) on a copy of the store.
+* uncached: the same hybrid searches, then a round of single adds, each after the vector file's
+  pages were dropped from the operating system's cache (``POSIX_FADV_DONTNEED``): the rows a
+  search or an add reads from the file then come from the disk, as for a memory that has not
+  been used since its file left the cache.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -109,6 +114,19 @@ def cached_store(size: int, kind: str, texts: list[str], vectors: np.ndarray) ->
     return path, info
 
 
+def drop_from_page_cache(path: Path) -> bool:
+    """Ask the operating system to drop ``path``'s cached pages (pages a process maps stay); False
+    where it cannot be asked."""
+    if not hasattr(os, "posix_fadvise") or not path.exists():
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    return True
+
+
 def cold_starts(path: Path, queries: list[str], runs: int) -> dict[str, Any]:
     """The median of ``runs`` new processes: open + first hybrid search, and RSS."""
     results = []
@@ -153,6 +171,13 @@ def cached_run(size: int, kind: str, turns: list[str], questions: list[str], n_q
         rowids = np.array(store.db.query("SELECT chunk_rowid FROM memory_chunks ORDER BY chunk_rowid"))[:, 0]
         result.update(time_searches(store, query_texts, query_vectors, exact,
                                     lambda rowid: int(np.searchsorted(rowids, rowid)), track_access=False))
+        if drop_from_page_cache(Path(str(path) + ".files") / "vectors.idx"):
+            uncached = []
+            for text, q in zip(query_texts, query_vectors, strict=True):
+                started = time.perf_counter()
+                store.search(text, vector=q, namespace="bench", limit=10, track_access=False)
+                uncached.append((time.perf_counter() - started) * 1000)
+            result["uncached_hybrid_p50"], result["uncached_hybrid_p95"] = percentiles(uncached)
     result["sqlite_vec_p50"], result["sqlite_vec_p95"] = time_sqlite_vec(path, HashingEmbedder(), query_vectors[:20])
     result["hybrid_vs_numpy"] = result["hybrid_p50"] / result["numpy_p50"]
 
@@ -164,5 +189,7 @@ def cached_run(size: int, kind: str, turns: list[str], questions: list[str], n_q
     with MemoryStore.open(copy, embedder=HashingEmbedder()) as store:
         store.search(query_texts[0], namespace="bench", limit=10, track_access=False)
         result.update(time_single_adds(store, turns, add_rounds))
+        if drop_from_page_cache(Path(str(copy) + ".files") / "vectors.idx"):
+            result["uncached_single_add_per_s"] = time_single_adds(store, turns, 1, seed=98)["single_add_per_s"]
     _remove(copy)
     return result

@@ -190,9 +190,10 @@ def time_sqlite_vec(path: Path, embedder: Any, query_vectors: np.ndarray) -> tup
     return percentiles(ms)
 
 
-def time_single_adds(store: MemoryStore, turns: list[str], rounds: int) -> dict[str, Any]:
-    """``rounds`` rounds of 200 single ``add()`` calls of new texts: each round's rate, their median, p50/p95 ms."""
-    single = [f"single add {i}: " + t for i, t in enumerate(corpus(200 * rounds, turns, seed=99))]
+def time_single_adds(store: MemoryStore, turns: list[str], rounds: int, *, seed: int = 99) -> dict[str, Any]:
+    """``rounds`` rounds of 200 single ``add()`` calls of new texts (another ``seed``: other texts):
+    each round's rate, their median, p50/p95 ms."""
+    single = [f"single add {i}: " + t for i, t in enumerate(corpus(200 * rounds, turns, seed=seed))]
     rates, latencies = [], []
     for start in range(0, len(single), 200):
         round_started = time.perf_counter()

@@ -81,10 +81,19 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def _uncached(row: dict) -> str:
+    if "uncached_hybrid_p50" not in row:  # measured before this column, or where pages cannot be dropped
+        return "-"
+    adds = row.get("uncached_single_add_per_s")
+    return (f"{row['uncached_hybrid_p50']:.1f} / {row['uncached_hybrid_p95']:.1f}, "
+            + (f"{adds:,.0f}" if adds is not None else "-"))
+
+
 def cold_table(rows: list[dict]) -> str:
     """Cold start and memory, for the rows measured with ``--cached``."""
     head = ("| memories | vectors | open + first hybrid search, new process, ms (median; all runs) | "
-            "RSS after 51 searches, MB (own + mapped files) | vector file on disk, MB | hybrid p50 ms |")
+            "RSS after 51 searches, MB (own + mapped files) | vector file on disk, MB | hybrid p50 ms | "
+            "vector file not cached: hybrid p50 / p95 ms, single adds /s |")
     lines = [head, "|---" * (head.count("|") - 1) + "|"]
     for r in rows:
         if "cold_ms" not in r:
@@ -92,7 +101,7 @@ def cold_table(rows: list[dict]) -> str:
         runs = ", ".join(f"{ms:,.0f}" for ms in r["cold_runs_ms"])
         lines.append(f"| {r['size']:,} | {r['vectors']} | {r['cold_ms']:,.0f} ({runs}) | {r['rss_mb']:,.0f} "
                      f"({r['rss_anon_mb']:,.0f} + {r['rss_file_mb']:,.0f}) | {r['file_mb']:,.0f} | "
-                     f"{r['hybrid_p50']:.1f} |")
+                     f"{r['hybrid_p50']:.1f} | {_uncached(r)} |")
     return "\n".join(lines)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -93,6 +94,8 @@ def test_scaling_cached_run_measures_a_cold_start(monkeypatch, tmp_path):
     row = cold.cached_run(300, "random", TURNS, QUESTIONS, 6, tmp_path, runs=1, add_rounds=1)
     assert row["cold_ms"] > 0 and row["rss_mb"] >= row["rss_anon_mb"] > 0 and row["file_mb"] > 0
     assert row["recall10"] == 1.0 and row["single_add_per_s"] > 0 and row["ingest_per_s"] > 0
+    if hasattr(os, "posix_fadvise"):  # the same searches, and adds, with the vector file's pages dropped
+        assert row["uncached_hybrid_p50"] > 0 and row["uncached_single_add_per_s"] > 0
     again = cold.cached_run(300, "random", TURNS, QUESTIONS, 6, tmp_path, runs=1, add_rounds=1)
     assert again["ingest_s"] == row["ingest_s"]  # the store was built once and kept
     assert list((tmp_path / "cache").glob("scaling-random-300-*.db"))
@@ -109,6 +112,10 @@ def test_postgres_bench_runs(monkeypatch, tmp_path, capsys):
                           "--json", str(out)]) == 0
     (row,) = json.loads(out.read_text())["postgres"]
     assert row["size"] == 300 and row["ingest_per_s"] > 0 and 0 <= row["recall10"] <= 1 and row["qps"] > 0
+    assert row["big_namespace_add_per_s"] > 0
+    # 300 memories are scanned exactly: the check finds every planted near-duplicate
+    (checked,) = row["near_duplicates"].values()  # at the default ef_search only
+    assert (checked["found"], checked["planted"]) == (300, 300)
     assert "| 300 | random (384-d) |" in capsys.readouterr().out
 
 
