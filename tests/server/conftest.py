@@ -23,8 +23,9 @@ def base_url() -> str:
 
 
 @pytest.fixture
-def server_store(tmp_path, clock):
-    with MemoryStore.open(tmp_path / "server.db", clock=clock) as store:
+def server_store(tmp_path, clock, request):
+    """The served memory; a test parametrizes it indirectly with a config to open it with."""
+    with MemoryStore.open(tmp_path / "server.db", clock=clock, config=getattr(request, "param", None)) as store:
         yield store
 
 

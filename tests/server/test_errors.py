@@ -15,12 +15,11 @@ import pytest
 from mcp import Client
 from starlette.testclient import TestClient
 
-from shared_core import MemoryStore, StorageError
+from shared_core import StorageError
 from shared_core.errors import BusyError
 from shared_core.memories import Memory
 from shared_core.server.errors import is_transient
 from shared_core.server.mcp_server import create_mcp_server
-from shared_core.server.rest import create_app
 
 JSON = {"Content-Type": "application/json"}
 
@@ -192,19 +191,10 @@ holder.rollback()
 """
 
 
-@pytest.fixture
-def impatient(tmp_path, clock, tokens, token, base_url):
-    """(a client, its store) for a memory whose writes wait 1 s for the lock, not the default 10."""
-    with MemoryStore.open(tmp_path / "impatient.db", clock=clock, config={"database": {"busy_timeout_s": 1.0}}) as store:
-        app = create_app(store, tokens=tokens[0], mcp=False, upload_dir=tmp_path / "uploads")
-        with TestClient(app, base_url=base_url, headers={"Authorization": f"Bearer {token}"}) as client:
-            yield client, store
-
-
 @pytest.mark.sqlite_only
-def test_a_write_locked_by_another_process_is_503_and_reads_go_on(impatient):
+@pytest.mark.parametrize("server_store", [{"database": {"busy_timeout_s": 1.0}}], indirect=True)  # not 10 s
+def test_a_write_locked_by_another_process_is_503_and_reads_go_on(client, server_store):
     """Another process holds SQLite's write lock: the write waits the busy timeout, then 503 with Retry-After."""
-    client, server_store = impatient
     holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(server_store.path)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     try:
