@@ -20,7 +20,7 @@ from shared_core.index.scope import Scope
 _KERNELS = mirror_module._speedups.near_kernels() if mirror_module._speedups is not None else ()
 
 
-@pytest.fixture(params=["avx2", "popcnt", "portable"])
+@pytest.fixture(params=["avx512", "avx2", "popcnt", "portable"])
 def kernel(request):
     """Each of the compiled scan's kernels this CPU can run (``portable`` is in every build)."""
     pytest.importorskip("shared_core._speedups")  # built where a C compiler was at install
@@ -66,7 +66,7 @@ def _numpy_near(mirror: mirror_module.Mirror, code: np.ndarray, head_bound: int,
 
 
 @pytest.mark.parametrize("dims", [128, 384, 400])  # no tail; four tail words; a padded last word
-@pytest.mark.parametrize("size", [0, 3, 1001, 6003])  # sizes that are not a multiple of the four rows per step
+@pytest.mark.parametrize("size", [0, 3, 1001, 6003])  # sizes that are not a multiple of the four or eight rows per step
 def test_the_compiled_scan_finds_what_numpy_finds(dims, size, kernel):
     rng = np.random.default_rng(size + dims)
     mirror = mirror_module.Mirror(dims)
