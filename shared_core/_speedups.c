@@ -225,8 +225,8 @@ static PyObject *near(PyObject *module, PyObject *args) {
                           &code_obj, &head_bound, &bound, &slots_obj, &dist_obj)) {
         return NULL;
     }
-    if (size < 0 || tail_words < 0) {
-        PyErr_SetString(PyExc_ValueError, "size and tail_words must not be negative");
+    if (size < 0 || tail_words < 0 || head_bound < 0 || bound < 0) {
+        PyErr_SetString(PyExc_ValueError, "size, tail_words and the bounds must not be negative");
         return NULL;
     }
     Py_buffer head0, head1, tail, code, slots, dist;

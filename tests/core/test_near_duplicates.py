@@ -109,6 +109,8 @@ def test_the_compiled_scan_refuses_buffers_too_short_for_its_rows():
     slots.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):  # numpy's words for an output it may not write
         mirror_module._speedups.near(head, head, head, 0, 8, code, 5, 5, slots, dist)
+    with pytest.raises(ValueError, match="the bounds must not be negative"):  # the kernels' compares differ below 0
+        mirror_module._speedups.near(head, head, head, 0, 8, code, -1, 5, slots, dist)
     with pytest.raises(ValueError, match="no kernel 'sse9' on this CPU"):
         mirror_module._speedups.use_near_kernel("sse9")
     assert mirror_module._speedups.near_kernels()[-1] == "portable"
