@@ -152,8 +152,8 @@ __attribute__((target("avx2,popcnt"))) static void scan_avx2(Scan *s) {
     scan_rows(s, i);  /* the last rows, fewer than four */
 }
 
-/* Eight rows at a time, each row's set bits counted by one instruction (vpopcntq): a million rows' codes
- * (16 MB) in ~0.25 ms here against the AVX2 kernel's ~0.4, which counts them by nibbles. */
+/* Eight rows at a time, each row's set bits counted by one instruction (vpopcntq): a million
+ * rows' codes (16 MB) in ~0.25 ms here against the AVX2 kernel's ~0.4, which counts by nibbles. */
 __attribute__((target("avx512f,avx512vpopcntdq,popcnt"))) static void scan_avx512(Scan *s) {
     const __m512i c0 = _mm512_set1_epi64((long long)s->code[0]);
     const __m512i c1 = _mm512_set1_epi64((long long)s->code[1]);
