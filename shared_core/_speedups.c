@@ -120,6 +120,16 @@ static void scan_portable(Scan *s) { scan_rows(s, 0); }
 #ifdef OPENKOI_X86
 __attribute__((target("popcnt"))) static void scan_popcnt(Scan *s) { scan_rows(s, 0); }
 
+/* The rows of a vector step from ``first`` that passed the head: bit k of ``near`` set for row
+ * first + k, whose distance is lanes[k]. */
+static inline void keep_lanes(Scan *s, Py_ssize_t first, unsigned near, const uint64_t *lanes) {
+    do {
+        int lane = __builtin_ctz(near);
+        near &= near - 1;
+        keep_if_near(s, first + lane, (int)lanes[lane]);
+    } while (near);
+}
+
 /* Four rows at a time: each byte's set bits by a nibble lookup (vpshufb), summed per row (vpsadbw). */
 __attribute__((target("avx2,popcnt"))) static void scan_avx2(Scan *s) {
     const __m256i lookup = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4,
@@ -142,11 +152,7 @@ __attribute__((target("avx2,popcnt"))) static void scan_avx2(Scan *s) {
         if (near) { /* rare: a few hundred rows in 100k */
             uint64_t lanes[4];
             _mm256_storeu_si256((__m256i *)lanes, distances);
-            do {
-                int lane = __builtin_ctz(near);
-                near &= near - 1;
-                keep_if_near(s, i + lane, (int)lanes[lane]);
-            } while (near);
+            keep_lanes(s, i, (unsigned)near, lanes);
         }
     }
     scan_rows(s, i);  /* the last rows, fewer than four */
@@ -167,11 +173,7 @@ __attribute__((target("avx512f,avx512vpopcntdq,popcnt"))) static void scan_avx51
         if (near) {
             uint64_t lanes[8];
             _mm512_storeu_si512((void *)lanes, distances);
-            do {
-                int lane = __builtin_ctz(near);
-                near &= near - 1;
-                keep_if_near(s, i + lane, (int)lanes[lane]);
-            } while (near);
+            keep_lanes(s, i, near, lanes);
         }
     }
     scan_rows(s, i);  /* the last rows, fewer than eight */
