@@ -61,6 +61,7 @@ import core  # noqa: E402  (bench/core.py: corpus, vectors, percentiles, the SQL
 from harness import utf8_locale  # noqa: E402  (tests/pgmode: initdb under a UTF-8 locale)
 
 from shared_core import HashingEmbedder, MemoryStore, NewMemory  # noqa: E402
+from shared_core.index.scope import Scope  # noqa: E402
 
 STATIC_MODEL = core.CACHE / "m2v-minilm-256"
 SETTINGS = {  # the private server's settings (ALTER SYSTEM, then a restart)
@@ -279,8 +280,6 @@ def near_duplicates_found(target: str, embedder: HashingEmbedder, ef_search: int
                           n: int = 1000) -> dict:
     """Of ``n`` planted near-duplicates (a stored vector turned to cosine 0.91-0.97 with it), the share
     for which an add's near-duplicate check finds a memory above the threshold, at ``ef_search``."""
-    from shared_core.index.scope import Scope
-
     rng = np.random.default_rng(11)
     n = min(n, len(vecs))
     scope = Scope(namespaces=("bench",), kinds=("fact",))
