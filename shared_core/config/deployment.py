@@ -24,7 +24,7 @@ class DatabaseConfig:
     hnsw_ef_search: int = 1000  # candidates per HNSW search (pgvector's limit: recall@10 >= 0.95 at 1M real-text vectors needs it)
     exact_scan_rows: int = 2000  # scopes up to this many rows skip the index: an exact scan, fast at this size
     index_after_load_rows: int = 10_000  # an add_many this big that at least doubles the memory builds HNSW after it (0: never)
-    hnsw_build_memory_mb: int = 0  # maintenance_work_mem for that build (0: the server's); the graph should fit
+    hnsw_build_memory_mb: int = 0  # that build's maintenance_work_mem (0: the server's); too small: a warning
     cache_mb: int = 64  # SQLite page cache per connection (SQLite's own default is 2 MB)
     checkpoint_pages: int = 10_000  # WAL pages that trigger a checkpoint (SQLite's default 1,000; 4 KB each)
     background_checkpoints: bool = True  # copy committed WAL pages from a thread as well (shared_core/db/sqlite/checkpoints.py)

@@ -108,6 +108,41 @@ def test_a_big_load_builds_the_hnsw_index_after_it_and_a_small_one_keeps_it(pg_u
         assert hits[0].text == "memory 123"
 
 
+@PG
+def test_a_build_whose_graph_outgrows_maintenance_work_mem_says_what_to_set(pg_url, caplog):
+    """pgvector builds on disk, several times slower, once its graph outgrows maintenance_work_mem (1 MB
+    here: some 600 rows): the load says so, and how much memory the build needs, which pgvector confirms."""
+    config = {"database": {"index_after_load_rows": 100, "hnsw_build_memory_mb": 1}}
+    with MemoryStore.open(pg_url, config=config) as store:
+        vectors = _vectors(5000, store.embedder.dims)
+        with caplog.at_level("WARNING", logger="openkoi.store"):
+            store.add_many([NewMemory(text=f"memory {i}", vector=vectors[i], namespace="a") for i in range(300)])
+        assert not caplog.records  # 300 rows fit
+        with caplog.at_level("WARNING", logger="openkoi.store"):
+            store.add_many([NewMemory(text=f"memory {i}", vector=vectors[i], namespace="b") for i in range(300, 5000)])
+        [record] = caplog.records
+        message = record.getMessage()
+        assert "building the HNSW index of 5,000 memories" in message and "maintenance_work_mem is 1 MB" in message
+        needed = int(re.search(r"hnsw_build_memory_mb = (\d+)", message).group(1))
+        assert _hnsw_indexes(store) == {f"idx_chunks_embedding_{store.embedder.dims}"}
+        # pgvector agrees: its own notice at 1 MB, none at the memory the warning asks for
+        with store.db.connection() as conn:
+            notices: list[str] = []
+            conn.add_notice_handler(lambda notice: notices.append(notice.message_primary or ""))
+            for mb in (1, needed):
+                notices.append(f"-- {mb} MB")
+                conn.execute(f"SET maintenance_work_mem = '{mb}MB'")
+                conn.execute("CREATE INDEX probe ON memory_chunks USING hnsw "
+                             f"((embedding::vector({store.embedder.dims})) vector_cosine_ops) "
+                             "WITH (m = 16, ef_construction = 128)")
+                conn.execute("DROP INDEX probe")
+            conn.execute("RESET maintenance_work_mem")
+            conn.commit()
+        at_1mb, at_needed = " ".join(notices).split(f"-- {needed} MB")
+        assert "no longer fits into maintenance_work_mem" in at_1mb
+        assert "no longer fits" not in at_needed
+
+
 def _all_visible_share(store: MemoryStore) -> float:
     pages, visible = store.db.query("SELECT relpages, relallvisible FROM pg_class WHERE oid = 'memory_chunks'::regclass")[0]
     return visible / max(pages, 1)
@@ -269,7 +304,7 @@ def test_a_small_namespace_is_searched_through_an_index(pg_url, monkeypatch):
     """Every statement a search of a small namespace runs reads it through an index, also once psycopg
     has prepared the statement (a plan made for any namespace would scan the whole table)."""
     with MemoryStore.open(pg_url) as store:
-        vectors = _vectors(3000, store.embedder.dims)
+        vectors = _vectors(5000, store.embedder.dims)
         store.add_many([NewMemory(text=f"{WORDS[i % 12]} big {i}", vector=vectors[i], namespace="big")
                         for i in range(3000)])
         store.add_many([NewMemory(text=f"{WORDS[i % 12]} small {i}", vector=vectors[i], namespace="small")
