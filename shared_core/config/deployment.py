@@ -23,7 +23,7 @@ class DatabaseConfig:
     hnsw_ef_construction: int = 128  # twice pgvector's 64: the build takes twice as long, recall@10 at 1M needs it
     hnsw_ef_search: int = 1000  # candidates per HNSW search (pgvector's limit: recall@10 >= 0.95 at 1M real-text vectors needs it)
     exact_scan_rows: int = 2000  # scopes up to this many rows skip the index: an exact scan, fast at this size
-    index_after_load_rows: int = 10_000  # an add_many this big that at least doubles the memory builds HNSW after it (0: never)
+    index_after_load_rows: int = 100  # an add_many this big that at least doubles the memory builds HNSW after it (0: never)
     hnsw_build_memory_mb: int = 0  # that build's maintenance_work_mem (0: the server's); too small: a warning
     cache_mb: int = 64  # SQLite page cache per connection (SQLite's own default is 2 MB)
     checkpoint_pages: int = 10_000  # WAL pages that trigger a checkpoint (SQLite's default 1,000; 4 KB each)

@@ -143,6 +143,20 @@ def test_a_build_whose_graph_outgrows_maintenance_work_mem_says_what_to_set(pg_u
         assert "no longer fits" not in at_needed
 
 
+@PG
+def test_a_load_of_a_few_hundred_into_a_new_memory_builds_the_index_after_it(pg_url):
+    """At the default settings: inserting rows one by one into the graph took 0.29 s for 200
+    memories and 42 s for 9,000, against 0.04 s and 3.5 s loaded, then built."""
+    with MemoryStore.open(pg_url) as store:
+        vectors = _vectors(300, store.embedder.dims)
+        seen: list[set[str]] = []
+        store.add_many([NewMemory(text=f"memory {i}", vector=vectors[i]) for i in range(300)], batch_size=100,
+                       progress=lambda done, total: seen.append(_hnsw_indexes(store)))
+        assert seen == [set(), set(), set()]
+        assert _hnsw_indexes(store) == {f"idx_chunks_embedding_{store.embedder.dims}"}
+        assert store.search(vector=vectors[42], fusion="vector", limit=1)[0].text == "memory 42"
+
+
 def _all_visible_share(store: MemoryStore) -> float:
     pages, visible = store.db.query("SELECT relpages, relallvisible FROM pg_class WHERE oid = 'memory_chunks'::regclass")[0]
     return visible / max(pages, 1)
@@ -233,13 +247,14 @@ def test_the_plans_tsqueries():
                     ("('b') & (('d' <-> 'e')) & !('a') & !('c')", 16)]
 
 
-def _keyword(store: MemoryStore, text: str, scored_rows: int, namespace: str = "default") -> list[tuple[int, float]]:
+def _keyword(store: MemoryStore, text: str, scored_rows: int, namespace: str = "default",
+             limit: int = 50) -> list[tuple[int, float]]:
     keyword = store.kernel.keyword
     scope = Scope(namespaces=(namespace,))
     keyword.scored_rows = scored_rows
     try:
         with store.kernel.session():
-            return keyword.search(keyword.prepare(text, scope), scope, 50)
+            return keyword.search(keyword.prepare(text, scope), scope, limit)
     finally:
         del keyword.scored_rows
 
@@ -270,7 +285,8 @@ def test_the_plan_keeps_the_best_matches(pg_url):
         for query in ("amber basil zebra", "kelp lotus indigo apple", "fjord"):
             full, capped = _keyword(store, query, 10**6), _keyword(store, query, 30)
             assert capped[0] == full[0], query
-            assert {r for r, _ in capped} <= {r for r, _ in _keyword(store, query, 10**6)}  # all match the query
+            every_match = _keyword(store, query, 10**6, limit=10**6)
+            assert {r for r, _ in capped} <= {r for r, _ in every_match}
 
 
 @PG
