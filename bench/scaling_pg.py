@@ -103,6 +103,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if min(args.sizes) <= 2000:
         parser.error("sizes must be above 2,000 (the 2,000-memory namespace is searched beside them)")
+    postgres.check_vectors([args.vectors])
 
     previous = json.loads(args.json.read_text()) if args.append and args.json.exists() else {"rows": []}
     turns, questions = locomo_texts()
