@@ -134,7 +134,7 @@ class PgVectorIndex:
         needed_mb = -(-self._graph_bytes(rows) // 2**20)
         logger.warning(
             "building the HNSW index of %s memories: pgvector's graph of them needs about %s MB and "
-            "maintenance_work_mem is %s MB, so most of it is built on disk, several times slower. Set "
+            "maintenance_work_mem is %s MB, so what does not fit is built on disk, several times slower. Set "
             "database.hnsw_build_memory_mb = %s (or the server's maintenance_work_mem) to build it in memory.",
             f"{rows:,}", f"{needed_mb:,}", f"{memory // 2**20:,}", needed_mb)
 
