@@ -120,6 +120,13 @@ class PgVectorIndex:
         """About how much memory pgvector's HNSW graph of ``rows`` rows takes while it is built."""
         return rows * (4 * self.dims + 32 * int(self.database.hnsw_m) + _GRAPH_ROW_BYTES)
 
+    def _rows(self, *, up_to: int | None = None, with_vector: bool = False) -> int:
+        """How many rows the table holds (those with a vector), counted up to ``up_to`` at most."""
+        where = " WHERE embedding IS NOT NULL" if with_vector else ""
+        if up_to is None:
+            return int(self.db.scalar(f"SELECT count(*) FROM memory_chunks{where}") or 0)
+        return int(self.db.scalar(f"SELECT count(*) FROM (SELECT 1 FROM memory_chunks{where} LIMIT ?) s", (up_to,)) or 0)
+
     def _warn_if_graph_outgrows_memory(self) -> None:
         """Before a build: pgvector builds the graph in ``maintenance_work_mem`` and, once it no longer
         fits, goes on on disk, several times slower (100k 256-d rows: 292 s at 64 MB against 38 s
@@ -127,10 +134,9 @@ class PgVectorIndex:
         memory = int(self.db.scalar(
             "SELECT setting::bigint * 1024 FROM pg_settings WHERE name = 'maintenance_work_mem'"))
         fits = memory // self._graph_bytes(1)
-        counted = "SELECT count(*) FROM (SELECT 1 FROM memory_chunks WHERE embedding IS NOT NULL LIMIT ?) s"
-        if int(self.db.scalar(counted, (fits + 1,)) or 0) <= fits:
+        if self._rows(up_to=fits + 1, with_vector=True) <= fits:
             return
-        rows = int(self.db.scalar("SELECT count(*) FROM memory_chunks WHERE embedding IS NOT NULL") or 0)
+        rows = self._rows(with_vector=True)
         needed_mb = -(-self._graph_bytes(rows) // 2**20)
         logger.warning(
             "building the HNSW index of %s memories: pgvector's graph of them needs about %s MB and "
@@ -147,7 +153,7 @@ class PgVectorIndex:
         threshold = self.database.index_after_load_rows
         if not threshold or rows < threshold or self.db.read_only:
             return False
-        held = int(self.db.scalar("SELECT count(*) FROM (SELECT 1 FROM memory_chunks LIMIT ?) s", (rows + 1,)) or 0)
+        held = self._rows(up_to=rows + 1)
         if held > rows:
             return False
         for name in self._indexes():
