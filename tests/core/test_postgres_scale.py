@@ -447,16 +447,39 @@ def test_a_big_tables_mean_length_and_a_big_scopes_rows_come_from_a_sample(pg_ur
         assert rows(None) == 40 and not any("TABLESAMPLE" in s for s in statements)  # counted: under the sample's size
 
 
+def _skips_table_pages(store: MemoryStore) -> bool:
+    """Whether this server counts a bitmap scan's rows on all-visible pages without reading those pages.
+    PostgreSQL 16.2 does; releases since the fix that took the shortcut out (16.14 and 18.4 measured)
+    read a table page per row whatever the visibility map says."""
+    with store.db.connection() as conn:
+        conn.execute("CREATE TEMP TABLE probe (words tsvector, pad text STORAGE PLAIN)")  # a few rows a page
+        try:
+            conn.execute("INSERT INTO probe SELECT to_tsvector('simple', 'amber'), repeat('x', 2000) "
+                         "FROM generate_series(1, 200)")
+            conn.execute("CREATE INDEX ON probe USING gin (words)")
+            conn.execute("VACUUM (ANALYZE) probe")
+            conn.execute("SET enable_seqscan = off")
+            plan = [r[0] for r in conn.execute("EXPLAIN (ANALYZE, BUFFERS) SELECT count(*) FROM "
+                                               "(SELECT FROM probe WHERE words @@ 'amber'::tsquery) s")]
+            return sum(int(n) for n in re.findall(r"(?:hit|read)=(\d+)", plan[1])) < 20
+        finally:
+            conn.execute("RESET enable_seqscan")
+            conn.execute("DROP TABLE probe")
+
+
 @PG
 def test_a_words_rows_are_counted_on_the_index_alone_once_vacuumed(pg_url, monkeypatch):
-    """The idf's count reads no table page of an all-visible row (a page per row made the first searches
-    of every process slow at a million rows)."""
+    """After a load every page is all-visible, and the idf's count asks for no column: a server that
+    can (see :func:`_skips_table_pages`) reads no table page of those rows (a page per row made the
+    first searches of every process slow at a million rows)."""
     from shared_core.index import keyword_pg
 
     with MemoryStore.open(pg_url + "&options=-csynchronous_commit%3Don") as store:
         store.add_many([f"{'amber' if i % 10 == 0 else 'basil'} note {i} " + "padding " * 40
                         for i in range(1500)])  # vacuumed after the load
-        pages = store.db.scalar("SELECT relpages FROM pg_class WHERE oid = 'memory_chunks'::regclass")
+        pages, visible = store.db.query(
+            "SELECT relpages, relallvisible FROM pg_class WHERE oid = 'memory_chunks'::regclass")[0]
+        assert pages > 300 and visible >= 0.9 * pages  # the VACUUM after the load marked them
         counts: list[tuple[str, tuple]] = []
         original = store.db.scalar
 
@@ -471,7 +494,11 @@ def test_a_words_rows_are_counted_on_the_index_alone_once_vacuumed(pg_url, monke
         sql, params = counts[-1]
         plan = "\n".join(r[0] for r in store.db.query(f"EXPLAIN (ANALYZE, BUFFERS) {sql}", params))
         buffers = sum(int(n) for n in re.findall(r"(?:hit|read)=(\d+)", plan.split("\n")[1]))
-        assert pages > 300 and "Bitmap Heap Scan" in plan and buffers < 50, plan
+        assert "Bitmap Heap Scan" in plan, plan
+        if _skips_table_pages(store):
+            assert buffers < 50, plan
+        else:  # one page per row counted, no more
+            assert buffers < 150 + 50, plan
 
 
 @PG
