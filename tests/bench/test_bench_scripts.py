@@ -117,6 +117,21 @@ def test_postgres_bench_runs(monkeypatch, tmp_path, capsys):
     (checked,) = row["near_duplicates"].values()  # at the default ef_search only
     assert (checked["found"], checked["planted"]) == (300, 300)
     assert "| 300 | random (384-d) |" in capsys.readouterr().out
+    assert not _orphaned_servers("openkoi-bench-pg-")  # its private server stopped with it
+
+
+def _orphaned_servers(prefix: str) -> list[str]:
+    """Data directories (named ``prefix``...) of PostgreSQL servers still running after their directory went."""
+    import psutil
+
+    orphans = []
+    for process in psutil.process_iter(["cmdline"]):
+        line = process.info["cmdline"] or []
+        if line and line[0].endswith("postgres") and "-D" in line[:-1]:
+            data = line[line.index("-D") + 1]
+            if prefix in data and not os.path.exists(data):
+                orphans.append(data)
+    return orphans
 
 
 @pytest.mark.sqlite_only  # it times SQLite's FTS5 on a file of its own
