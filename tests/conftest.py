@@ -31,9 +31,12 @@ def pytest_configure(config):
     if BACKEND != "postgres" or _harness is not None:
         return
     sys.path.insert(0, str(_PGMODE))
-    from harness import ENV_URL, Harness, start_server
+    from harness import ENV_URL, SERVERS, Harness, start_server
 
-    url = os.environ.get("OPENKOI_TEST_DATABASE_URL") or start_server(Path(tempfile.mkdtemp(prefix="openkoi-pg-")))
+    kind = os.environ.get("OPENKOI_TEST_PGSERVER", "pgserver")
+    if kind not in SERVERS:
+        raise pytest.UsageError(f"OPENKOI_TEST_PGSERVER={kind!r}: use {' or '.join(SERVERS)}")
+    url = os.environ.get("OPENKOI_TEST_DATABASE_URL") or start_server(Path(tempfile.mkdtemp(prefix="openkoi-pg-")), kind)
     os.environ[ENV_URL] = url
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(_PGMODE), os.environ.get("PYTHONPATH", "")) if p)
     _harness = Harness(url)

@@ -290,16 +290,16 @@ def get_server(kind: str, directory: Path, *, cleanup_mode: str) -> Any:
         return importlib.import_module(module).get_server(directory, cleanup_mode=cleanup_mode, **options)
 
 
-def start_server(directory: Path) -> str:
-    """A pgserver (PostgreSQL 16 + pgvector) in ``directory``, tuned for tests; returns its URL."""
+def start_server(directory: Path, kind: str = "pgserver") -> str:
+    """A private server of ``kind`` (PostgreSQL + pgvector) in ``directory``, tuned for tests; returns its URL."""
     # "stop", not "delete": the restart below must find the settings on disk
-    server = get_server("pgserver", directory, cleanup_mode="stop")
+    server = get_server(kind, directory, cleanup_mode="stop")
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
         for key, value in {"max_connections": "400", "fsync": "off", "synchronous_commit": "off",
                            "full_page_writes": "off", "shared_buffers": "128MB"}.items():
             conn.execute(f"ALTER SYSTEM SET {key} = '{value}'")
     server.cleanup()  # stop, so the next start reads the settings
-    server = get_server("pgserver", directory, cleanup_mode="delete")
+    server = get_server(kind, directory, cleanup_mode="delete")
     _SERVERS.append(server)
     return server.get_uri()
 
