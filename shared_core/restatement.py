@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 __all__ = ["statement_words", "is_restatement", "spell_out", "IGNORED_WORDS"]
 
@@ -32,17 +33,20 @@ included), prepositions and every other word count."""
 
 # a word, or a number/address/version kept whole: "10.0.0.1", "1,000", "3:30", "a@b.com", "v2.1"
 _TOKEN = re.compile(r"\w+(?:[.,:/@+\-]\w+)*")
+# (a literal every match contains, the pattern, its spelling): the literal lets a text skip the
+# patterns it cannot match (an add compares its text with several stored ones); no spelling
+# contains an apostrophe or "cannot", so a skipped pattern could not have matched later either
 _CONTRACTIONS = (
-    (re.compile(r"\bcan't\b"), "can not"),
-    (re.compile(r"\bcannot\b"), "can not"),
-    (re.compile(r"\bwon't\b"), "will not"),
-    (re.compile(r"\bshan't\b"), "shall not"),
-    (re.compile(r"\bain't\b"), "is not"),
-    (re.compile(r"(\w)n't\b"), r"\1 not"),
-    (re.compile(r"\bi'm\b"), "i am"),
-    (re.compile(r"(\w)'re\b"), r"\1 are"),
-    (re.compile(r"(\w)'ve\b"), r"\1 have"),
-    (re.compile(r"(\w)'ll\b"), r"\1 will"),
+    ("can't", re.compile(r"\bcan't\b"), "can not"),
+    ("cannot", re.compile(r"\bcannot\b"), "can not"),
+    ("won't", re.compile(r"\bwon't\b"), "will not"),
+    ("shan't", re.compile(r"\bshan't\b"), "shall not"),
+    ("ain't", re.compile(r"\bain't\b"), "is not"),
+    ("n't", re.compile(r"(\w)n't\b"), r"\1 not"),
+    ("i'm", re.compile(r"\bi'm\b"), "i am"),
+    ("'re", re.compile(r"(\w)'re\b"), r"\1 are"),
+    ("'ve", re.compile(r"(\w)'ve\b"), r"\1 have"),
+    ("'ll", re.compile(r"(\w)'ll\b"), r"\1 will"),
 )
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u2032": "'"})
 
@@ -51,11 +55,15 @@ def spell_out(text: str) -> str:
     """``text`` casefolded (NFKC, straight apostrophes) with its contractions spelled out:
     "I'm" -> "i am", "doesn't" -> "does not", "can't" -> "can not"."""
     folded = unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold()
-    for pattern, spelled in _CONTRACTIONS:
-        folded = pattern.sub(spelled, folded)
+    if "'" not in folded and "cannot" not in folded:
+        return folded
+    for literal, pattern, spelled in _CONTRACTIONS:
+        if literal in folded:
+            folded = pattern.sub(spelled, folded)
     return folded
 
 
+@lru_cache(maxsize=256)  # an add compares its text with each near-duplicate, twice
 def statement_words(text: str) -> tuple[str, ...]:
     """The words that make ``text``'s statement, in order: casefolded, contractions spelled out,
     punctuation and articles left out (numbers, addresses and versions stay whole)."""

@@ -34,6 +34,7 @@ import json
 import logging
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..clock import to_iso
@@ -93,6 +94,7 @@ For UPDATE, DELETE and NONE give the id of that existing fact."""
 _EVENT_CHOICES = " | ".join(f'"{event}"' for event in VERSION_EVENTS)
 
 
+@lru_cache(maxsize=256)  # an add compares its text with each near-duplicate
 def subject_key(text: str) -> str | None:
     """The words before the first linking verb, plus the verb ("user timezone is"), or None.
 

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shared_core import MemoryStore
-from shared_core.restatement import is_restatement
+from shared_core.restatement import is_restatement, spell_out
 
 R, S, C = "reinforced", "superseded", "created"
 
@@ -121,6 +121,17 @@ def test_the_table_has_every_group_and_enough_pairs():
 def test_restatement_agrees_with_the_table():
     for group, old, new, outcome in PAIRS:
         assert is_restatement(new, old) == (outcome == R), (group, old, new)
+
+
+@pytest.mark.parametrize(("text", "spelled"), [
+    ("I CAN\u2019T and I cannot", "i can not and i can not"),
+    ("We won't, shan't, ain't", "we will not, shall not, is not"),
+    ("You shouldn't've; I'm sure they're here and we'll see", "you should not have; i am sure they are here and we will see"),
+    ("scan't isn'tly", "sca not isn'tly"),  # only whole contractions
+    ("no contraction here", "no contraction here"),
+])
+def test_contractions_are_spelled_out_in_any_combination(text, spelled):
+    assert spell_out(text) == spelled
 
 
 @pytest.mark.parametrize(("group", "old", "new", "outcome"), PAIRS, ids=[f"{g}:{n}" for g, _, n, _ in PAIRS])
