@@ -242,4 +242,5 @@ class Kernel:
                     self.memories.flush_access()
                 except OpenKoiError as exc:
                     logger.warning("access counts not written at close: %s", exc)
+            self.vectors.close()
         backend.close()

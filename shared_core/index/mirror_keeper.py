@@ -77,11 +77,14 @@ class MirrorKeeper:
         self.rebase = False  # another process saved the file since we mapped it: reload before saving
         self._synced = 0.0  # time.monotonic() of the last save synced to disk
         self._moved = False  # the direct append already moved our log position past its rows
-        if self.writable:
-            assert self.file is not None
-            # at exit, the last saves are synced and the header marked so: a later crash of the machine
-            # then finds a file it can trust instead of rebuilding it
-            weakref.finalize(self, self.file.settle)
+        # at close or exit, the last saves are synced and the header marked so: a later crash of the
+        # machine then finds a file it can trust instead of rebuilding it
+        self._settle = weakref.finalize(self, self.file.settle) if self.writable and self.file is not None else None
+
+    def close(self) -> None:
+        """Settle the file now (once; the store is closing) rather than when this object goes."""
+        if self._settle is not None:
+            self._settle()
 
     # -- loading --------------------------------------------------------------------------------
 

@@ -98,6 +98,9 @@ class VectorIndex(Protocol):
     def reset(self) -> None:
         """Forget what is cached about the vectors (after they were rewritten)."""
 
+    def close(self) -> None:
+        """The store is closing: leave what the index keeps outside the database durable."""
+
     def ensure_ready(self) -> None:
         """Create what the index needs for the store's embedder (PostgreSQL's HNSW index)."""
 

@@ -153,6 +153,10 @@ class SqliteVectorIndex:
             self._keeper.scrub()
         self._ns_sizes = None
 
+    def close(self) -> None:
+        """Sync the vector file, so a crash of the machine later does not make it untrusted."""
+        self._keeper.close()
+
     def ensure_ready(self) -> None:
         """Nothing to prepare: migration 2 created ``memory_vec`` for the embedder's dimensions."""
 

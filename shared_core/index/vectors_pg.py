@@ -181,6 +181,9 @@ class PgVectorIndex:
     def reset(self) -> None:
         """Nothing cached in process."""
 
+    def close(self) -> None:
+        """Nothing kept outside the database."""
+
     def purge_deleted(self) -> None:
         """Nothing to do: a deleted row's vector is gone with it (VACUUM reclaims the space)."""
 

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ from shared_core.embed import HashingEmbedder
 from shared_core.index.mirror import sign_code, stamp_hash
 from shared_core.index.protocols import stamp_of
 from shared_core.index.scope import Scope
-from shared_core.index.vector_file import VectorFile, file_path
+from shared_core.index.vector_file import VectorFile, current_boot, file_path
 
 ROOT = Path(__file__).resolve().parents[2]
 # The hashing embedder throughout: these texts differ only in numbers, which the default static
@@ -238,6 +239,34 @@ def test_a_file_behind_a_trimmed_log_is_rebuilt(tmp_path):
     with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
         _check(store)
         assert store.count() == 600
+
+
+def test_a_closed_store_leaves_a_file_a_crash_of_the_machine_cannot_spoil(tmp_path):
+    path = tmp_path / "c.db"
+    store = MemoryStore.open(path, embedder=HashingEmbedder())
+    store.add_many([f"memory {i} kept over a restart" for i in range(300)], batch_size=100)  # saves 2 and 3: unsynced
+    store.add("one more, written on its own")
+    assert _header(path).boot == current_boot()  # trusted in this boot only, until it is synced
+    store.close()  # the store object lives on: its finalizer has not run
+    header = _header(path)
+    assert header is not None and header.boot == 0  # synced and marked so: trusted in any later boot
+    assert store.closed
+
+
+def test_an_unsynced_file_from_an_earlier_boot_is_rebuilt(tmp_path):
+    path = tmp_path / "b.db"
+    with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
+        store.add_many([f"memory {i} of the day before" for i in range(300)])
+    vector_file = VectorFile(file_path(str(path)))
+    header, inode = vector_file.read_header()
+    assert header is not None
+    earlier = replace(header, boot=current_boot() ^ 0x5A5A)  # saved without a sync, before a restart
+    with open(vector_file.path, "r+b") as f:
+        f.write(earlier.pack())
+    with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
+        _check(store)
+    header, rebuilt = vector_file.read_header()
+    assert header is not None and header.boot in (0, current_boot()) and rebuilt != inode
 
 
 def test_a_reader_reads_only_the_new_rows_vectors(tmp_path, monkeypatch):
