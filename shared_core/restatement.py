@@ -55,8 +55,6 @@ def spell_out(text: str) -> str:
     """``text`` casefolded (NFKC, straight apostrophes) with its contractions spelled out:
     "I'm" -> "i am", "doesn't" -> "does not", "can't" -> "can not"."""
     folded = unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold()
-    if "'" not in folded and "cannot" not in folded:
-        return folded
     for literal, pattern, spelled in _CONTRACTIONS:
         if literal in folded:
             folded = pattern.sub(spelled, folded)
