@@ -206,6 +206,15 @@ class MemoryRepository:
         )
         return [Memory.from_row(r) for r in rows]
 
+    def newest_texts(self, scope: Scope, *, limit: int) -> list[tuple[int, str, dict[str, Any]]]:
+        """(row id, text, metadata) of the ``limit`` newest rows in ``scope``: for a rule that reads
+        only these of many rows (whole records of 500 rows took ~9 ms)."""
+        sql, params = scope.sql("c", self.db.capabilities.sql_flavour)
+        rows = self.db.query(f"SELECT c.chunk_rowid, c.text, c.metadata FROM memory_chunks c WHERE {sql} "
+                             "ORDER BY c.created_at DESC, c.chunk_rowid DESC LIMIT ?", [*params, int(limit)])
+        return [(int(rowid), text, json.loads(metadata) if metadata and metadata != "{}" else {})
+                for rowid, text, metadata in rows]
+
     def count(self, scope: Scope, cap: int | None = None) -> int:
         """The rows in ``scope``, counted up to ``cap`` (a capped count stops there: ``cap=1`` asks if any)."""
         sql, params = scope.sql("c", self.db.capabilities.sql_flavour)
