@@ -7,6 +7,7 @@ log) is rebuilt from the rows."""
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import shutil
 import subprocess
@@ -23,7 +24,7 @@ from shared_core.embed import HashingEmbedder
 from shared_core.index.mirror import sign_code, stamp_hash
 from shared_core.index.protocols import stamp_of
 from shared_core.index.scope import Scope
-from shared_core.index.vector_file import VectorFile, current_boot, file_path
+from shared_core.index.vector_file import PAGE, VectorFile, current_boot, file_path, unused_ranges
 
 ROOT = Path(__file__).resolve().parents[2]
 # The hashing embedder throughout: these texts differ only in numbers, which the default static
@@ -267,6 +268,33 @@ def test_an_unsynced_file_from_an_earlier_boot_is_rebuilt(tmp_path):
         _check(store)
     header, rebuilt = vector_file.read_header()
     assert header is not None and header.boot in (0, current_boot()) and rebuilt != inode
+
+
+def test_a_mapped_file_does_not_read_ahead_into_the_slots_rows_will_be_appended_to(tmp_path, monkeypatch):
+    # those slots are holes: a fault there read ahead read_ahead_kb of zeros (8 MB: 1-2 ms a column)
+    path = tmp_path / "h.db"
+    with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
+        store.add_many([f"memory {i} of a sparse file" for i in range(300)])
+    advised = []
+
+    class Recording(mmap.mmap):
+        def madvise(self, option, start=0, length=None):
+            advised.append((option, start, start + length))
+            return super().madvise(option, start, length)
+
+    monkeypatch.setattr(mmap, "mmap", Recording)
+    header, columns, *_ = VectorFile(file_path(str(path))).map()
+    ranges = [(start, stop) for option, start, stop in advised if option == mmap.MADV_RANDOM]
+    assert ranges == unused_ranges(header.dims, header.capacity, header.size)
+    base = np.frombuffer(columns["centre"], dtype=np.uint8).ctypes.data - PAGE
+    for name, array in columns.items():
+        if name == "centre":
+            continue
+        runs = array if array.shape[-1] == header.capacity and array.ndim == 2 else [array]
+        for run in runs:
+            used_end, last = (run[slot:].ctypes.data - base for slot in (header.size, header.capacity - 1))
+            first = used_end - used_end % mmap.PAGESIZE  # rows' data before that page: not advised
+            assert any(start == first and last < stop for start, stop in ranges), name
 
 
 def test_a_reader_reads_only_the_new_rows_vectors(tmp_path, monkeypatch):
