@@ -114,6 +114,16 @@ def cached_store(size: int, kind: str, texts: list[str], vectors: np.ndarray) ->
     return path, info
 
 
+def copy_store(source: Path, copy: Path) -> None:
+    """A copy of ``source`` and its data folder (sparse, as they are; through symlinks, so that a cache
+    folder of links never has the copy write into the original's vector file), synced: the copy's
+    gigabytes are not written back during what is measured next."""
+    _remove(copy)
+    subprocess.run(["cp", "-L", "--sparse=always", str(source), str(copy)], check=True)
+    subprocess.run(["cp", "-rL", "--sparse=always", str(source) + ".files", str(copy) + ".files"], check=True)
+    settle()
+
+
 def drop_from_page_cache(path: Path) -> bool:
     """Ask the operating system to drop ``path``'s cached pages (pages a process maps stay); False
     where it cannot be asked."""
@@ -182,10 +192,7 @@ def cached_run(size: int, kind: str, turns: list[str], questions: list[str], n_q
     result["hybrid_vs_numpy"] = result["hybrid_p50"] / result["numpy_p50"]
 
     copy = workdir / f"adds-{kind}-{size}.db"  # single adds change the store: on a copy (sparse, as it is)
-    _remove(copy)
-    subprocess.run(["cp", "--sparse=always", str(path), str(copy)], check=True)
-    subprocess.run(["cp", "-r", "--sparse=always", str(path) + ".files", str(copy) + ".files"], check=True)
-    settle()  # the copy's 4 GB of writeback at 1M is not the adds' to pay
+    copy_store(path, copy)
     with MemoryStore.open(copy, embedder=HashingEmbedder()) as store:
         store.search(query_texts[0], namespace="bench", limit=10, track_access=False)
         result.update(time_single_adds(store, turns, add_rounds))

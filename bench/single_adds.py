@@ -23,7 +23,8 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 sys.path.insert(0, str(BENCH))
 
-from core import CACHE, locomo_texts, settle, time_single_adds  # noqa: E402
+from cold_start import copy_store  # noqa: E402
+from core import CACHE, locomo_texts, time_single_adds  # noqa: E402
 
 from shared_core import HashingEmbedder, MemoryStore  # noqa: E402
 from shared_core.index import vectors as vector_index  # noqa: E402
@@ -39,9 +40,7 @@ def cached(size: int) -> Path:
 def measure(size: int, rounds: int, workdir: Path) -> dict:
     source = cached(size)
     copy = workdir / source.name
-    subprocess.run(["cp", "--sparse=always", str(source), str(copy)], check=True)
-    subprocess.run(["cp", "-r", "--sparse=always", str(source) + ".files", str(copy) + ".files"], check=True)
-    settle()  # else the copy's gigabytes are written back during the adds, and their first checkpoint waits for it
+    copy_store(source, copy)
     turns, _ = locomo_texts()
     checks: list[float] = []
     original = vector_index.SqliteVectorIndex.above

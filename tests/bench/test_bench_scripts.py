@@ -101,6 +101,28 @@ def test_scaling_cached_run_measures_a_cold_start(monkeypatch, tmp_path):
     assert list((tmp_path / "cache").glob("scaling-random-300-*.db"))
 
 
+@pytest.mark.sqlite_only  # the SQLite vector file
+def test_a_copy_of_a_cached_store_never_writes_into_the_original(tmp_path):
+    # a cache folder of symlinks (the cache on another disk) once had `cp -r` copy the data folder's
+    # link: the measured adds then wrote into the cached store's vector file
+    from shared_core import MemoryStore
+
+    cold = _load("cold_start")
+    real, links = tmp_path / "real", tmp_path / "cache"
+    real.mkdir()
+    links.mkdir()
+    with MemoryStore.open(real / "s.db") as store:
+        store.add_many([f"memory {i} about the harbour" for i in range(300)])
+    for name in ("s.db", "s.db.files"):
+        (links / name).symlink_to(real / name)
+    original = (real / "s.db.files" / "vectors.idx").read_bytes()
+    cold.copy_store(links / "s.db", tmp_path / "copy.db")
+    assert not (tmp_path / "copy.db.files").is_symlink()
+    with MemoryStore.open(tmp_path / "copy.db") as store:
+        store.add_many([f"memory {i} added to the copy" for i in range(300)])
+    assert (real / "s.db.files" / "vectors.idx").read_bytes() == original
+
+
 @pytest.mark.sqlite_only  # it starts its own PostgreSQL; the PostgreSQL session need not run it twice
 def test_postgres_bench_runs(monkeypatch, tmp_path, capsys):
     pytest.importorskip("pgserver")
