@@ -137,23 +137,15 @@ class MemoryRepository:
         return memory
 
     def get_many(self, ids: Sequence[str], namespace: str | None = None) -> list[Memory]:
-        found: dict[str, Memory] = {}
-        unique = list(dict.fromkeys(ids))
-        for start in range(0, len(unique), 500):
-            part = unique[start : start + 500]
-            for row in self.db.query(
-                f"SELECT {SELECT_COLUMNS} FROM memory_chunks WHERE id IN ({', '.join('?' for _ in part)})", part
-            ):
-                memory = Memory.from_row(row)
-                if namespace is None or memory.namespace == namespace:
-                    found[memory.id] = memory
+        found = {m.id: m for m in map(Memory.from_row, self._where_in(SELECT_COLUMNS, "id", list(dict.fromkeys(ids))))
+                 if namespace is None or m.namespace == namespace}
         return [found[i] for i in ids if i in found]
 
     def ranking_columns(self, rowids: Sequence[int]) -> list[tuple[int, float, datetime | None, datetime | None]]:
         """(rowid, feedback score, last_hit_at, created_at) of each row that exists: what search ranks on."""
         return [(int(rowid), float(score or 0.0), from_iso(last_hit_at), from_iso(created_at))
                 for rowid, score, last_hit_at, created_at
-                in self._by_rowid("chunk_rowid, score, last_hit_at, created_at", rowids)]
+                in self._where_in("chunk_rowid, score, last_hit_at, created_at", "chunk_rowid", rowids)]
 
     def session_neighbours(self, rowids: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
         """(previous, next) rowid in its namespace and session, by (created_at, rowid), of each row with a session."""
@@ -172,18 +164,14 @@ class MemoryRepository:
         return out
 
     def by_rowids(self, rowids: Sequence[int]) -> dict[int, Memory]:
-        out: dict[int, Memory] = {}
-        for row in self._by_rowid(SELECT_COLUMNS, rowids):
-            memory = Memory.from_row(row)
-            out[memory.rowid] = memory
-        return out
+        return {m.rowid: m for m in map(Memory.from_row, self._where_in(SELECT_COLUMNS, "chunk_rowid", rowids))}
 
-    def _by_rowid(self, columns: str, rowids: Sequence[int]) -> Iterator[Any]:
-        """``columns`` of the rows with these rowids, 500 to a statement."""
-        for start in range(0, len(rowids), 500):
-            part = list(rowids[start : start + 500])
+    def _where_in(self, columns: str, key: str, values: Sequence[Any]) -> Iterator[Any]:
+        """``columns`` of the rows whose ``key`` is one of ``values``, 500 to a statement."""
+        for start in range(0, len(values), 500):
+            part = list(values[start : start + 500])
             yield from self.db.query(
-                f"SELECT {columns} FROM memory_chunks WHERE chunk_rowid IN ({', '.join('?' for _ in part)})", part
+                f"SELECT {columns} FROM memory_chunks WHERE {key} IN ({', '.join('?' for _ in part)})", part
             )
 
     def select(self, scope: Scope, *, order_by: str = "created_at", descending: bool = False,
@@ -308,7 +296,7 @@ class MemoryRepository:
                 return
             self.db.insert_many(self._insert_sql, [self._row(memory_id, item, now_iso) for memory_id, item in pending])
             if not self.vectors.inline:
-                rowids = self._rowids([memory_id for memory_id, _ in pending])
+                rowids = dict(self._where_in("id, chunk_rowid", "id", [memory_id for memory_id, _ in pending]))
                 self.vectors.put_many(
                     [(rowids[memory_id], _vector(item), self._state(item, now_iso)) for memory_id, item in pending])
             pending.clear()
@@ -325,14 +313,6 @@ class MemoryRepository:
             results.append(AddResult(memory_id, "created"))
         flush()
         return results
-
-    def _rowids(self, ids: Sequence[str]) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for start in range(0, len(ids), 500):
-            part = list(ids[start : start + 500])
-            out.update(self.db.query(
-                f"SELECT id, chunk_rowid FROM memory_chunks WHERE id IN ({', '.join('?' for _ in part)})", part))
-        return out
 
     def near_facts(self, item: Prepared, *, extra: int = 4) -> NearFacts:
         """The live facts of ``item``'s namespace that it nearly repeats (cosine above the dedup
