@@ -21,11 +21,16 @@ False
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
-from functools import lru_cache
+from collections.abc import Callable
+from typing import TypeVar
 
-__all__ = ["statement_words", "is_restatement", "spell_out", "IGNORED_WORDS"]
+__all__ = ["statement_words", "is_restatement", "spell_out", "IGNORED_WORDS", "remembered"]
+
+T = TypeVar("T")
+SHORT_TEXT = 1000  # characters: the longest text whose answer is kept (at most ~4 MB for 1,024)
 
 IGNORED_WORDS = frozenset({"a", "an", "the"})
 """Words a restatement may add or drop: articles only. Negations, numbers, names, verbs (tense
@@ -51,6 +56,20 @@ _CONTRACTIONS = (
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u2032": "'"})
 
 
+def remembered(size: int) -> Callable[[Callable[[str], T]], Callable[[str], T]]:
+    """Keep a text function's last ``size`` answers for texts of up to :data:`SHORT_TEXT` characters:
+    an add compares its text with each near-duplicate, and the write rule with a category's newest
+    facts, asking again about the same texts."""
+    def decorate(function: Callable[[str], T]) -> Callable[[str], T]:
+        kept = functools.lru_cache(maxsize=size)(function)
+
+        @functools.wraps(function)
+        def answer(text: str) -> T:
+            return kept(text) if len(text) <= SHORT_TEXT else function(text)
+        return answer
+    return decorate
+
+
 def spell_out(text: str) -> str:
     """``text`` casefolded (NFKC, straight apostrophes) with its contractions spelled out:
     "I'm" -> "i am", "doesn't" -> "does not", "can't" -> "can not"."""
@@ -61,7 +80,7 @@ def spell_out(text: str) -> str:
     return folded
 
 
-@lru_cache(maxsize=256)  # an add compares its text with each near-duplicate, twice
+@remembered(256)
 def statement_words(text: str) -> tuple[str, ...]:
     """The words that make ``text``'s statement, in order: casefolded, contractions spelled out,
     punctuation and articles left out (numbers, addresses and versions stay whole)."""

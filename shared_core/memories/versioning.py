@@ -34,7 +34,6 @@ import json
 import logging
 import re
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..clock import to_iso
@@ -44,7 +43,7 @@ from ..index.filters import Condition
 from ..index.scope import Scope
 from ..llm import ModelOutputError, parse_json_output
 from ..namespaces import check_namespace
-from ..restatement import is_restatement, spell_out, statement_words
+from ..restatement import is_restatement, remembered, spell_out, statement_words
 from ..search_query import SearchQuery
 from .records import AddResult, Memory, NearFacts
 
@@ -94,6 +93,7 @@ For UPDATE, DELETE and NONE give the id of that existing fact."""
 _EVENT_CHOICES = " | ".join(f'"{event}"' for event in VERSION_EVENTS)
 
 
+@remembered(1024)  # the category rule reads a category's 500 newest facts' keys at every add
 def subject_key(text: str) -> str | None:
     """The words before the first linking verb, plus the verb ("user timezone is"), or None.
 
@@ -101,20 +101,6 @@ def subject_key(text: str) -> str | None:
     in one form, so "Bob doesn't like tea" and "Bob likes coffee" share ``"bob likes"`` and "I
     no longer use Vim" and "I use Vim" share ``"i uses"``.
     """
-    return _remembered_subject_key(text) if len(text) <= _REMEMBERED_CHARS else _subject_key(text)
-
-
-# the category rule reads the keys of a category's 500 newest facts at every add, nearly the same
-# 500 each time (4 ms a fact add at 100k); short texts' keys are kept (at most ~4 MB of texts)
-_REMEMBERED_CHARS = 1000
-
-
-@lru_cache(maxsize=1024)
-def _remembered_subject_key(text: str) -> str | None:
-    return _subject_key(text)
-
-
-def _subject_key(text: str) -> str | None:
     subject: list[str] = []
     for word in _WORD.findall(spell_out(text))[:12]:
         verb = _LINKING_VERBS.get(word)
@@ -304,9 +290,10 @@ class FactVersions:
         for rowid, text, metadata in candidates:
             theirs = metadata.get("subject")
             if explicit is not None:
-                if isinstance(theirs, str) and theirs.strip().casefold() == explicit:
-                    return memories.by_rowids([rowid]).get(rowid)
-            elif not isinstance(theirs, str) and subject_key(text) == key:
+                same = isinstance(theirs, str) and theirs.strip().casefold() == explicit
+            else:
+                same = not isinstance(theirs, str) and subject_key(text) == key
+            if same:
                 return memories.by_rowids([rowid]).get(rowid)
         return None
 
