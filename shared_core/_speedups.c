@@ -11,6 +11,9 @@
  *   alone, ~90-135 inside an add, where the 1.6 MB of codes come from memory. The few hundred rows
  *   that pass the head have their other words fetched ahead (prefetched, checked a batch later):
  *   one cache miss after another cost 35 us more in a store of similar texts.
+ * nearest(): the codes nearest a search's query in Hamming distance, the candidates it scores
+ *   again: one pass over the codes and one over their distances, where numpy needs a pass per
+ *   64-bit word, a gather and an argpartition (a million rows of 384 bits: ~6 ms against 23).
  * similarities(): the exact scores of the few rows left, their vectors fetched together.
  * fnv1a_64(): seed 003's content hash of every text written (shared_core.embed.hashes), ~20 us
  *   per 100-byte text in a Python loop.
@@ -308,6 +311,116 @@ static PyObject *use_kernel(PyObject *module, PyObject *arg) {
     return NULL;
 }
 
+/* -- nearest ---------------------------------------------------------------------------------- */
+
+/* What one ranking needs: the codes (word w of row i at codes[w * stride + i]), the rows in scope
+ * (mask, or every row), the query's code; dist holds each row's distance (UNRANKED: out of scope)
+ * and hist how many rows in scope lie at each distance. */
+#define UNRANKED 0xffff
+typedef struct {
+    const uint64_t *codes, *code;
+    const uint8_t *mask;
+    Py_ssize_t words, stride, size;
+    uint16_t *dist;
+    Py_ssize_t *hist;
+} Ranking;
+
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline void rank_rows(Ranking *r) {
+    for (Py_ssize_t i = 0; i < r->size; i++) {
+        if (r->mask != NULL && !r->mask[i]) {
+            r->dist[i] = UNRANKED;
+            continue;
+        }
+        int d = 0;
+        for (Py_ssize_t w = 0; w < r->words; w++) d += popcount64(r->codes[w * r->stride + i] ^ r->code[w]);
+        r->dist[i] = (uint16_t)d;
+        r->hist[d]++;
+    }
+}
+
+static void rank_portable(Ranking *r) { rank_rows(r); }
+#ifdef OPENKOI_X86
+__attribute__((target("popcnt"))) static void rank_popcnt(Ranking *r) { rank_rows(r); }
+#endif
+
+PyDoc_STRVAR(nearest_doc,
+"nearest(codes, words, stride, size, mask, code, pool, slots) -> int\n\n"
+"The ``pool`` rows of 0..size-1 (those where ``mask`` is true; None: all) whose sign codes are\n"
+"nearest ``code`` in Hamming distance, ties to the lower row, in row order into ``slots`` (int64);\n"
+"returns how many were written (fewer than ``pool`` when fewer rows are in scope). Word w of row i\n"
+"is codes[w * stride + i] (uint64). One pass over the codes, then one over their distances: numpy\n"
+"needs a pass per word, a gather and an argpartition (23 ms at 1M rows of 384 bits against ~6).");
+
+static PyObject *nearest(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *codes_obj, *mask_obj, *code_obj, *slots_obj;
+    Py_ssize_t words, stride, size, pool;
+    if (!PyArg_ParseTuple(args, "OnnnOOnO:nearest", &codes_obj, &words, &stride, &size, &mask_obj, &code_obj,
+                          &pool, &slots_obj)) {
+        return NULL;
+    }
+    if (words < 1 || words > 64 || size < 0 || stride < size || pool < 0) {
+        PyErr_SetString(PyExc_ValueError, "need 1 <= words <= 64, 0 <= size <= stride and pool >= 0");
+        return NULL;
+    }
+    Py_buffer codes, mask = {0}, code, slots;
+    PyObject *result = NULL;
+    Py_ssize_t row_bytes = (Py_ssize_t)sizeof(uint64_t);
+    if (get_buffer(codes_obj, &codes, 0, ((words - 1) * stride + size) * row_bytes, "codes") < 0) return NULL;
+    int masked = mask_obj != Py_None;
+    if (masked && get_buffer(mask_obj, &mask, 0, size, "mask") < 0) goto release_codes;
+    if (get_buffer(code_obj, &code, 0, words * row_bytes, "code") < 0) goto release_mask;
+    if (get_buffer(slots_obj, &slots, 1, pool * (Py_ssize_t)sizeof(int64_t), "slots") < 0) goto release_code;
+
+    Py_ssize_t bins = 64 * words + 1;
+    uint16_t *dist = PyMem_Malloc((size_t)(size ? size : 1) * sizeof(uint16_t));
+    Py_ssize_t *hist = PyMem_Calloc((size_t)bins, sizeof(Py_ssize_t));
+    if (dist == NULL || hist == NULL) {
+        PyErr_NoMemory();
+        goto free_buffers;
+    }
+    Ranking ranking = {
+        .codes = codes.buf, .code = code.buf, .mask = masked ? mask.buf : NULL, .words = words,
+        .stride = stride, .size = size, .dist = dist, .hist = hist,
+    };
+    int64_t *out = slots.buf;
+    Py_ssize_t count = 0;
+    Py_BEGIN_ALLOW_THREADS
+#ifdef OPENKOI_X86
+    if (__builtin_cpu_supports("popcnt")) rank_popcnt(&ranking); else rank_portable(&ranking);
+#else
+    rank_portable(&ranking);
+#endif
+    /* the distance below which every row is kept, and how many rows at it are kept too */
+    Py_ssize_t cutoff = 0, below = 0;
+    while (cutoff < bins && below + hist[cutoff] < pool) below += hist[cutoff++];
+    Py_ssize_t at_cutoff = pool - below;
+    for (Py_ssize_t i = 0; i < size && count < pool; i++) {
+        Py_ssize_t d = dist[i];
+        if (d < cutoff || (d == cutoff && at_cutoff > 0)) {
+            if (d == cutoff) at_cutoff--;
+            out[count++] = i;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromSsize_t(count);
+
+free_buffers:
+    PyMem_Free(hist);
+    PyMem_Free(dist);
+    PyBuffer_Release(&slots);
+release_code:
+    PyBuffer_Release(&code);
+release_mask:
+    if (masked) PyBuffer_Release(&mask);
+release_codes:
+    PyBuffer_Release(&codes);
+    return result;
+}
+
 /* -- similarities ------------------------------------------------------------------------------ */
 
 PyDoc_STRVAR(similarities_doc,
@@ -527,6 +640,7 @@ static PyMethodDef methods[] = {
     {"near", near, METH_VARARGS, near_doc},
     {"near_kernels", list_kernels, METH_NOARGS, kernels_doc},
     {"use_near_kernel", use_kernel, METH_O, use_doc},
+    {"nearest", nearest, METH_VARARGS, nearest_doc},
     {"similarities", similarities, METH_VARARGS, similarities_doc},
     {"fnv1a_64", fnv1a_64, METH_VARARGS, fnv_doc},
     {"hashing_signs", hashing_signs, METH_VARARGS, signs_doc},

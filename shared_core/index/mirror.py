@@ -529,26 +529,26 @@ class Mirror:
             mask &= take(self.current)
         return mask
 
-    def hamming(self, slots: np.ndarray | None, query_code: np.ndarray, words: range | int | None = None) -> np.ndarray:
-        """Hamming distance from ``query_code`` to the codes of ``slots`` (None: every slot).
-
-        ``words``: compare only these words of each code (an int: the first that many), a
-        cheaper, coarser distance.
-        """
-        if words is None:
-            words = range(self.words)
-        elif isinstance(words, int):
-            words = range(words)
-        # a scope holding most rows reads the codes in place instead of gathering them
-        whole = slots is None or slots.size * 2 > self.size
-        small = 64 * len(words) <= 255  # the sum fits in a byte: no widening pass
-        distances: np.ndarray | None = None
-        for word in words:
-            column = self.codes[word, : self.size] if whole else self.codes[word, slots]
-            counts = popcount(column ^ query_code[word])
-            if distances is None:
-                distances = counts if small else counts.astype(np.uint16)
-            else:
-                distances += counts
-        assert distances is not None
-        return distances if slots is None or not whole else distances[slots]
+    def nearest(self, mask: np.ndarray | None, query_code: np.ndarray, pool: int) -> np.ndarray:
+        """The ``pool`` slots in ``mask`` (None: every slot) whose codes are nearest ``query_code`` in
+        Hamming distance, ties to the lower slot, in slot order: the candidates a search scores again."""
+        codes = self.codes
+        if _speedups is not None:
+            slots = np.empty(max(pool, 0), dtype=np.int64)
+            mask_arg = None if mask is None else np.ascontiguousarray(mask[: self.size], dtype=np.bool_)
+            count = _speedups.nearest(codes, self.words, codes.shape[1], self.size, mask_arg,
+                                      np.ascontiguousarray(query_code, dtype=np.uint64), pool, slots)
+            return slots[:count]
+        distances = popcount(codes[0, : self.size] ^ query_code[0]).astype(np.uint16)
+        for word in range(1, self.words):
+            distances += popcount(codes[word, : self.size] ^ query_code[word])
+        unranked = 64 * self.words + 1
+        if mask is not None:
+            distances[~mask[: self.size]] = unranked
+        reached = np.cumsum(np.bincount(distances, minlength=unranked + 1)[:unranked])
+        cutoff = int(np.searchsorted(reached, pool))  # the first distance at which ``pool`` rows are reached
+        if cutoff >= unranked:
+            return (distances < unranked).nonzero()[0]
+        below = (distances < cutoff).nonzero()[0]
+        at = (distances == cutoff).nonzero()[0][: pool - below.size]
+        return np.sort(np.concatenate([below, at]))

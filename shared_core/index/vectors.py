@@ -255,21 +255,19 @@ class SqliteVectorIndex:
         mask = mirror.mask(scope, now)
         if allowed is not None:
             mask &= allowed
-        slots = np.flatnonzero(mask)
-        if slots.size == 0:
+        rows = int(np.count_nonzero(mask))
+        if rows == 0:
             return []
-        if slots.size <= k + _EXACT_EXTRA:
-            chosen = slots
+        if rows <= k + _EXACT_EXTRA:
+            chosen = np.flatnonzero(mask)
         else:
             direct = min(self.config.exact_scan_rows, _FILE_DIRECT_ROWS) if mirror.file_backed else self.config.exact_scan_rows
             window = k + _EXACT_EXTRA
-            if slots.size <= max(direct, k):
-                candidates = slots
+            if rows <= max(direct, k):
+                candidates = np.flatnonzero(mask)
                 approx = mirror.approx(candidates, query)
             else:
-                distances = mirror.hamming(slots, sign_code(query, mirror.words))
-                pool = min(slots.size, self._pool(k, slots.size))
-                candidates = slots[np.argpartition(distances, pool - 1)[:pool]]
+                candidates = mirror.nearest(mask, sign_code(query, mirror.words), min(rows, self._pool(k, rows)))
                 if mirror.file_backed:
                     # the int8 rows of thousands of candidates would make most of their column resident
                     # (a read fault maps its neighbours too: 460 MB at 1M): rank them by the query against
