@@ -310,17 +310,38 @@ class SqliteKeywordIndex:
 def planned_match(used: tuple[str, ...], df: tuple[int, ...], cap: int, near_words: int = PLAN_NEAR) -> str:
     """The FTS5 query of the capped plan for the words ``used``, held by ``df`` rows each: the whole
     OR of ``used``, less the rows that hold neither one of the rarest words (held by at most ``cap``
-    rows together) nor two of the next ``near_words`` rarest ('' for one word)."""
+    rows together) nor two of the next ``near_words`` rarest ('' for one word, or when every word
+    is among the rarest: then the plan is the whole OR).
+
+    Only the whole OR on the left scores: FTS5 gives the phrases on the right of a NOT no hits in
+    the rows it returns. It still counts every phrase's rows for its idf, once per appearance, so
+    the right-hand side names each word as few times as it can: the rows outside the plan hold
+    none of the rarest words, so the commoner words alone find them, and "two of these words" is
+    built from halves (16 phrases for six words against 30 for every pair)."""
     if len(used) < 2:
         return ""
     first, rest = rarest(df, cap)
     if df[first[0]] > cap:  # even the rarest word is common: only rows holding two of the rarest
         first, rest = [], first + rest
+    if not rest:
+        return ""
     near = [to_fts_query([used[i]]) for i in rest[:near_words]]
     wanted = [to_fts_query([used[i] for i in first])] if first else []
-    wanted += [f"{a} AND {b}" for n, a in enumerate(near) for b in near[n + 1 :]]
-    whole = to_fts_query(list(used))
-    return f"({whole}) NOT (({whole}) NOT ({' OR '.join(f'({w})' for w in wanted)}))"
+    if len(near) > 1:
+        wanted.append(_two_of(near))
+    whole, others = to_fts_query(list(used)), to_fts_query([used[i] for i in rest])
+    return f"({whole}) NOT (({others}) NOT ({' OR '.join(f'({w})' for w in wanted)}))"
+
+
+def _two_of(phrases: list[str]) -> str:
+    """An FTS5 query for rows holding at least two of ``phrases`` (two or more)."""
+    if len(phrases) == 2:
+        return f"{phrases[0]} AND {phrases[1]}"
+    half = len(phrases) // 2
+    left, right = phrases[:half], phrases[half:]
+    parts = [f"({' OR '.join(left)}) AND ({' OR '.join(right)})"]  # AND binds before OR in FTS5
+    parts += [f"({_two_of(side)})" for side in (left, right) if len(side) > 1]
+    return " OR ".join(parts)
 
 
 def _phrase(term: str) -> str:

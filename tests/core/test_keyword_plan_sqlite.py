@@ -6,9 +6,11 @@ The plan starts at 20,000 matches; these tests lower the index's two limits to s
 
 from __future__ import annotations
 
+from itertools import combinations
+
 import pytest
 
-from shared_core.index.keyword import planned_match
+from shared_core.index.keyword import _two_of, planned_match
 from shared_core.index.scope import Scope
 
 pytestmark = pytest.mark.sqlite_only
@@ -59,8 +61,25 @@ def test_too_few_planned_rows_in_scope_ranks_every_match(store):
 
 def test_the_planned_match_expression():
     assert planned_match(("only",), (50,), 3) == ""
+    assert planned_match(("zebra", "okapi"), (1, 2), 3) == ""  # every word among the rarest: the whole OR
     plan = planned_match(("zebra", "alpha", "beta"), (1, 47, 39), 3)
-    assert plan == ('("zebra" OR "alpha" OR "beta") NOT (("zebra" OR "alpha" OR "beta") NOT '
+    # the rows outside the plan hold no rarest word: the commoner words alone find them
+    assert plan == ('("zebra" OR "alpha" OR "beta") NOT (("beta" OR "alpha") NOT '
                     '(("zebra") OR ("beta" AND "alpha")))')
-    common = planned_match(("alpha", "beta", "gamma"), (47, 39, 60), 3)  # no rare word: pairs of the rarest
-    assert common.endswith('NOT (("beta" AND "alpha") OR ("beta" AND "gamma") OR ("alpha" AND "gamma")))')
+    common = planned_match(("alpha", "beta", "gamma"), (47, 39, 60), 3)  # no rare word: two of the rarest
+    assert common.endswith('NOT ((("beta") AND ("alpha" OR "gamma") OR ("alpha" AND "gamma"))))')
+
+
+@pytest.mark.parametrize("words", [2, 3, 4, 5, 6, 7])
+def test_two_of_the_words_is_every_pair_and_names_each_word_few_times(store, words):
+    """The plan's "at least two of these words", built from halves, finds what an OR of every pair finds."""
+    names = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa"][:words]
+    texts = [" ".join(chosen) for size in (1, 2, 3) for chosen in combinations(names, size)]
+    store.add_many([{"text": t} for t in texts])
+    quoted = [f'"{n}"' for n in names]
+    match = "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid"
+    pairs = " OR ".join(f"({a} AND {b})" for a, b in combinations(quoted, 2))
+    found = store.kernel.backend.query(match, (_two_of(quoted),))
+    assert found == store.kernel.backend.query(match, (pairs,))
+    assert len(found) == sum(1 for t in texts if len(t.split()) >= 2)
+    assert sum(_two_of(quoted).count(q) for q in quoted) <= {2: 2, 3: 5, 4: 8, 5: 12, 6: 16, 7: 20}[words]
