@@ -61,6 +61,7 @@ def test_the_compiled_ranking_refuses_buffers_too_short_for_its_rows():
     assert slots.tolist() == [0, 1, 2, 3]  # every distance 0: the lowest rows
 
 
+@pytest.mark.sqlite_only  # the mirror's search; PostgreSQL searches its HNSW index
 def test_a_big_search_gives_the_same_results_compiled_or_not(tmp_path, monkeypatch):
     """Past ``search.exact_scan_rows`` a search ranks every code first; the candidates, and so the
     results, do not depend on whether that ranking was compiled."""
@@ -78,3 +79,16 @@ def test_a_big_search_gives_the_same_results_compiled_or_not(tmp_path, monkeypat
         assert len(ranked) == 20
         monkeypatch.setattr(mirror_module, "_speedups", None)
         assert [store.search(vector=q, limit=10, fusion="vector").ids for q in queries] == compiled
+
+
+@pytest.mark.parametrize("dims", [8, 100, 384])
+def test_the_query_against_the_sign_bits_of_candidates_sums_its_components_where_their_bits_are_set(dims):
+    """The second ranking of a big file-backed search, before int8 rows are read for the best 1,024."""
+    rng = np.random.default_rng(dims)
+    mirror = _mirror(rng, 300, dims)
+    query = rng.standard_normal(dims).astype(np.float32)
+    slots = np.array([299, 0, 17, 17, 150])
+    vectors = mirror.vectors[slots]
+    expected = [sum(float(query[j]) for j in range(dims) if vectors[i, j] >= 0) for i in range(len(slots))]
+    assert mirror.signed(slots, query) == pytest.approx(expected, abs=1e-9)
+    assert mirror.signed(np.array([], dtype=np.int64), query).size == 0
