@@ -532,23 +532,36 @@ class Mirror:
     def nearest(self, mask: np.ndarray | None, query_code: np.ndarray, pool: int) -> np.ndarray:
         """The ``pool`` slots in ``mask`` (None: every slot) whose codes are nearest ``query_code`` in
         Hamming distance, ties to the lower slot, in slot order: the candidates a search scores again."""
-        codes = self.codes
+        codes, size = self.codes, self.size
+        if mask is not None and np.count_nonzero(mask[:size]) * 16 < size:
+            # a scope of few rows (a namespace in a big file): their codes gathered; past a sixteenth of
+            # the rows one pass over every code costs less (a million rows: 2.2 ms gathered for 10k, 5.5 whole)
+            slots = mask[:size].nonzero()[0]
+            distances = popcount(codes[0, slots] ^ query_code[0]).astype(np.uint16)
+            for word in range(1, self.words):
+                distances += popcount(codes[word, slots] ^ query_code[word])
+            return slots[_least(distances, pool, 64 * self.words + 1)]
         if _speedups is not None:
-            slots = np.empty(max(pool, 0), dtype=np.int64)
-            mask_arg = None if mask is None else np.ascontiguousarray(mask[: self.size], dtype=np.bool_)
-            count = _speedups.nearest(codes, self.words, codes.shape[1], self.size, mask_arg,
-                                      np.ascontiguousarray(query_code, dtype=np.uint64), pool, slots)
-            return slots[:count]
-        distances = popcount(codes[0, : self.size] ^ query_code[0]).astype(np.uint16)
+            found = np.empty(max(pool, 0), dtype=np.int64)
+            mask_arg = None if mask is None else np.ascontiguousarray(mask[:size], dtype=np.bool_)
+            count = _speedups.nearest(codes, self.words, codes.shape[1], size, mask_arg,
+                                      np.ascontiguousarray(query_code, dtype=np.uint64), pool, found)
+            return found[:count]
+        distances = popcount(codes[0, :size] ^ query_code[0]).astype(np.uint16)
         for word in range(1, self.words):
-            distances += popcount(codes[word, : self.size] ^ query_code[word])
+            distances += popcount(codes[word, :size] ^ query_code[word])
         unranked = 64 * self.words + 1
         if mask is not None:
-            distances[~mask[: self.size]] = unranked
-        reached = np.cumsum(np.bincount(distances, minlength=unranked + 1)[:unranked])
-        cutoff = int(np.searchsorted(reached, pool))  # the first distance at which ``pool`` rows are reached
-        if cutoff >= unranked:
-            return (distances < unranked).nonzero()[0]
-        below = (distances < cutoff).nonzero()[0]
-        at = (distances == cutoff).nonzero()[0][: pool - below.size]
-        return np.sort(np.concatenate([below, at]))
+            distances[~mask[:size]] = unranked
+        return _least(distances, pool, unranked)
+
+
+def _least(distances: np.ndarray, pool: int, limit: int) -> np.ndarray:
+    """Positions of the ``pool`` least of ``distances`` below ``limit``, ties to the lower position, in order."""
+    reached = np.cumsum(np.bincount(distances, minlength=limit + 1)[:limit])
+    cutoff = int(np.searchsorted(reached, pool))  # the first distance at which ``pool`` rows are reached
+    if cutoff >= limit:
+        return (distances < limit).nonzero()[0]
+    below = (distances < cutoff).nonzero()[0]
+    at = (distances == cutoff).nonzero()[0][: pool - below.size]
+    return np.sort(np.concatenate([below, at]))

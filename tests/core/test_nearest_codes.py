@@ -41,7 +41,9 @@ def test_the_nearest_codes_are_the_same_compiled_or_not_and_ties_go_to_the_lower
     rng = np.random.default_rng(dims * 7 + size)
     mirror = _mirror(rng, size, dims)
     code = sign_code(rng.standard_normal(dims).astype(np.float32), mirror.words)
-    for mask in (None, rng.random(size) < 0.3, np.zeros(size, dtype=bool), np.ones(size, dtype=bool)):
+    # a sparse scope's codes are gathered (under a sixteenth of the rows), a dense one's scanned whole
+    for mask in (None, rng.random(size) < 0.3, rng.random(size) < 0.03, np.zeros(size, dtype=bool),
+                 np.ones(size, dtype=bool)):
         found = mirror.nearest(mask, code, pool)
         assert found.tolist() == _brute_force(mirror, mask, code, pool)  # 8 dims: hundreds of rows tie
 
