@@ -3,8 +3,8 @@
 Vectors live in ``memory_chunks.embedding`` (written in the same statement or transaction
 as the row, so row, keyword index and vector change together). The column accepts any
 dimensions; the store's embedder fixes them through the HNSW index, an expression index
-on ``embedding::vector(<dims>)`` created when the store opens (``ensure_ready``) and
-rebuilt when the embedder changes.
+on ``embedding::vector(<dims>)`` over the rows with vectors of that size, created when the
+store opens (``ensure_ready``) and rebuilt when the embedder changes.
 
 A filtered HNSW scan can return fewer than k rows (it collects ``hnsw.ef_search``
 candidates, then filters them), and a filtered search must return k results when k
@@ -96,6 +96,11 @@ class PgVectorIndex:
         """The indexed expression; ORDER BY it (with <=>) to use the HNSW index."""
         return f"c.embedding::vector({self.dims})"
 
+    @property
+    def sized(self) -> str:
+        """The HNSW index's predicate (rows with a vector of this size); a query names it to use the index."""
+        return f"vector_dims(c.embedding) = {self.dims}"
+
     def ensure_ready(self) -> None:
         """Create the HNSW index for this embedder's dimensions, dropping any for others."""
         if self.db.read_only:
@@ -113,7 +118,10 @@ class PgVectorIndex:
                 self.db.execute(
                     f"CREATE INDEX IF NOT EXISTS {self.index_name} ON memory_chunks USING hnsw "
                     f"((embedding::vector({self.dims})) vector_cosine_ops) "
-                    f"WITH (m = {int(self.database.hnsw_m)}, ef_construction = {int(self.database.hnsw_ef_construction)})"
+                    f"WITH (m = {int(self.database.hnsw_m)}, ef_construction = {int(self.database.hnsw_ef_construction)}) "
+                    # partial: the build also reads rows deleted while another session's snapshot still
+                    # sees them, and casting a vector of the size before a re-embedding would fail it
+                    f"WHERE vector_dims(embedding) = {self.dims}"
                 )
 
     def _graph_bytes(self, rows: int) -> int:
@@ -229,7 +237,7 @@ class PgVectorIndex:
                 self._set_ef_search(conn, min(ef, _MAX_EF))
                 rows = self.db.query(
                     f"SELECT c.chunk_rowid, 1 - ({self.expression} <=> ?) FROM memory_chunks c "
-                    f"WHERE {sql} AND c.embedding IS NOT NULL ORDER BY {self.expression} <=> ? LIMIT ?",
+                    f"WHERE {sql} AND {self.sized} ORDER BY {self.expression} <=> ? LIMIT ?",
                     (vector, *params, vector, k),
                 )
             if len(rows) >= k:

@@ -267,6 +267,46 @@ def test_switching_embedder_rebuilds_the_hnsw_index(pg_url, fake_embedder):
         assert store.search("heat pump", fusion="vector").ids[0] == store.list()[1].id
 
 
+@pytest.mark.postgres_only
+def test_a_new_size_is_indexed_while_another_session_still_sees_the_old_rows(pg_url, pg_server, fake_embedder):
+    """An index build also reads rows deleted since the oldest open snapshot of the database (another
+    client's, autovacuum's); casting their vectors of the old size to the new one must not fail it."""
+    with MemoryStore.open(pg_url) as store:
+        store.add_many(["solar panels on the roof", "the heat pump is new"])
+    with psycopg.connect(pg_server) as other:
+        other.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        other.execute("SELECT 1")  # its snapshot still sees the rows deleted next
+        with MemoryStore.open(pg_url) as store:
+            for memory in store.list():
+                store.delete(memory.id)
+        with MemoryStore.open(pg_url, embedder=fake_embedder, reembed=True) as store:
+            store.add("the heat pump is new")
+            assert [h.memory.text for h in store.search("heat pump", fusion="vector")] == ["the heat pump is new"]
+
+
+@pytest.mark.postgres_only
+def test_a_vector_search_of_a_big_scope_uses_the_hnsw_index(pg_url, monkeypatch):
+    with MemoryStore.open(pg_url, config={"database": {"exact_scan_rows": 50}}) as store:
+        rng = np.random.default_rng(5)
+        vectors = rng.standard_normal((400, store.embedder.dims)).astype(np.float32)
+        store.add_many([{"text": f"note {i}", "vector": vectors[i]} for i in range(400)])
+        store.db.execute("ANALYZE memory_chunks")
+        statements: list[tuple[str, tuple]] = []
+        query = store.db.query
+
+        def capture(sql, params=()):
+            if "<=>" in sql and "ORDER BY" in sql:
+                statements.append((sql, tuple(params)))
+            return query(sql, params)
+
+        monkeypatch.setattr(store.db, "query", capture)
+        hits = store.search(vector=vectors[7], fusion="vector", limit=5)
+        monkeypatch.undo()
+        assert hits[0].memory.text == "note 7" and statements
+        plan = "\n".join(r[0] for r in store.db.query("EXPLAIN " + statements[0][0], statements[0][1]))
+        assert f"Index Scan using idx_chunks_embedding_{store.embedder.dims}" in plan, plan
+
+
 # -- scale-out: several processes, one memory ------------------------------------------------------
 
 WORKER = textwrap.dedent("""
