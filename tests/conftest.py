@@ -8,6 +8,7 @@ Tests of SQLite itself are marked ``sqlite_only``; tests of the PostgreSQL backe
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
@@ -118,6 +119,30 @@ class FakeEmbedder:
                 out[i] += self._word(word)
             out[i] /= np.linalg.norm(out[i]) or 1.0
         return out
+
+
+@contextlib.contextmanager
+def _statements(db, method: str, keep):
+    seen: list[tuple[str, tuple]] = []
+    original = getattr(db, method)
+
+    def spy(sql, params=()):
+        if keep(sql):
+            seen.append((sql, tuple(params)))
+        return original(sql, params)
+
+    setattr(db, method, spy)
+    try:
+        yield seen
+    finally:
+        delattr(db, method)  # the class's method again
+
+
+@pytest.fixture
+def sql_spy():
+    """``with sql_spy(store.db, "query", keep) as seen:``: the (sql, params) of the statements that
+    ``db.query`` (or another method) ran inside the block and ``keep(sql)`` accepted."""
+    return _statements
 
 
 @pytest.fixture

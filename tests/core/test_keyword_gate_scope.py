@@ -44,27 +44,19 @@ def test_a_word_common_within_the_searched_scope_is_still_left_out(store):
 
 
 @pytest.mark.sqlite_only
-def test_a_words_rows_in_a_big_scope_are_counted_from_its_posting_list(store, monkeypatch):
+def test_a_words_rows_in_a_big_scope_are_counted_from_its_posting_list(store, sql_spy):
     """SQLite, left to itself on a fresh file, probed each of the namespace's rows for the word (1.5 s a count
     at 100k rows); a word held by fewer rows than the scope's is counted from its own rows."""
     store.add_many([{"text": f"note {i}: " + ("the deploy server restarted" if i % 2 else "a quiet night"),
                      "namespace": "team"} for i in range(5000)])
     store.add("the kubernetes upgrade", namespace="team")
     store.add_many([{"text": f"a quiet day {i}", "namespace": "other"} for i in range(3000)])  # the count can't be inferred
-    counts: list[tuple[str, tuple]] = []
-    scalar = store.db.scalar
-
-    def spy(sql, params=()):
-        if "MATCH" in sql and "count(*)" in sql:
-            counts.append((sql, tuple(params)))
-        return scalar(sql, params)
-
-    monkeypatch.setattr(store.db, "scalar", spy)
     team = Scope(namespaces=("team",), live_at="2026-01-01T00:00:00Z")  # as a search's scope
-    assert store.kernel.keyword.prepare("server kubernetes", team).used == ("kubernetes",)  # 2,500 of 5,001 rows
+    with sql_spy(store.db, "scalar", lambda sql: "MATCH" in sql and "count(*)" in sql) as counts:
+        assert store.kernel.keyword.prepare("server kubernetes", team).used == ("kubernetes",)  # 2,500 of 5,001 rows
     assert counts, "the word's rows in the scope were not counted"
     for sql, params in counts:
-        plan = [row[-1] for row in scalar.__self__.query("EXPLAIN QUERY PLAN " + sql, params)]
+        plan = [row[-1] for row in store.db.query("EXPLAIN QUERY PLAN " + sql, params)]
         first = next(step for step in plan if "memory_fts" in step or " c " in f" {step} ")
         assert "memory_fts" in first, plan
 

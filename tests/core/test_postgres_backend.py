@@ -285,23 +285,14 @@ def test_a_new_size_is_indexed_while_another_session_still_sees_the_old_rows(pg_
 
 
 @pytest.mark.postgres_only
-def test_a_vector_search_of_a_big_scope_uses_the_hnsw_index(pg_url, monkeypatch):
+def test_a_vector_search_of_a_big_scope_uses_the_hnsw_index(pg_url, sql_spy):
     with MemoryStore.open(pg_url, config={"database": {"exact_scan_rows": 50}}) as store:
         rng = np.random.default_rng(5)
         vectors = rng.standard_normal((400, store.embedder.dims)).astype(np.float32)
         store.add_many([{"text": f"note {i}", "vector": vectors[i]} for i in range(400)])
         store.db.execute("ANALYZE memory_chunks")
-        statements: list[tuple[str, tuple]] = []
-        query = store.db.query
-
-        def capture(sql, params=()):
-            if "<=>" in sql and "ORDER BY" in sql:
-                statements.append((sql, tuple(params)))
-            return query(sql, params)
-
-        monkeypatch.setattr(store.db, "query", capture)
-        hits = store.search(vector=vectors[7], fusion="vector", limit=5)
-        monkeypatch.undo()
+        with sql_spy(store.db, "query", lambda sql: "<=>" in sql and "ORDER BY" in sql) as statements:
+            hits = store.search(vector=vectors[7], fusion="vector", limit=5)
         assert hits[0].memory.text == "note 7" and statements
         plan = "\n".join(r[0] for r in store.db.query("EXPLAIN " + statements[0][0], statements[0][1]))
         assert f"Index Scan using idx_chunks_embedding_{store.embedder.dims}" in plan, plan

@@ -316,7 +316,7 @@ def test_the_plan_is_exact_where_few_rows_match(pg_url):
 
 
 @PG
-def test_a_small_namespace_is_searched_through_an_index(pg_url, monkeypatch):
+def test_a_small_namespace_is_searched_through_an_index(pg_url, sql_spy):
     """Every statement a search of a small namespace runs reads it through an index, also once psycopg
     has prepared the statement (a plan made for any namespace would scan the whole table)."""
     with MemoryStore.open(pg_url) as store:
@@ -327,17 +327,9 @@ def test_a_small_namespace_is_searched_through_an_index(pg_url, monkeypatch):
                         for i in range(40)])
         store.db.execute("ANALYZE memory_chunks")
         assert store.db.scalar("SHOW plan_cache_mode") == "force_custom_plan"
-        statements: list[tuple[str, tuple]] = []
-        query = store.db.query
-
-        def capture(sql, params=()):
-            if "namespace = ?" in sql and sql.lstrip().upper().startswith("SELECT"):
-                statements.append((sql, tuple(params)))
-            return query(sql, params)
-
-        monkeypatch.setattr(store.db, "query", capture)
-        hits = store.search("amber small", namespace="small", limit=5)
-        monkeypatch.undo()
+        selects = lambda sql: "namespace = ?" in sql and sql.lstrip().upper().startswith("SELECT")  # noqa: E731
+        with sql_spy(store.db, "query", selects) as statements:
+            hits = store.search("amber small", namespace="small", limit=5)
         assert hits and all(h.memory.namespace == "small" for h in hits)
         assert len(statements) >= 2  # the keyword side's and the vector side's
         for sql, params in statements:
