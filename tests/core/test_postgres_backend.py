@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -282,6 +283,24 @@ def test_a_new_size_is_indexed_while_another_session_still_sees_the_old_rows(pg_
         with MemoryStore.open(pg_url, embedder=fake_embedder, reembed=True) as store:
             store.add("the heat pump is new")
             assert [h.memory.text for h in store.search("heat pump", fusion="vector")] == ["the heat pump is new"]
+
+
+@pytest.mark.postgres_only
+def test_the_planner_knows_how_many_rows_hold_vectors_of_the_size(pg_url):
+    """The HNSW index's predicate is in every index search; guessed, it would keep 0.5 % of the rows."""
+    def estimate(store) -> int:
+        plan = store.db.query(f"EXPLAIN SELECT 1 FROM memory_chunks c WHERE vector_dims(c.embedding) = {store.embedder.dims}")
+        return int(re.search(r"rows=(\d+)", plan[0][0]).group(1))
+
+    with MemoryStore.open(pg_url) as store:
+        store.add_many([f"note {i} of many" for i in range(400)])
+        store.db.execute("ANALYZE memory_chunks")  # as autovacuum would
+        assert estimate(store) >= 300
+        store.db.execute("DROP STATISTICS memory_chunks_vector_dims")  # a memory from an earlier version
+        store.db.execute("ANALYZE memory_chunks")
+        assert estimate(store) < 50
+    with MemoryStore.open(pg_url) as store:
+        assert estimate(store) >= 300
 
 
 @pytest.mark.postgres_only
