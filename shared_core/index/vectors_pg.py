@@ -36,6 +36,7 @@ import numpy as np
 
 from ..config import DatabaseConfig, SearchConfig
 from ..db.postgres import PostgresDatabase
+from ..errors import StorageError
 from .protocols import RowState
 from .scope import Scope
 
@@ -107,12 +108,11 @@ class PgVectorIndex:
         if self.db.read_only:
             return
         existing = self._indexes()
-        described = self._sizes_described()
-        if existing == {self.index_name} and described:
+        if not self._sizes_described():
+            self._describe_sizes()
+        if existing == {self.index_name}:
             return
         with self.db.transaction():
-            if not described:
-                self._describe_sizes()
             for name in existing - {self.index_name}:
                 self.db.execute(f'DROP INDEX IF EXISTS "{name}"')
             if self.index_name not in existing:
@@ -137,10 +137,20 @@ class PgVectorIndex:
             "WHERE stxname = ? AND stxnamespace = CAST(? AS regnamespace))", (_SIZE_STATISTICS, self.db.schema)))
 
     def _describe_sizes(self) -> None:
-        self.db.execute(f"CREATE STATISTICS IF NOT EXISTS {_SIZE_STATISTICS} ON (vector_dims(embedding)) "
-                        "FROM memory_chunks")
-        if self._rows(up_to=1):  # a memory from before: its statistics now, not at autovacuum's next pass
-            self.db.execute("ANALYZE memory_chunks")
+        from psycopg.errors import InsufficientPrivilege
+
+        try:
+            with self.db.transaction():
+                self.db.execute(f"CREATE STATISTICS IF NOT EXISTS {_SIZE_STATISTICS} ON (vector_dims(embedding)) "
+                                "FROM memory_chunks")
+                if self._rows(up_to=1):  # a memory from before: its statistics now, not at autovacuum's next pass
+                    self.db.execute("ANALYZE memory_chunks")
+        except StorageError as exc:
+            if not isinstance(exc.__cause__, InsufficientPrivilege):
+                raise
+            logger.warning("%s: the statistics of the vectors' sizes are missing and this user may not create "
+                           "them; searches work, planned on a guess, until the owner of memory_chunks opens the "
+                           "memory once", self.db.path)
 
     def _graph_bytes(self, rows: int) -> int:
         """About how much memory pgvector's HNSW graph of ``rows`` rows takes while it is built."""

@@ -304,6 +304,30 @@ def test_the_planner_knows_how_many_rows_hold_vectors_of_the_size(pg_url):
 
 
 @pytest.mark.postgres_only
+def test_a_user_who_may_not_create_the_statistics_still_opens_and_searches(pg_url, caplog):
+    """A role that writes the memory but does not own its tables (the statistics need the owner)."""
+    with MemoryStore.open(pg_url) as store:
+        store.add_many(["solar panels on the roof", "the heat pump is new"])
+        store.db.execute("DROP STATISTICS memory_chunks_vector_dims")  # a memory from an earlier version
+        schema = store.db.schema
+        role = f"app_{schema}"
+        store.db.execute(f"DROP ROLE IF EXISTS {role}")
+        store.db.execute(f"CREATE ROLE {role} LOGIN")
+        store.db.execute(f"GRANT CREATE ON DATABASE {store.db.scalar('SELECT current_database()')} TO {role}")
+        store.db.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}")  # not its owner, nor its tables
+        store.db.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}")
+        store.db.execute(f"GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA {schema} TO {role}")
+    try:
+        with caplog.at_level("WARNING"), MemoryStore.open(re.sub(r"//[^@/]*@", f"//{role}@", pg_url)) as app:
+            assert [h.memory.text for h in app.search("heat pump", limit=1)] == ["the heat pump is new"]
+        assert "may not create them" in caplog.text
+    finally:
+        with MemoryStore.open(pg_url) as store:
+            store.db.execute(f"DROP OWNED BY {role}")
+            store.db.execute(f"DROP ROLE {role}")
+
+
+@pytest.mark.postgres_only
 def test_a_vector_search_of_a_big_scope_uses_the_hnsw_index(pg_url, sql_spy):
     with MemoryStore.open(pg_url, config={"database": {"exact_scan_rows": 50}}) as store:
         rng = np.random.default_rng(5)
