@@ -13,9 +13,11 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable
+from concurrent.futures import wait
 
 import numpy as np
 
+from . import workers
 from .protocols import RowState
 from .scope import Scope
 from .vector_file import RowReader, column_specs
@@ -29,6 +31,7 @@ __all__ = ["Mirror", "SMALL_MIRROR", "centred_threshold", "dot", "encode", "leas
            "quantise", "sign_bit_bound", "sign_code", "stamp_hash"]
 
 SMALL_MIRROR = 1024  # rows below which a near-duplicate check just scans every vector
+_SPLIT_ROWS = 1 << 18  # rows from which the near-duplicate scan runs on two cores
 
 
 def dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
@@ -472,13 +475,29 @@ class Mirror:
 
     def _near_compiled(self, code: np.ndarray, head_bound: int, bound: int) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`near_centred` in one compiled pass (``shared_core/_speedups.c``): at 100k rows ~135 us
-        of an add against numpy's ~230."""
+        of an add against numpy's ~230. A big mirror is scanned in two halves on two cores: at a
+        million rows the pass reads 16 MB, in 2.0 ms on one core of a 2-core VM and 1.1 on two."""
         code = np.ascontiguousarray(code, dtype=np.uint64)
+        if workers.CPUS < 2 or self.size < _SPLIT_ROWS:
+            return self._near_rows(code, head_bound, bound, 0, self.size)
+        half = self.size // 2
+        second = workers.scan_pool().submit(self._near_rows, code, head_bound, bound, half, self.size)
+        try:
+            slots, distances = self._near_rows(code, head_bound, bound, 0, half)
+        finally:
+            wait([second])  # the caller's lock covers the whole scan, never just half of it
+        more, more_distances = second.result()
+        return np.concatenate((slots, more + half)), np.concatenate((distances, more_distances))
+
+    def _near_rows(self, code: np.ndarray, head_bound: int, bound: int, start: int,
+                   end: int) -> tuple[np.ndarray, np.ndarray]:
+        """The compiled pass over slots ``start`` to ``end``, numbered from ``start``."""
         room = 4096  # rows that pass (a few hundred at 100k); more: a second call with room for all
         while True:
             slots, distances = np.empty(room, np.int64), np.empty(room, np.uint16)
-            count = _speedups.near(self.centred_head[0], self.centred_head[1], self.centred_tail, self.words - 2,
-                                  self.size, code, head_bound, bound, slots, distances)
+            count = _speedups.near(self.centred_head[0, start:end], self.centred_head[1, start:end],
+                                   self.centred_tail[start:end], self.words - 2, end - start, code,
+                                   head_bound, bound, slots, distances)
             if count <= room:
                 return slots[:count], distances[:count]
             room = count

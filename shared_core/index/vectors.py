@@ -22,9 +22,8 @@ before, so a rolled-back write cannot leak into search.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -32,6 +31,7 @@ import numpy as np
 from ..config import DatabaseConfig, SearchConfig
 from ..db import Backend, Database
 from ..db.postgres import PostgresDatabase
+from . import workers
 from .mirror import SMALL_MIRROR, Mirror, least_centred, sign_bit_bound, sign_code
 from .mirror_keeper import MirrorKeeper
 from .protocols import RowState, VectorIndex
@@ -42,31 +42,10 @@ __all__ = ["SqliteVectorIndex", "vector_index_for"]
 _VEC0_MAX_K = 4096  # sqlite-vec refuses a KNN query for more neighbours
 _BATCH = 500  # rowids per IN (...) list
 _VEC_CLEARS_ON_DELETE = (0, 1, 9)  # the first sqlite-vec seen to zero a deleted vector's bytes
-_CPUS = os.cpu_count() or 1  # one: no worker thread for the vector scan
 _EXACT_EXTRA = 16  # int8-scored candidates past k that are scored exactly: int8 can swap close neighbours
 _EXACT_MAX = 1024  # sign-ranked candidates of a file-backed index whose int8 rows are read
 _FILE_DIRECT_ROWS = 4096  # a scope this small is scored in int8 whole (each row a pread from the vector file)
 _NEAR_MARGIN = 0.02  # int8 scores this far under a near-duplicate threshold are checked exactly
-
-_pool: ThreadPoolExecutor | None = None
-
-
-def _scan_pool() -> ThreadPoolExecutor:
-    """The threads that run vector scans beside keyword queries (numpy and SQLite both let go
-    of the GIL while they work), created on first use and again in a forked child."""
-    global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=min(4, _CPUS), thread_name_prefix="openkoi-vector-scan")
-    return _pool
-
-
-def _forget_pool() -> None:
-    global _pool
-    _pool = None  # a forked child has none of the parent's threads
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _vec_version(db: Any) -> tuple[int, ...]:
@@ -235,11 +214,11 @@ class SqliteVectorIndex:
         table): then call :meth:`search`. The caller waits for the result before it lets go
         of the store's lock, so no write can change the mirror during the scan."""
         mirror = self._keeper.mirror
-        if (k <= 0 or _CPUS < 2 or not self.uses_mirror or scope.needs_row_filter or mirror is None
+        if (k <= 0 or workers.CPUS < 2 or not self.uses_mirror or scope.needs_row_filter or mirror is None
                 or not self.config.parallel_scan_rows or mirror.size < self.config.parallel_scan_rows
                 or self.db.has_uncommitted_writes):
             return None
-        return _scan_pool().submit(self._scan, self.sync(), query, k, scope, now, None)
+        return workers.scan_pool().submit(self._scan, self.sync(), query, k, scope, now, None)
 
     def _pool(self, k: int, rows: int) -> int:
         """How many of the nearest codes by Hamming distance are scored again: ``rerank_pool``, at

@@ -13,6 +13,7 @@ import pytest
 
 from shared_core import HashingEmbedder, MemoryStore
 from shared_core.index import mirror as mirror_module
+from shared_core.index import workers
 from shared_core.index.mirror import centred_threshold, popcount, sign_bit_bound, sign_code
 from shared_core.index.protocols import RowState
 from shared_core.index.scope import Scope
@@ -66,8 +67,12 @@ def _numpy_near(mirror: mirror_module.Mirror, code: np.ndarray, head_bound: int,
 
 
 @pytest.mark.parametrize("dims", [128, 384, 400])  # no tail; four tail words; a padded last word
-@pytest.mark.parametrize("size", [0, 3, 1001, 6003])  # sizes that are not a multiple of the four or eight rows per step
-def test_the_compiled_scan_finds_what_numpy_finds(dims, size, kernel):
+@pytest.mark.parametrize("size", [0, 3, 1001, 9001])  # sizes that are not a multiple of the four or eight rows per step
+@pytest.mark.parametrize("halves", [False, True])  # one pass; two halves on two threads (a big mirror's)
+def test_the_compiled_scan_finds_what_numpy_finds(dims, size, halves, kernel, monkeypatch):
+    if halves:
+        monkeypatch.setattr(workers, "CPUS", 2)
+        monkeypatch.setattr(mirror_module, "_SPLIT_ROWS", 2)
     rng = np.random.default_rng(size + dims)
     mirror = mirror_module.Mirror(dims)
     rows = _unit(rng, size, dims)
@@ -77,11 +82,15 @@ def test_the_compiled_scan_finds_what_numpy_finds(dims, size, kernel):
                          rows)
     query = rows[-1] if size else _unit(rng, 1, dims)[0]
     code = mirror.centred(query)[1]
+    starts = []
+    near_rows = mirror._near_rows
+    monkeypatch.setattr(mirror, "_near_rows", lambda *args: starts.append(args[3]) or near_rows(*args))
     for head_bound, bound in ((0, 0), (20, 60), (49, 113), (60, 200), (128, dims)):  # the last: every row
         found, distances = mirror.near_centred(code, head_bound, bound)
         expected, expected_distances = _numpy_near(mirror, code, head_bound, bound)
         assert found.tolist() == expected.tolist() and distances.tolist() == expected_distances.tolist()
     assert mirror.near_centred(code, 128, dims)[0].size == size  # more than the 4,096 the buffers first hold
+    assert set(starts) == ({0, size // 2} if halves and size >= 2 else {0})
 
 
 def test_the_compiled_scores_are_numpys():

@@ -219,9 +219,9 @@ def _fill(store):
 def test_vector_scan_beside_the_keyword_query_finds_the_same_hits(tmp_path, clock, monkeypatch):
     import threading
 
-    from shared_core.index import vectors
+    from shared_core.index import vectors, workers
 
-    monkeypatch.setattr(vectors, "_CPUS", 2)  # a one-CPU runner would never use the worker
+    monkeypatch.setattr(workers, "CPUS", 2)  # a one-CPU runner would never use the worker
     names = []
     scan = vectors.SqliteVectorIndex._scan
 
@@ -253,9 +253,9 @@ def test_vector_scan_beside_the_keyword_query_finds_the_same_hits(tmp_path, cloc
 def test_a_failed_keyword_query_waits_for_the_vector_scan(tmp_path, clock, monkeypatch):
     import time
 
-    from shared_core.index import keyword, vectors
+    from shared_core.index import keyword, vectors, workers
 
-    monkeypatch.setattr(vectors, "_CPUS", 2)
+    monkeypatch.setattr(workers, "CPUS", 2)
     finished = []
     scan = vectors.SqliteVectorIndex._scan
 
@@ -291,9 +291,9 @@ def _search_in_child(path: str) -> None:
 def test_the_vector_scan_worker_after_fork(tmp_path, clock, monkeypatch):
     import multiprocessing
 
-    from shared_core.index import vectors
+    from shared_core.index import workers
 
-    monkeypatch.setattr(vectors, "_CPUS", 2)
+    monkeypatch.setattr(workers, "CPUS", 2)
     path = tmp_path / "m.db"
     with _spread_store(path, clock, parallel_scan_rows=100) as store:
         _fill(store)
