@@ -24,10 +24,10 @@ by a hundred thousand rows, and ``bm25()`` over all of them (a row-size lookup e
 When the used words are held by more than :data:`PLAN_MATCHES` rows together, the ranking reads
 only rows picked as :mod:`.keyword_plan` picks them for PostgreSQL: those holding the rarest words (together
 held by at most :data:`PLAN_ROWS` rows), or two of the next :data:`PLAN_NEAR` rarest.
-The query stays the whole OR, with the other rows cut off by ``NOT``: a row under ``NOT``'s
-right-hand side adds nothing to the BM25 of the rows that match, so every row ranked keeps the
-score the whole query gives it (idf included). Only when these rows hold fewer than ``limit``
-in scope are all matches ranked.
+The query stays the whole OR, so every row ranked keeps the score the whole query gives it (idf
+included); the plan's rows come from a subquery (:func:`planned_match`) with a cursor of its own,
+which computes no ``bm25()``. Only when these rows hold fewer than ``limit`` in scope are all
+matches ranked.
 """
 
 from __future__ import annotations
@@ -156,7 +156,8 @@ class SqliteKeywordIndex:
         planned = (planned_match(query.used, query.df, self.plan_rows)
                    if len(query.df) == len(query.used) and sum(query.df) > self.plan_matches else "")
         if planned:
-            rows = self._ranked_in_scope(planned, weights, max(4 * limit, 200), scope_sql, scope_params, limit)
+            rows = self._ranked_in_scope(query.fts, weights, max(4 * limit, 200), scope_sql, scope_params, limit,
+                                         among=planned)
             if len(rows) == limit:
                 return rows
         key = (scope_sql, tuple(p for p in scope_params if p is not scope.live_at))  # "now" changes every time
@@ -182,13 +183,17 @@ class SqliteKeywordIndex:
         return [(int(rowid), float(score)) for rowid, score in rows]
 
     def _ranked_in_scope(self, match: str, weights: tuple[float, ...], pool: int, scope_sql: str,
-                         scope_params: list[Any], limit: int) -> list[tuple[int, float]]:
-        """The best ``limit`` in scope of the best ``pool`` rows matching ``match``."""
+                         scope_params: list[Any], limit: int, *, among: str = "") -> list[tuple[int, float]]:
+        """The best ``limit`` in scope of the best ``pool`` rows matching ``match`` (and ``among``, if given:
+        rows are kept or not by it, ranked by ``match`` alone)."""
+        # ``+rowid``: a filter on the rows FTS5 gives. A constraint on rowid would reach FTS5, which then
+        # runs the query again for each of the rows, counting every word's rows for bm25() each time
+        among_sql = " AND +rowid IN (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?)" if among else ""
         rows = self.db.query(
             "SELECT m.rowid, m.relevance FROM (SELECT rowid, -bm25(memory_fts, ?, ?, ?) AS relevance "
-            "FROM memory_fts WHERE memory_fts MATCH ? ORDER BY relevance DESC LIMIT ?) m "
+            f"FROM memory_fts WHERE memory_fts MATCH ?{among_sql} ORDER BY relevance DESC LIMIT ?) m "
             f"JOIN memory_chunks c ON c.chunk_rowid = m.rowid WHERE {scope_sql} ORDER BY m.relevance DESC LIMIT ?",
-            (*weights, match, pool, *scope_params, limit),
+            (*weights, match, *((among,) if among else ()), pool, *scope_params, limit),
         )
         return [(int(rowid), float(score)) for rowid, score in rows]
 
@@ -308,16 +313,16 @@ class SqliteKeywordIndex:
 
 
 def planned_match(used: tuple[str, ...], df: tuple[int, ...], cap: int, near_words: int = PLAN_NEAR) -> str:
-    """The FTS5 query of the capped plan for the words ``used``, held by ``df`` rows each: the whole
-    OR of ``used``, less the rows that hold neither one of the rarest words (held by at most ``cap``
-    rows together) nor two of the next ``near_words`` rarest ('' for one word, or when every word
-    is among the rarest: then the plan is the whole OR).
+    """The FTS5 query for the rows of the capped plan for the words ``used``, held by ``df`` rows
+    each: those holding one of the rarest words (held by at most ``cap`` rows together) or two of
+    the next ``near_words`` rarest ('' for one word, or when every word is among the rarest: then
+    the plan is the whole OR).
 
-    Only the whole OR on the left scores: FTS5 gives the phrases on the right of a NOT no hits in
-    the rows it returns. It still counts every phrase's rows for its idf, once per appearance, so
-    the right-hand side names each word as few times as it can: the rows outside the plan hold
-    none of the rarest words, so the commoner words alone find them, and "two of these words" is
-    built from halves (16 phrases for six words against 30 for every pair)."""
+    It only picks rows; the whole OR ranks them. Cutting the other rows off the whole OR with a
+    ``NOT`` in the ranking query itself took a third longer on LoCoMo questions over a million
+    rows: ``bm25()`` counts the rows of every phrase of the query it scores, the ``NOT``'s too.
+    "Two of these words" is built from halves (16 phrases for six words against 30 for every
+    pair), as each phrase's rows are read once per appearance."""
     if len(used) < 2:
         return ""
     first, rest = rarest(df, cap)
@@ -329,8 +334,7 @@ def planned_match(used: tuple[str, ...], df: tuple[int, ...], cap: int, near_wor
     wanted = [to_fts_query([used[i] for i in first])] if first else []
     if len(near) > 1:
         wanted.append(_two_of(near))
-    whole, others = to_fts_query(list(used)), to_fts_query([used[i] for i in rest])
-    return f"({whole}) NOT (({others}) NOT ({' OR '.join(f'({w})' for w in wanted)}))"
+    return " OR ".join(f"({w})" for w in wanted)
 
 
 def _two_of(phrases: list[str]) -> str:

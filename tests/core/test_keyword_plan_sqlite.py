@@ -62,12 +62,26 @@ def test_too_few_planned_rows_in_scope_ranks_every_match(store):
 def test_the_planned_match_expression():
     assert planned_match(("only",), (50,), 3) == ""
     assert planned_match(("zebra", "okapi"), (1, 2), 3) == ""  # every word among the rarest: the whole OR
-    plan = planned_match(("zebra", "alpha", "beta"), (1, 47, 39), 3)
-    # the rows outside the plan hold no rarest word: the commoner words alone find them
-    assert plan == ('("zebra" OR "alpha" OR "beta") NOT (("beta" OR "alpha") NOT '
-                    '(("zebra") OR ("beta" AND "alpha")))')
+    assert planned_match(("zebra", "alpha", "beta"), (1, 47, 39), 3) == '("zebra") OR ("beta" AND "alpha")'
+    assert planned_match(("zebra", "alpha", "beta"), (1, 47, 39), 3, near_words=1) == '("zebra")'
     common = planned_match(("alpha", "beta", "gamma"), (47, 39, 60), 3)  # no rare word: two of the rarest
-    assert common.endswith('NOT ((("beta") AND ("alpha" OR "gamma") OR ("alpha" AND "gamma"))))')
+    assert common == '(("beta") AND ("alpha" OR "gamma") OR ("alpha" AND "gamma"))'
+
+
+def test_the_plan_is_ranked_in_one_query_that_counts_each_word_once(store, sql_spy):
+    """bm25() counts the rows of every phrase of the query it ranks: the plan's rows come from a
+    subquery, so the ranked query holds each word once, and FTS5 runs it once (a constraint on the
+    rowid would run it again for every planned row)."""
+    _fill(store)
+    with sql_spy(store.kernel.backend, "query", lambda sql: "bm25(memory_fts" in sql) as seen:
+        found = _search(store, "zebra alpha beta", 8, EVERY, planned=True)
+    assert len(seen) == 1
+    sql, params = seen[0]
+    assert "+rowid IN (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?)" in sql
+    assert '"zebra" OR "alpha" OR "beta"' in params and '("zebra") OR ("beta" AND "alpha")' in params
+    plan = store.kernel.backend.query("EXPLAIN QUERY PLAN " + sql, params)
+    assert not any("=M" in str(row[-1]) for row in plan)  # FTS5 is given no rowid to look up
+    assert len(found) == 8
 
 
 @pytest.mark.parametrize("words", [2, 3, 4, 5, 6, 7])
