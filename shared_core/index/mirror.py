@@ -479,10 +479,11 @@ class Mirror:
         of an add against numpy's ~230. A big mirror is scanned in two halves on two cores: at a
         million rows the pass reads 16 MB, in 2.0 ms on one core of a 2-core VM and 1.1 on two."""
         code = np.ascontiguousarray(code, dtype=np.uint64)
-        if workers.CPUS < 2 or self.size < _SPLIT_ROWS:
-            return self._near_rows(code, head_bound, bound, 0, self.size)
         half = self.size // 2
-        second = workers.scan_pool().submit(self._near_rows, code, head_bound, bound, half, self.size)
+        second = workers.submit(self._near_rows, code, head_bound, bound, half, self.size) \
+            if self.size >= _SPLIT_ROWS else None
+        if second is None:
+            return self._near_rows(code, head_bound, bound, 0, self.size)
         try:
             slots, distances = self._near_rows(code, head_bound, bound, 0, half)
         finally:

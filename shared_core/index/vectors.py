@@ -214,11 +214,11 @@ class SqliteVectorIndex:
         table): then call :meth:`search`. The caller waits for the result before it lets go
         of the store's lock, so no write can change the mirror during the scan."""
         mirror = self._keeper.mirror
-        if (k <= 0 or workers.CPUS < 2 or not self.uses_mirror or scope.needs_row_filter or mirror is None
+        if (k <= 0 or not self.uses_mirror or scope.needs_row_filter or mirror is None
                 or not self.config.parallel_scan_rows or mirror.size < self.config.parallel_scan_rows
                 or self.db.has_uncommitted_writes):
             return None
-        return workers.scan_pool().submit(self._scan, self.sync(), query, k, scope, now, None)
+        return workers.submit(self._scan, self.sync(), query, k, scope, now, None)
 
     def _pool(self, k: int, rows: int) -> int:
         """How many of the nearest codes by Hamming distance are scored again: ``rerank_pool``, at

@@ -8,9 +8,11 @@ other half of the same scan, on a second core.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
-__all__ = ["CPUS", "scan_pool"]
+__all__ = ["CPUS", "scan_pool", "submit"]
 
 CPUS = os.cpu_count() or 1  # one: nothing runs on a worker thread
 
@@ -23,6 +25,17 @@ def scan_pool() -> ThreadPoolExecutor:
     if _pool is None:
         _pool = ThreadPoolExecutor(max_workers=min(4, CPUS), thread_name_prefix="openkoi-vector-scan")
     return _pool
+
+
+def submit(work: Callable[..., Any], *args: Any) -> Future | None:
+    """``work(*args)`` on a worker thread, or None when there is no second CPU or the interpreter
+    is shutting down (its executors then refuse new work): the caller does it itself."""
+    if CPUS < 2:
+        return None
+    try:
+        return scan_pool().submit(work, *args)
+    except RuntimeError:  # "cannot schedule new futures after interpreter shutdown"
+        return None
 
 
 def _forget_pool() -> None:

@@ -93,6 +93,28 @@ def test_the_compiled_scan_finds_what_numpy_finds(dims, size, halves, kernel, mo
     assert set(starts) == ({0, size // 2} if halves and size >= 2 else {0})
 
 
+def test_a_pool_that_refuses_work_at_shutdown_leaves_the_scan_to_the_caller(monkeypatch):
+    """At interpreter shutdown the executors refuse new work: an add (or a search) made then, from an
+    atexit handler say, scans on its own thread instead of failing."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    refusing = ThreadPoolExecutor(max_workers=1)
+    refusing.shutdown()
+    monkeypatch.setattr(workers, "CPUS", 2)
+    monkeypatch.setattr(workers, "scan_pool", lambda: refusing)
+    monkeypatch.setattr(mirror_module, "_SPLIT_ROWS", 2)
+    assert workers.submit(print, "never") is None
+    rng = np.random.default_rng(3)
+    mirror = mirror_module.Mirror(384)
+    rows = _unit(rng, 500, 384)
+    mirror.bulk_load(np.arange(1, 501), [RowState("a", "fact", math.inf, True, "")] * 500, rows)
+    code = mirror.centred(rows[7])[1]
+    found, distances = mirror.near_centred(code, 49, 113)
+    expected, expected_distances = _numpy_near(mirror, code, 49, 113)
+    assert 7 in found.tolist() and found.tolist() == expected.tolist()
+    assert distances.tolist() == expected_distances.tolist()
+
+
 def test_the_compiled_scores_are_numpys():
     pytest.importorskip("shared_core._speedups")  # built where a C compiler was at install
     rng = np.random.default_rng(4)
