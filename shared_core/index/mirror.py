@@ -477,7 +477,7 @@ class Mirror:
     def _near_compiled(self, code: np.ndarray, head_bound: int, bound: int) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`near_centred` in one compiled pass (``shared_core/_speedups.c``): at 100k rows ~135 us
         of an add against numpy's ~230. A big mirror is scanned in two halves on two cores: at a
-        million rows the pass reads 16 MB, in 2.0 ms on one core of a 2-core VM and 1.1 on two."""
+        million rows the pass reads 16 MB, 2.0 ms of an add on one core of a 2-core VM, 1.3-1.5 on two."""
         code = np.ascontiguousarray(code, dtype=np.uint64)
         half = self.size // 2
         second = workers.submit(self._near_rows, code, head_bound, bound, half, self.size) \
