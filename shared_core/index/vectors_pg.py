@@ -48,6 +48,8 @@ _MAX_EF = 1000  # pgvector's limit for hnsw.ef_search
 _GRAPH_ROW_BYTES = 280
 _BIG_SCOPE_S = 60  # how long a scope found too big for the exact scan is taken as big without counting again
 _SIZE_STATISTICS = "memory_chunks_vector_dims"  # extended statistics of vector_dims(embedding)
+_INDEXES_SQL = ("SELECT indexname::text FROM pg_indexes WHERE schemaname = ? AND tablename = 'memory_chunks' "
+                "AND indexname LIKE 'idx_chunks_embedding_%'")  # the HNSW indexes, one per size there was
 _WORKERS: list[ThreadPoolExecutor] = []
 _WORKERS_LOCK = threading.Lock()
 logger = logging.getLogger("openkoi.store")
@@ -107,8 +109,12 @@ class PgVectorIndex:
         """Create the HNSW index for this embedder's dimensions, dropping any for others."""
         if self.db.read_only:
             return
-        existing = self._indexes()
-        if not self._sizes_described():
+        names, sizes_described = self.db.query(  # one round trip for the two questions of every open
+            f"SELECT ARRAY({_INDEXES_SQL}), current_setting('server_version_num')::int < 140000 OR EXISTS "
+            "(SELECT 1 FROM pg_statistic_ext WHERE stxname = ? AND stxnamespace = CAST(? AS regnamespace))",
+            (self.db.schema, _SIZE_STATISTICS, self.db.schema))[0]
+        existing = set(names)
+        if not sizes_described:  # (PostgreSQL 14 and later) see _describe_sizes
             self._describe_sizes()
         if existing == {self.index_name}:
             return
@@ -128,15 +134,9 @@ class PgVectorIndex:
                     f"WHERE vector_dims(embedding) = {self.dims}"
                 )
 
-    def _sizes_described(self) -> bool:
-        """Whether the planner has statistics of the vectors' sizes (PostgreSQL 14 and later): without
-        them it takes :attr:`sized` for a filter that keeps 0.5 % of the rows, and plans a search of a
-        scope for a two-hundredth of its rows."""
-        return bool(self.db.scalar(
-            "SELECT current_setting('server_version_num')::int < 140000 OR EXISTS (SELECT 1 FROM pg_statistic_ext "
-            "WHERE stxname = ? AND stxnamespace = CAST(? AS regnamespace))", (_SIZE_STATISTICS, self.db.schema)))
-
     def _describe_sizes(self) -> None:
+        """Statistics of the vectors' sizes for the planner: without them it takes :attr:`sized` for a
+        filter that keeps 0.5 % of the rows, and plans a search of a scope for a two-hundredth of its rows."""
         from psycopg.errors import InsufficientPrivilege
 
         try:
@@ -231,9 +231,7 @@ class PgVectorIndex:
         self.dims = int(dims)
 
     def _indexes(self) -> set[str]:
-        return {r[0] for r in self.db.query(
-            "SELECT indexname FROM pg_indexes WHERE schemaname = ? AND tablename = 'memory_chunks' "
-            "AND indexname LIKE 'idx_chunks_embedding_%'", (self.db.schema,))}
+        return {r[0] for r in self.db.query(_INDEXES_SQL, (self.db.schema,))}
 
     def write_all(self, rows: list[tuple[int, np.ndarray]]) -> None:
         self.db.executemany(
