@@ -92,6 +92,7 @@ def _run_and_kill(db: Path, mode: str, delay: float | None) -> list[str]:
     lines: list[str] = []
     ready = threading.Event()
     window = threading.Event()
+    acknowledged = threading.Event()
 
     def read() -> None:
         assert child.stdout is not None
@@ -102,6 +103,8 @@ def _run_and_kill(db: Path, mode: str, delay: float | None) -> list[str]:
                 ready.set()
             elif line == "WINDOW":
                 window.set()
+            elif line.startswith("OK "):
+                acknowledged.set()
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
@@ -109,7 +112,8 @@ def _run_and_kill(db: Path, mode: str, delay: float | None) -> list[str]:
         assert ready.wait(60), f"child did not start: {child.stderr.read() if child.poll() is not None else ''}"
         if delay is None:
             assert window.wait(60), "child never reached the crash window"
-        else:
+        else:  # a random point after the first acknowledged write, however slow the machine
+            assert acknowledged.wait(60), "child acknowledged no write"
             time.sleep(delay)
         assert child.poll() is None, f"child exited early: {child.stderr.read()}"
         os.kill(child.pid, signal.SIGKILL)
