@@ -6,8 +6,9 @@
     python concurrency_worker.py same PATH COUNT START_FILE            # add the same COUNT facts
     python concurrency_worker.py open PATH WRITER START_FILE           # open a new file at once with others, add one
 
-Acknowledged writes are printed as ``ok <id> <seconds>`` after ``store.add`` returned; errors
-as ``error <type>: <message>`` (the test fails on any).
+Acknowledged writes are printed as ``ok <id> ...`` after ``store.add`` returned (``add``: ``ok <id>
+<began> <ended>``, ``time.monotonic()`` readings); errors as ``error <type>: <message>`` (the test fails
+on any).
 """
 
 from __future__ import annotations
@@ -62,10 +63,10 @@ def main(argv: list[str]) -> None:
         if mode == "add":
             writer, count, start = int(argv[2]), int(argv[3]), argv[4]
             wait_for(start)
-            for i in range(count):
-                began = time.perf_counter()
+            for i in range(count):  # monotonic: one clock for every process of the machine
+                began = time.monotonic()
                 result = store.add(text(writer, i), namespace=f"ns{writer % 2}", tags=[f"writer{writer}"])
-                out.write(f"ok {result.id} {time.perf_counter() - began:.6f}\n")
+                out.write(f"ok {result.id} {began:.6f} {time.monotonic():.6f}\n")
             out.flush()
         elif mode == "batches":
             writer, size, start = int(argv[2]), int(argv[3]), argv[4]
