@@ -7,6 +7,8 @@ import json
 import multiprocessing
 import os
 import re
+import uuid
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -162,13 +164,41 @@ def _all_visible_share(store: MemoryStore) -> float:
     return visible / max(pages, 1)
 
 
+def _vacuums(store: MemoryStore) -> tuple[int, int]:
+    """The VACUUMs and ANALYZEs run on ``memory_chunks`` by a command (autovacuum's are counted apart)."""
+    vacuums, analyses = store.db.query("SELECT vacuum_count, analyze_count FROM pg_stat_user_tables "
+                                       "WHERE relid = 'memory_chunks'::regclass")[0]
+    return vacuums, analyses
+
+
+@pytest.fixture
+def vacuumable_url(pg_server):
+    """A memory whose pages VACUUM can mark all-visible: in a database of its own, where no snapshot
+    of a test beside it (pytest-xdist's other workers share the server) holds the rows back, and
+    committing synchronously (the test server commits asynchronously, and VACUUM cannot mark rows
+    whose commits are not on disk yet)."""
+    from harness import schema_url  # tests/pgmode, on the path in a PostgreSQL run
+
+    name = f"openkoi_alone_{uuid.uuid4().hex[:12]}"  # a new URL: the session's pools linger on old ones
+    with psycopg.connect(pg_server, autocommit=True) as server:
+        server.execute(f'CREATE DATABASE "{name}"')
+        url = urlsplit(pg_server)._replace(path=f"/{name}").geturl()
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION vector SCHEMA public")
+        yield schema_url(url, "memory") + "&options=-csynchronous_commit%3Don"
+        server.execute(f'DROP DATABASE "{name}" WITH (FORCE)')  # FORCE: those pools
+
+
 @PG
-def test_a_load_that_doubles_the_memory_is_vacuumed_and_analysed_after_it(pg_url):
-    """Its pages all-visible (a word's rows are then counted on the GIN index alone, not a table page
-    per row) and the planner's statistics there. (The test server commits asynchronously: VACUUM
-    could not mark rows whose commits are not on disk yet; this store's commits wait for the disk.)"""
-    with MemoryStore.open(pg_url + "&options=-csynchronous_commit%3Don") as store:
+def test_a_load_that_doubles_the_memory_is_vacuumed_and_analysed_after_it(vacuumable_url):
+    """VACUUM (ANALYZE) runs after it: its pages all-visible (a word's rows are then counted on the GIN
+    index alone, not a table page per row) and the planner's statistics there."""
+    with MemoryStore.open(vacuumable_url) as store:
+        store.add("a first note")
+        before = _vacuums(store)
         store.add_many([f"amber note {i}" for i in range(1000)])
+        after = _vacuums(store)
+        assert (after[0] - before[0], after[1] - before[1]) == (1, 1)
         assert _all_visible_share(store) > 0.9  # 0 before; a few pages VACUUM leaves (here 10 of 210)
         assert store.db.scalar("SELECT count(*) FROM pg_stats WHERE schemaname = ? AND tablename = 'memory_chunks' "
                                "AND attname = 'search_text'", (store.db.schema,)) == 1
@@ -465,13 +495,13 @@ def _skips_table_pages(store: MemoryStore) -> bool:
 
 
 @PG
-def test_a_words_rows_are_counted_on_the_index_alone_once_vacuumed(pg_url, monkeypatch):
+def test_a_words_rows_are_counted_on_the_index_alone_once_vacuumed(vacuumable_url, monkeypatch):
     """After a load every page is all-visible, and the idf's count asks for no column: a server that
     can (see :func:`_skips_table_pages`) reads no table page of those rows (a page per row made the
     first searches of every process slow at a million rows)."""
     from shared_core.index import keyword_pg
 
-    with MemoryStore.open(pg_url + "&options=-csynchronous_commit%3Don") as store:
+    with MemoryStore.open(vacuumable_url) as store:
         store.add_many([f"{'amber' if i % 10 == 0 else 'basil'} note {i} " + "padding " * 40
                         for i in range(1500)])  # vacuumed after the load
         pages, visible = store.db.query(
