@@ -47,6 +47,9 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    # the slow tests first: spread over the cores (pytest-xdist), a minute-long test begun near the
+    # end would keep one core busy after the other has finished
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     skip = pytest.mark.skip(reason=f"not for the {BACKEND} backend")
     for item in items:
         if (BACKEND == "postgres" and "sqlite_only" in item.keywords) or (

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.skipif(os.environ.get("OPENKOI_TEST_BACKEND", "sqlite")
                                 reason="type checking does not depend on the backend; the SQLite run does it")
 
 
+@pytest.mark.slow
 def test_mypy_finds_nothing(tmp_path):
     cache = Path(os.environ.get("OPENKOI_MYPY_CACHE", tmp_path / "mypy_cache"))
     result = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(cache)], cwd=ROOT,

@@ -123,6 +123,7 @@ def test_a_copy_of_a_cached_store_never_writes_into_the_original(tmp_path):
     assert (real / "s.db.files" / "vectors.idx").read_bytes() == original
 
 
+@pytest.mark.slow
 @pytest.mark.sqlite_only  # it starts its own PostgreSQL; the PostgreSQL session need not run it twice
 def test_postgres_bench_runs(monkeypatch, tmp_path, capsys):
     pytest.importorskip("pgserver")

@@ -181,6 +181,7 @@ def test_processes_adding_the_same_facts_at_once_leave_one_row_each(tmp_path):
     assert {e[1] for e in events} == {m.id for m in facts}
 
 
+@pytest.mark.slow
 def test_processes_creating_a_new_file_at_once(tmp_path):
     path = tmp_path / "fresh" / "new.db"
     start = tmp_path / "start"
@@ -219,6 +220,7 @@ class _Acks:
         return self.ids
 
 
+@pytest.mark.slow
 def test_a_writer_killed_mid_batch_loses_no_acknowledged_write(tmp_path):
     path = tmp_path / "killed.db"
     start = tmp_path / "start"

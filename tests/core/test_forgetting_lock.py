@@ -124,6 +124,7 @@ def _wait_for(child, word, timeout=60):
     assert line == word and time.monotonic() < deadline, (line, child.stderr.read() if child.poll() is not None else "")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="uses POSIX pipes")
 def test_the_lock_holds_across_processes(tmp_path):
     db = tmp_path / "shared.db"

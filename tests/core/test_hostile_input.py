@@ -238,6 +238,7 @@ _CALLS = st.one_of(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.fuzz
 @settings(max_examples=int(os.environ.get("OPENKOI_FUZZ_EXAMPLES", "150")), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])

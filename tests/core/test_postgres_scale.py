@@ -110,6 +110,7 @@ def test_a_big_load_builds_the_hnsw_index_after_it_and_a_small_one_keeps_it(pg_u
         assert hits[0].text == "memory 123"
 
 
+@pytest.mark.slow
 @PG
 def test_a_build_whose_graph_outgrows_maintenance_work_mem_says_what_to_set(pg_url, caplog):
     """pgvector builds on disk, several times slower, once its graph outgrows maintenance_work_mem (1 MB

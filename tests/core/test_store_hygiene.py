@@ -23,6 +23,7 @@ def _descriptors() -> int:
     pytest.skip("this platform cannot list a process's file descriptors")
 
 
+@pytest.mark.slow
 def test_300_stores_opened_by_path_and_dropped_do_not_keep_descriptors(tmp_path):
     path = tmp_path / "agent.db"
     MemoryStore.open(path).close()  # created once; what follows is the per-request pattern

@@ -151,6 +151,7 @@ def _check(db: Path, before: list[str], lines: list[str]) -> list[str]:
         return stored
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_points_and_in_every_window(tmp_path):
     db = tmp_path / "openkoi.db"
     with MemoryStore.open(db) as store:

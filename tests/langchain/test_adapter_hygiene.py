@@ -24,6 +24,7 @@ def _descriptors() -> int:
     pytest.skip("this platform cannot list a process's file descriptors")
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:RunnableWithMessageHistory is deprecated")
 def test_300_requests_through_the_per_request_history_factory_keep_the_descriptors(tmp_path):
     path = tmp_path / "chat.db"

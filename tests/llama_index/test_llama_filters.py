@@ -171,6 +171,7 @@ def _cases(draw):
     return metas, MetadataFilter(key=draw(st.sampled_from(_KEYS)), value=value, operator=operator)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=_cases())
 def test_property_every_operator_agrees_with_simple_vector_store(clock, case):

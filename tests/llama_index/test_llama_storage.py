@@ -138,6 +138,7 @@ _BUILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_an_index_built_in_one_process_is_queried_in_another(tmp_path):
     path = tmp_path / "rag.db"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE), os.environ.get("PYTHONPATH", "")])}

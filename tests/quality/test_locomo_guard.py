@@ -16,6 +16,8 @@ sys.path.insert(0, str(ROOT / "bench" / "quality"))
 
 import locomo  # noqa: E402
 
+pytestmark = pytest.mark.slow  # its two evaluations of LoCoMo
+
 if not locomo.DEFAULT_DATA.exists():
     pytest.skip(f"LoCoMo data not found at {locomo.DEFAULT_DATA} (set LOCOMO_PATH)", allow_module_level=True)
 
