@@ -13,7 +13,9 @@ import hashlib
 import os
 import sys
 import tempfile
+import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -85,6 +87,25 @@ def pg_url(request) -> str:
     schema = _harness.allocate()
     yield schema_url(_harness.base_url, schema)
     _harness.release(schema)
+
+
+@pytest.fixture
+def pg_alone_url(pg_server):
+    """A memory in a PostgreSQL database of its own, dropped afterwards: for a test that must not share
+    the database's sessions with the tests pytest-xdist runs beside it (their transactions hold back
+    what VACUUM may mark and when a new index may be used; a test that ends every session of the
+    database must end only its own)."""
+    import psycopg
+    from harness import schema_url
+
+    name = f"openkoi_alone_{uuid.uuid4().hex[:12]}"  # a new URL: the session's pools linger on old ones
+    with psycopg.connect(pg_server, autocommit=True) as server:
+        server.execute(f'CREATE DATABASE "{name}"')
+        url = urlsplit(pg_server)._replace(path=f"/{name}").geturl()
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION vector SCHEMA public")
+        yield schema_url(url, "memory")
+        server.execute(f'DROP DATABASE "{name}" WITH (FORCE)')  # FORCE: those lingering pools
 
 
 @pytest.fixture

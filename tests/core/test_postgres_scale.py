@@ -7,8 +7,6 @@ import json
 import multiprocessing
 import os
 import re
-import uuid
-from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -173,21 +171,11 @@ def _vacuums(store: MemoryStore) -> tuple[int, int]:
 
 
 @pytest.fixture
-def vacuumable_url(pg_server):
-    """A memory whose pages VACUUM can mark all-visible: in a database of its own, where no snapshot
-    of a test beside it (pytest-xdist's other workers share the server) holds the rows back, and
-    committing synchronously (the test server commits asynchronously, and VACUUM cannot mark rows
-    whose commits are not on disk yet)."""
-    from harness import schema_url  # tests/pgmode, on the path in a PostgreSQL run
-
-    name = f"openkoi_alone_{uuid.uuid4().hex[:12]}"  # a new URL: the session's pools linger on old ones
-    with psycopg.connect(pg_server, autocommit=True) as server:
-        server.execute(f'CREATE DATABASE "{name}"')
-        url = urlsplit(pg_server)._replace(path=f"/{name}").geturl()
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION vector SCHEMA public")
-        yield schema_url(url, "memory") + "&options=-csynchronous_commit%3Don"
-        server.execute(f'DROP DATABASE "{name}" WITH (FORCE)')  # FORCE: those pools
+def vacuumable_url(pg_alone_url):
+    """A memory whose pages VACUUM can mark all-visible: no snapshot of a test beside it holds its
+    rows back (a database of its own), and its commits wait for the disk (the test server commits
+    asynchronously, and VACUUM cannot mark rows whose commits are not on disk yet)."""
+    return pg_alone_url + "&options=-csynchronous_commit%3Don"
 
 
 @PG

@@ -157,7 +157,7 @@ class PostgresDatabase(NestedTransactions):
         so a session setting (``SET ...``) applies to the queries that follow it.
         """
         self.check_open()
-        if self._depth and self._tx_thread == threading.get_ident():
+        if self._in_transaction():
             yield self._tx_conn
             return
         pinned = getattr(self._local, "conn", None)
@@ -171,6 +171,18 @@ class PostgresDatabase(NestedTransactions):
                 yield conn
             finally:
                 self._local.conn = None
+
+    def _in_transaction(self) -> bool:
+        return bool(self._depth) and self._tx_thread == threading.get_ident()
+
+    def _replace_lost(self, conn: Any) -> bool:
+        """After the server dropped ``conn`` (it restarted, or closed idle connections): check the pool's
+        other idle connections and replace the dead ones, so that a restart costs a caller one failed
+        statement at most (none for a read or a ``BEGIN``, which run again). True if ``conn`` was lost."""
+        if not conn.broken:
+            return False
+        self._pool.check()
+        return True
 
     def _ready(self, conn: Any) -> None:
         if not getattr(conn, "_openkoi_vector", False):
@@ -276,11 +288,21 @@ class PostgresDatabase(NestedTransactions):
         t = self._translate(sql, False)
         bound = self._params(t, params)
         self._note_write(t)
-        with self.connection() as conn, self.translate_errors():
-            cursor = conn.cursor()
-            cursor.execute(t.sql, bound if (bound or "%" in t.sql) else None)
-            rows = cursor.fetchall() if cursor.description is not None else []
-            rowcount, description = cursor.rowcount, cursor.description
+        # a read on a connection of its own runs again once if the server had dropped that connection
+        retry = not t.writes and not self._in_transaction() and getattr(self._local, "conn", None) is None
+        while True:
+            with self.connection() as conn:
+                try:
+                    with self.translate_errors():
+                        cursor = conn.cursor()
+                        cursor.execute(t.sql, bound if (bound or "%" in t.sql) else None)
+                        rows = cursor.fetchall() if cursor.description is not None else []
+                        rowcount, description = cursor.rowcount, cursor.description
+                    break
+                except StorageError:
+                    if not (self._replace_lost(conn) and retry):
+                        raise
+                    retry = False
         self._after_ddl(sql)
         if t.returning is not None:
             return Result([], rowcount, int(rows[0][0]) if rows else None, None)
@@ -299,7 +321,7 @@ class PostgresDatabase(NestedTransactions):
         """DDL changes what the translator must know: re-read the catalog (at commit, inside a transaction)."""
         if sql.lstrip()[:5].upper() not in ("CREAT", "ALTER", "DROP "):
             return
-        if self._depth and self._tx_thread == threading.get_ident():
+        if self._in_transaction():
             self._stale_catalog = True
         else:
             self.refresh_catalog()
@@ -310,29 +332,35 @@ class PostgresDatabase(NestedTransactions):
         seconds = self._busy_timeout_s if wait is None else max(0.0, wait)
         deadline = time.monotonic() + seconds
         with released(self.lock):  # readers of this store go on while another writer holds the memory
-            with self.translate_errors():
-                try:
-                    conn = self._pool.getconn(timeout=max(0.001, seconds))
-                except self._pool_timeout:
-                    raise BusyError(f"no connection to {self.path} came free within {seconds:g} s (every one of the "
-                                    "pool is in use); retry shortly, or give the store a bigger pool") from None
-            try:
-                self._ready(conn)
-                lock_ms = max(1, round((deadline - time.monotonic()) * 1000))
+            retry = True  # once, on another connection, if the server had dropped this one
+            while True:
                 with self.translate_errors():
-                    # lock_timeout 0 would mean no limit: a try that cannot wait asks without waiting
-                    take = (f"pg_try_advisory_xact_lock({_LOCK_CLASS}, {self._lock_key})" if seconds == 0 else
-                            f"pg_advisory_xact_lock({_LOCK_CLASS}, {self._lock_key})")
-                    conn.execute(f"BEGIN; SET LOCAL lock_timeout = '{lock_ms}ms'")
-                    got = conn.execute(f"SELECT {take}").fetchone()
-                    conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_S}s'")
-                if got is not None and got[0] is False:
-                    raise busy_error(self.path)
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    conn.rollback()
-                self._pool.putconn(conn)
-                raise
+                    try:
+                        conn = self._pool.getconn(timeout=max(0.001, seconds))
+                    except self._pool_timeout:
+                        raise BusyError(f"no connection to {self.path} came free within {seconds:g} s (every one "
+                                        "of the pool is in use); retry shortly, or give the store a bigger pool") from None
+                try:
+                    self._ready(conn)
+                    lock_ms = max(1, round((deadline - time.monotonic()) * 1000))
+                    with self.translate_errors():
+                        # lock_timeout 0 would mean no limit: a try that cannot wait asks without waiting
+                        take = (f"pg_try_advisory_xact_lock({_LOCK_CLASS}, {self._lock_key})" if seconds == 0 else
+                                f"pg_advisory_xact_lock({_LOCK_CLASS}, {self._lock_key})")
+                        conn.execute(f"BEGIN; SET LOCAL lock_timeout = '{lock_ms}ms'")
+                        got = conn.execute(f"SELECT {take}").fetchone()
+                        conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_S}s'")
+                    if got is not None and got[0] is False:
+                        raise busy_error(self.path)
+                    break
+                except BaseException as exc:
+                    with contextlib.suppress(Exception):
+                        conn.rollback()
+                    self._pool.putconn(conn)
+                    if isinstance(exc, StorageError) and self._replace_lost(conn) and retry:
+                        retry = False
+                        continue
+                    raise
         try:
             self.check_open()  # closed by another thread meanwhile
         except BaseException:
