@@ -262,7 +262,7 @@ class PostgresDatabase(NestedTransactions):
         if not copied:
             self.executemany(sql, rows)
             return
-        if self._depth and not self._scratch and self._tx_thread == threading.get_ident():
+        if not self._scratch and self._in_transaction():
             self._writes = True
 
     def executemany(self, sql: str, rows: Any) -> Result:
@@ -314,7 +314,7 @@ class PostgresDatabase(NestedTransactions):
         return None if row is None else row[0]
 
     def _note_write(self, t: Translated) -> None:
-        if t.writes and self._depth and not self._scratch and self._tx_thread == threading.get_ident():
+        if t.writes and not self._scratch and self._in_transaction():
             self._writes = True
 
     def _after_ddl(self, sql: str) -> None:
