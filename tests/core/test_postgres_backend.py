@@ -118,6 +118,33 @@ def test_a_new_schema_gets_every_migration_and_the_hnsw_index(fresh_url):
         assert again.db.schema_version() == max(m.version for m in available_migrations())
 
 
+
+def test_the_translator_knows_every_table_as_information_schema_describes_it(fresh_url):
+    """What the store reads from pg_catalog (keys in key order, columns, identity columns) is what the
+    standard's views say: the translator writes upserts and lastrowid from it."""
+    with MemoryStore.open(fresh_url) as store:
+        db = store.db
+        keys: dict[str, list[str]] = {}
+        for table, column in db.query(
+            "SELECT tc.table_name, kcu.column_name FROM information_schema.table_constraints tc "
+            "JOIN information_schema.key_column_usage kcu ON kcu.constraint_name = tc.constraint_name "
+            "AND kcu.table_schema = tc.table_schema AND kcu.table_name = tc.table_name "
+            "WHERE tc.constraint_type = 'PRIMARY KEY' AND tc.table_schema = ? ORDER BY kcu.ordinal_position",
+            (db.schema,),
+        ):
+            keys.setdefault(table, []).append(column)
+        columns: dict[str, list[str]] = {}
+        for table, column in db.query("SELECT table_name, column_name FROM information_schema.columns "
+                                      "WHERE table_schema = ? ORDER BY ordinal_position", (db.schema,)):
+            columns.setdefault(table, []).append(column)
+        identity = dict(db.query("SELECT table_name, column_name FROM information_schema.columns "
+                                 "WHERE table_schema = ? AND is_identity = 'YES'", (db.schema,)))
+        catalog = db._catalog
+        assert catalog.primary_keys == {t: tuple(c) for t, c in keys.items()}
+        assert catalog.columns == {t: tuple(c) for t, c in columns.items()}
+        assert catalog.identity == identity and identity
+        assert any(len(key) > 1 for key in catalog.primary_keys.values())  # a composite key, in its order
+
 def test_a_newer_schema_and_foreign_tables_are_refused(fresh_url, pg_server):
     MemoryStore.open(fresh_url).close()
     schema = parse_url(fresh_url).schema

@@ -48,6 +48,15 @@ __all__ = ["PostgresDatabase"]
 
 _LOCK_CLASS = 0x4F4B4F49  # "OKOI" (fits a signed int4): the advisory lock class of this library
 _CACHE_SIZE = 4096
+# each column of the schema's tables and views in order: is it an identity column, its place in the
+# table's primary key (NULL when not in it)
+_CATALOG_SQL = (
+    "SELECT c.relname, a.attname, a.attidentity <> '', array_position(i.indkey::int2[], a.attnum) "
+    "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_attribute a ON a.attrelid = c.oid "
+    "LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary "
+    "WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'f') AND a.attnum > 0 AND NOT a.attisdropped "
+    "ORDER BY c.relname, a.attnum"
+)
 BUSY_TIMEOUT_S = 10  # how long a writer waits for its turn (the memory's advisory lock), as SQLite's busy timeout
 _MAX_PARAMETERS = 65_535  # the protocol's limit of bound values per statement
 #: what an erase cannot promise on this backend (``EraseReport.notes``; docs/privacy.md)
@@ -192,28 +201,18 @@ class PostgresDatabase(NestedTransactions):
 
     def refresh_catalog(self) -> None:
         """Re-read keys, columns and identity columns (after migrations or DDL)."""
-        with self.connection() as conn:
-            keys: dict[str, list[str]] = {}
-            for table, column in conn.execute(
-                "SELECT tc.table_name, kcu.column_name FROM information_schema.table_constraints tc "
-                "JOIN information_schema.key_column_usage kcu ON kcu.constraint_name = tc.constraint_name "
-                "AND kcu.table_schema = tc.table_schema AND kcu.table_name = tc.table_name "
-                "WHERE tc.constraint_type = 'PRIMARY KEY' AND tc.table_schema = %s ORDER BY kcu.ordinal_position",
-                (self.schema,),
-            ):
-                keys.setdefault(table, []).append(column)
-            columns: dict[str, list[str]] = {}
-            identity: dict[str, str] = {}
-            for table, column, is_identity in conn.execute(
-                "SELECT table_name, column_name, is_identity FROM information_schema.columns "
-                "WHERE table_schema = %s ORDER BY ordinal_position",
-                (self.schema,),
-            ):
+        keys: dict[str, list[tuple[int, str]]] = {}
+        columns: dict[str, list[str]] = {}
+        identity: dict[str, str] = {}
+        with self.connection() as conn:  # pg_catalog in one statement: information_schema's views take ~5x as long
+            for table, column, is_identity, key_position in conn.execute(_CATALOG_SQL, (self.schema,)):
                 columns.setdefault(table, []).append(column)
-                if is_identity == "YES":
+                if is_identity:
                     identity[table] = column
+                if key_position is not None:
+                    keys.setdefault(table, []).append((key_position, column))
         self._catalog = Catalog(
-            primary_keys={t: tuple(c) for t, c in keys.items()},
+            primary_keys={t: tuple(column for _, column in sorted(c)) for t, c in keys.items()},
             columns={t: tuple(c) for t, c in columns.items()},
             identity=identity,
             version=self._catalog.version + 1,
