@@ -3,7 +3,8 @@
 ``OPENKOI_TEST_BACKEND=postgres`` runs the same tests on PostgreSQL: every store a test opens
 (``:memory:`` or a path) becomes a schema on one server for the session (tests/pgmode).
 Tests of SQLite itself are marked ``sqlite_only``; tests of the PostgreSQL backend alone,
-``postgres_only``.
+``postgres_only``; tests whose subject is the same on every backend, ``backend_free`` (the SQLite
+run has them).
 """
 
 from __future__ import annotations
@@ -53,11 +54,14 @@ def pytest_collection_modifyitems(config, items):
     # end would keep one core busy after the other has finished
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     skip = pytest.mark.skip(reason=f"not for the {BACKEND} backend")
+    same = pytest.mark.skip(reason="the same on every backend: the SQLite run has it")
     for item in items:
         if (BACKEND == "postgres" and "sqlite_only" in item.keywords) or (
             BACKEND == "sqlite" and "postgres_only" in item.keywords
         ):
             item.add_marker(skip)
+        elif BACKEND == "postgres" and "backend_free" in item.keywords:
+            item.add_marker(same)
 
 
 @pytest.fixture(autouse=True)

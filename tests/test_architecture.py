@@ -21,8 +21,11 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("shared_core", "langchain_openkoi", "llama_index_openkoi")
+pytestmark = pytest.mark.backend_free
 ADAPTERS = ("langchain_openkoi", "llama_index_openkoi")
 MAX_LINES = 600
 MAX_STORE_MEMBERS = 35

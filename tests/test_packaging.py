@@ -17,6 +17,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 PYPROJECT = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+pytestmark = pytest.mark.backend_free
 
 
 def test_the_license_is_an_spdx_string_and_the_build_backend_reads_one():

@@ -12,9 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# the types are the same whatever database the suite runs on: checked in the SQLite run
-pytestmark = pytest.mark.skipif(os.environ.get("OPENKOI_TEST_BACKEND", "sqlite") == "postgres",
-                                reason="type checking does not depend on the backend; the SQLite run does it")
+pytestmark = pytest.mark.backend_free  # the types are the same whatever the database
 
 
 @pytest.mark.slow

@@ -16,6 +16,8 @@ from shared_core.index import mirror as mirror_module
 from shared_core.index.mirror import Mirror, sign_code
 from shared_core.index.protocols import RowState
 
+pytestmark = pytest.mark.backend_free  # the mirror SQLite searches with; PostgreSQL searches its HNSW index
+
 
 def _mirror(rng: np.random.Generator, size: int, dims: int) -> Mirror:
     mirror = Mirror(dims)

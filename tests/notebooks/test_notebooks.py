@@ -16,6 +16,9 @@ from pathlib import Path
 import pytest
 
 nbformat = pytest.importorskip("nbformat")
+# the notebooks as users run them, on the embedded default (the calls they make are tested on PostgreSQL
+# by the rest of the suite)
+pytestmark = pytest.mark.backend_free
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
