@@ -28,7 +28,6 @@ import threading
 import time
 import weakref
 import zlib
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -41,13 +40,12 @@ from .bulk import column_types, copy_plan, copy_rows
 from .migrate import MIGRATION_LOCK, PgMigrationSession, statements
 from .pool import LOCK_TIMEOUT_S, POOLS, PgDriver, Result, psycopg_modules, register_vector
 from .space import ident
-from .translate import Catalog, DialectError, Translated, translate
+from .translate import Catalog, DialectError, Translated, shared_catalog, translated
 from .url import PgTarget, parse_url
 
 __all__ = ["PostgresDatabase"]
 
 _LOCK_CLASS = 0x4F4B4F49  # "OKOI" (fits a signed int4): the advisory lock class of this library
-_CACHE_SIZE = 4096
 # each column of the schema's tables and views in order: is it an identity column, its place in the
 # table's primary key (NULL when not in it)
 _CATALOG_SQL = (
@@ -104,7 +102,6 @@ class PostgresDatabase(NestedTransactions):
         self._scratch = 0
         self._catalog = Catalog()
         self._stale_catalog = False
-        self._translated: OrderedDict[tuple[str, bool, int], Translated] = OrderedDict()
         self._column_types: dict[tuple[str, int], dict[str, tuple[int, str]]] = {}
         self._lock_key = zlib.crc32(self.schema.encode()) - (1 << 31)
         self._pool = POOLS.acquire(self.target, pool_size, self._search_path, read_only)
@@ -211,24 +208,15 @@ class PostgresDatabase(NestedTransactions):
                     identity[table] = column
                 if key_position is not None:
                     keys.setdefault(table, []).append((key_position, column))
-        self._catalog = Catalog(
-            primary_keys={t: tuple(column for _, column in sorted(c)) for t, c in keys.items()},
-            columns={t: tuple(c) for t, c in columns.items()},
-            identity=identity,
-            version=self._catalog.version + 1,
+        self._catalog = shared_catalog(
+            {t: tuple(column for _, column in sorted(c)) for t, c in keys.items()},
+            {t: tuple(c) for t, c in columns.items()},
+            identity,
         )
-        self._translated.clear()
         self._column_types.clear()
 
     def _translate(self, sql: str, many: bool) -> Translated:
-        key = (sql, many, self._catalog.version)
-        found = self._translated.get(key)
-        if found is None:
-            found = translate(sql, self._catalog, many=many)
-            self._translated[key] = found
-            if len(self._translated) > _CACHE_SIZE:
-                self._translated.popitem(last=False)
-        return found
+        return translated(sql, self._catalog, many=many)
 
     @staticmethod
     def _params(t: Translated, params: Any) -> Any:

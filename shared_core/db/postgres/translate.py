@@ -38,13 +38,16 @@ column, and every table SQLite would give an implicit ``rowid`` gets one explici
 
 from __future__ import annotations
 
+import functools
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ...errors import OpenKoiError
 
-__all__ = ["Catalog", "DialectError", "Translated", "translate", "translate_ddl", "split_statements", "tokenize"]
+__all__ = ["Catalog", "DialectError", "Translated", "shared_catalog", "split_statements", "tokenize", "translate",
+           "translate_ddl", "translated"]
 
 
 class DialectError(OpenKoiError):
@@ -135,7 +138,39 @@ class Catalog:
     primary_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     identity: Mapping[str, str] = field(default_factory=dict)  # table -> its integer key / rowid column
-    version: int = 0
+    version: int = 0  # its number among the process's catalogs (shared_catalog); 0 for no tables
+
+
+# every catalog of this process by its tables, and by version: stores of schemas alike (each memory at
+# the latest migration) share one, and so the translations of their statements
+_CATALOGS: dict[tuple[object, ...], Catalog] = {}
+_BY_VERSION: list[Catalog] = [Catalog()]
+_CATALOGS_LOCK = threading.Lock()
+
+
+def shared_catalog(primary_keys: Mapping[str, tuple[str, ...]], columns: Mapping[str, tuple[str, ...]],
+                   identity: Mapping[str, str]) -> Catalog:
+    """The process's one :class:`Catalog` of these tables, with a version of its own (0: no tables)."""
+    if not (primary_keys or columns or identity):
+        return _BY_VERSION[0]
+    key = tuple(tuple(sorted(part.items())) for part in (primary_keys, columns, identity))
+    with _CATALOGS_LOCK:
+        found = _CATALOGS.get(key)
+        if found is None:
+            found = Catalog(dict(primary_keys), dict(columns), dict(identity), version=len(_BY_VERSION))
+            _CATALOGS[key] = found
+            _BY_VERSION.append(found)
+    return found
+
+
+def translated(sql: str, catalog: Catalog, *, many: bool = False) -> Translated:
+    """:func:`translate` once per statement and catalog in the process (``catalog`` from :func:`shared_catalog`)."""
+    return _translated(sql, many, catalog.version)
+
+
+@functools.lru_cache(maxsize=4096)
+def _translated(sql: str, many: bool, version: int) -> Translated:
+    return translate(sql, _BY_VERSION[version], many=many)
 
 
 @dataclass(frozen=True)
