@@ -115,15 +115,15 @@ def test_a_build_whose_graph_outgrows_maintenance_work_mem_says_what_to_set(pg_u
     here: some 600 rows): the load says so, and how much memory the build needs, which pgvector confirms."""
     config = {"database": {"index_after_load_rows": 100, "hnsw_build_memory_mb": 1}}
     with MemoryStore.open(pg_url, config=config) as store:
-        vectors = _vectors(5000, store.embedder.dims)
+        vectors = _vectors(1500, store.embedder.dims)
         with caplog.at_level("WARNING", logger="openkoi.store"):
             store.add_many([NewMemory(text=f"memory {i}", vector=vectors[i], namespace="a") for i in range(300)])
         assert not caplog.records  # 300 rows fit
         with caplog.at_level("WARNING", logger="openkoi.store"):
-            store.add_many([NewMemory(text=f"memory {i}", vector=vectors[i], namespace="b") for i in range(300, 5000)])
+            store.add_many([NewMemory(text=f"memory {i}", vector=vectors[i], namespace="b") for i in range(300, 1500)])
         [record] = caplog.records
         message = record.getMessage()
-        assert "building the HNSW index of 5,000 memories" in message and "maintenance_work_mem is 1 MB" in message
+        assert "building the HNSW index of 1,500 memories" in message and "maintenance_work_mem is 1 MB" in message
         needed = int(re.search(r"hnsw_build_memory_mb = (\d+)", message).group(1))
         assert _hnsw_indexes(store) == {f"idx_chunks_embedding_{store.embedder.dims}"}
         # pgvector agrees: its own notice at 1 MB, none at the memory the warning asks for
