@@ -58,10 +58,8 @@ $(BIN)/python:
 $(BIN)/uv: | $(BIN)/python
 	$(BIN)/python -m pip install --quiet uv
 
-# copies, not hard links into uv's cache: llama-index refuses to read a multiply-linked data file;
-# compiled to bytecode at install, as pip does: where PYTHONDONTWRITEBYTECODE is set, each process the
-# tests start would otherwise compile every module it imports (importing the adapters: 12 s, not 5)
-UV_INSTALL := $(BIN)/uv pip install --quiet --link-mode copy --compile-bytecode --python $(BIN)/python
+# copies, not hard links into uv's cache: llama-index refuses to read a multiply-linked data file
+UV_INSTALL := $(BIN)/uv pip install --quiet --link-mode copy --python $(BIN)/python
 
 $(VENV)/.installed-demo: pyproject.toml setup.py shared_core/_speedups.c | $(BIN)/uv
 	$(UV_INSTALL) -e .
