@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,34 @@ def test_migrations_from_an_empty_file(tmp_path):
         assert {"idx_events_day", "idx_learnings_type", "idx_tasks_category"} <= indexes
         assert store.db.get_meta("embedder_name") == StaticEmbedder().name  # the default for new files
 
+
+
+@pytest.mark.sqlite_only  # sqlite_master
+def test_a_new_in_memory_store_is_the_schema_every_migration_builds(tmp_path, clock, fake_embedder):
+    """A new ``:memory:`` store copies a database this process migrated before: the same tables,
+    indexes, triggers and versions as migrating a file, its own rows, and the vector size of its
+    embedder."""
+    def schema(store):
+        return sorted(store.db.query("SELECT type, name, tbl_name, sql FROM sqlite_master"))
+
+    with MemoryStore.open(tmp_path / "m.db", clock=clock) as migrated:
+        expected = schema(migrated)
+        [made] = {at for (at,) in migrated.db.query("SELECT applied_at FROM _migrations")}
+    clock.advance(hours=1)
+    with MemoryStore.open(":memory:", clock=clock) as first, MemoryStore.open(":memory:", clock=clock) as second:
+        assert schema(first) == schema(second) == expected
+        versions = first.db.query("SELECT version, applied_at FROM _migrations ORDER BY version")
+        assert [v for v, _ in versions] == [m.version for m in available_migrations()]
+        [at] = {at for _, at in versions}  # when this memory was made, not the copied one
+        assert datetime.fromisoformat(at) - datetime.fromisoformat(made) == timedelta(hours=1)
+        first.add("only in the first memory")
+        assert second.count() == 0 and first.count() == 1
+        assert first.search("first memory")[0].text == "only in the first memory"
+    with MemoryStore.open(":memory:", embedder=fake_embedder) as small:  # another vector size
+        vec = small.db.scalar("SELECT sql FROM sqlite_master WHERE name = 'memory_vec'")
+        assert f"float[{fake_embedder.dims}]" in vec
+        small.add("sixteen numbers a vector")
+        assert small.search("sixteen numbers")[0].text == "sixteen numbers a vector"
 
 @pytest.mark.sqlite_only  # the SQLite migration file itself
 def test_migration_1_is_the_seed_schema_sized_to_the_embedder():
