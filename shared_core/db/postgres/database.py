@@ -40,7 +40,7 @@ from .bulk import column_types, copy_plan, copy_rows
 from .migrate import MIGRATION_LOCK, PgMigrationSession, statements
 from .pool import LOCK_TIMEOUT_S, POOLS, PgDriver, Result, psycopg_modules, register_vector
 from .space import ident
-from .translate import Catalog, DialectError, Translated, shared_catalog, translated
+from .translate import DialectError, Translated, shared_catalog, translated
 from .url import PgTarget, parse_url
 
 __all__ = ["PostgresDatabase"]
@@ -100,9 +100,9 @@ class PostgresDatabase(NestedTransactions):
         self._on_rollback: list[Callable[[], None]] = []
         self._writes = False
         self._scratch = 0
-        self._catalog = Catalog()
+        self._catalog = shared_catalog({}, {}, {})
         self._stale_catalog = False
-        self._column_types: dict[tuple[str, int], dict[str, tuple[int, str]]] = {}
+        self._column_types: dict[str, dict[str, tuple[int, str]]] = {}  # by table, until the catalog changes
         self._lock_key = zlib.crc32(self.schema.encode()) - (1 << 31)
         self._pool = POOLS.acquire(self.target, pool_size, self._search_path, read_only)
         # dropped without close(): the garbage collector gives the pool back instead
@@ -241,10 +241,9 @@ class PostgresDatabase(NestedTransactions):
             return
         self.check_open()
         with self.connection() as conn, self.translate_errors():
-            key = (plan.table, self._catalog.version)
-            types = self._column_types.get(key)
+            types = self._column_types.get(plan.table)
             if types is None:
-                types = self._column_types[key] = column_types(conn, plan.table)
+                types = self._column_types[plan.table] = column_types(conn, plan.table)
             copied = copy_rows(conn, plan, types, rows)
         if not copied:
             self.executemany(sql, rows)

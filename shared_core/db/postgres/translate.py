@@ -131,46 +131,38 @@ def _meaningful(text: str) -> bool:
 # -- the catalog the translation needs ---------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Catalog:
-    """What the translator must know about the tables: keys, columns, identity columns."""
+    """What the translator must know about the tables: keys, columns, identity columns.
+
+    Compared and hashed by identity: :func:`shared_catalog` gives every alike schema the same one."""
 
     primary_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     identity: Mapping[str, str] = field(default_factory=dict)  # table -> its integer key / rowid column
-    version: int = 0  # its number among the process's catalogs (shared_catalog); 0 for no tables
 
 
-# every catalog of this process by its tables, and by version: stores of schemas alike (each memory at
-# the latest migration) share one, and so the translations of their statements
+# every catalog of this process by its tables: stores of schemas alike (each memory at the latest
+# migration) share one, and so the translations of their statements
 _CATALOGS: dict[tuple[object, ...], Catalog] = {}
-_BY_VERSION: list[Catalog] = [Catalog()]
 _CATALOGS_LOCK = threading.Lock()
 
 
 def shared_catalog(primary_keys: Mapping[str, tuple[str, ...]], columns: Mapping[str, tuple[str, ...]],
                    identity: Mapping[str, str]) -> Catalog:
-    """The process's one :class:`Catalog` of these tables, with a version of its own (0: no tables)."""
-    if not (primary_keys or columns or identity):
-        return _BY_VERSION[0]
+    """The process's one :class:`Catalog` of these tables."""
     key = tuple(tuple(sorted(part.items())) for part in (primary_keys, columns, identity))
     with _CATALOGS_LOCK:
         found = _CATALOGS.get(key)
         if found is None:
-            found = Catalog(dict(primary_keys), dict(columns), dict(identity), version=len(_BY_VERSION))
-            _CATALOGS[key] = found
-            _BY_VERSION.append(found)
+            found = _CATALOGS[key] = Catalog(dict(primary_keys), dict(columns), dict(identity))
     return found
 
 
+@functools.lru_cache(maxsize=4096)
 def translated(sql: str, catalog: Catalog, *, many: bool = False) -> Translated:
     """:func:`translate` once per statement and catalog in the process (``catalog`` from :func:`shared_catalog`)."""
-    return _translated(sql, many, catalog.version)
-
-
-@functools.lru_cache(maxsize=4096)
-def _translated(sql: str, many: bool, version: int) -> Translated:
-    return translate(sql, _BY_VERSION[version], many=many)
+    return translate(sql, catalog, many=many)
 
 
 @dataclass(frozen=True)
