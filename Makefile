@@ -88,6 +88,12 @@ chromium:
 		fi; \
 	fi
 
+# The test runs write bytecode, into the venv (not beside the sources), even where the environment
+# sets PYTHONDONTWRITEBYTECODE: pytest then keeps its assertion rewrites of the test and plugin
+# modules, and each pytest process collects in ~14 s instead of ~34 s on 2 cores
+test test-postgres fuzz screenshots: export PYTHONDONTWRITEBYTECODE :=
+test test-postgres fuzz screenshots: export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
+
 test: $(VENV)/.installed-test chromium
 	$(BIN)/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 	.ci/other-driver $(BIN)/python
