@@ -15,6 +15,7 @@ catalog), and the runner decides what to apply.
 
 from __future__ import annotations
 
+import functools
 import re
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -117,6 +118,12 @@ class Migrator(Protocol):
 
 
 def available_migrations() -> list[Migration]:
+    """The package's migrations in version order (read once per process: every open asks)."""
+    return list(_read_migrations())
+
+
+@functools.cache
+def _read_migrations() -> tuple[Migration, ...]:
     found = []
     for entry in resources.files(__package__).joinpath("migrations").iterdir():
         match = _NAME.match(entry.name)
@@ -126,7 +133,7 @@ def available_migrations() -> list[Migration]:
     versions = [m.version for m in found]
     if len(set(versions)) != len(versions):  # pragma: no cover - a packaging mistake
         raise SchemaError(f"two migrations share a number: {versions}")
-    return found
+    return tuple(found)
 
 
 def latest_version() -> int:
@@ -134,12 +141,13 @@ def latest_version() -> int:
     return migrations[-1].version if migrations else 0
 
 
-def apply_migrations(backend: Migrator, *, dims: int, now_iso: str) -> list[int]:
+def apply_migrations(backend: Migrator, *, dims: int, now_iso: str, schema: list[str] | None = None) -> list[int]:
     """Bring the schema up to date; return the versions applied. Refuses a newer schema.
 
     Every missing version runs, not only those above the highest applied. Each runs in its own
     transaction; the versions applied are read again inside it, since other processes (other
-    servers) may be opening the same memory at the same time.
+    servers) may be opening the same memory at the same time. ``schema``, statements that build what
+    every migration builds, replaces their statements when the database turns out to be new.
     """
     migrations = available_migrations()
     newest = migrations[-1].version if migrations else 0
@@ -155,8 +163,10 @@ def apply_migrations(backend: Migrator, *, dims: int, now_iso: str) -> list[int]
         plan = [(m, backend.migration_statements(m, dims)) for m in migrations if m.version not in done]
         # a new memory in one transaction, so another process opening it meanwhile sees none of it or
         # all of it (at version 1 it would take the file for one of the first schema's)
-        if not done and plan and _apply(session, plan, now_iso, new_only=True):
-            return [migration.version for migration, _ in plan]
+        if not done and plan:
+            whole = plan if schema is None else [(plan[0][0], schema), *((m, []) for m, _ in plan[1:])]
+            if _apply(session, whole, now_iso, new_only=True):
+                return [migration.version for migration, _ in plan]
         applied = [step[0].version for step in plan if _apply(session, [step], now_iso)]
     return applied
 

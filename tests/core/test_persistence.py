@@ -22,6 +22,8 @@ from shared_core import (
 )
 from shared_core.db import Database, apply_migrations, latest_version
 from shared_core.db.migrations import available_migrations
+from shared_core.db.sqlite.database import _Template
+from shared_core.db.sqlite.migrate import newest_schema
 from shared_core.embed import StaticEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,6 +71,42 @@ def test_a_new_in_memory_store_is_the_schema_every_migration_builds(tmp_path, cl
         assert f"float[{fake_embedder.dims}]" in vec
         small.add("sixteen numbers a vector")
         assert small.search("sixteen numbers")[0].text == "sixteen numbers a vector"
+
+@pytest.mark.sqlite_only  # sqlite_master
+def test_a_new_file_is_built_in_one_go_to_the_schema_every_migration_builds(tmp_path, clock):
+    """A new file runs the statements that build the newest schema at once, not the migrations' history:
+    the same objects, FTS5 options and versions as running each migration, and it stores and finds."""
+    def contents(db):
+        objects = db.query("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name <> 'sqlite_sequence'")
+        options = db.query("SELECT k, v FROM memory_fts_config UNION ALL SELECT k, v FROM memory_archive_fts_config")
+        return sorted(objects), sorted(options), sorted(db.query("SELECT version, name FROM _migrations"))
+
+    stepwise = Database(str(tmp_path / "stepwise.db"))
+    applied = apply_migrations(stepwise, dims=384, now_iso="2026-01-01T00:00:00Z")  # each migration's statements
+    assert applied == [m.version for m in available_migrations()]
+    assert ("automerge", 16) in contents(stepwise)[1]  # an FTS5 option a migration set
+    schema = _Template.of(stepwise.driver, 384, "2026-01-01T00:00:00Z").schema()
+    assert schema is not None and len(schema) < sum(len(Database.migration_statements(m, 384))
+                                                    for m in available_migrations())
+    with MemoryStore.open(tmp_path / "new.db", embedder=HashingEmbedder(), clock=clock) as store:  # 384 numbers
+        assert contents(store.db) == contents(stepwise)
+        assert store.db.scalar("PRAGMA integrity_check") == "ok"
+        store.add("built in one go")
+        assert store.search("one go")[0].text == "built in one go"
+    stepwise.close()
+
+
+@pytest.mark.sqlite_only  # sqlite_master
+def test_statements_that_would_not_rebuild_the_schema_exactly_are_refused(tmp_path):
+    migrated, empty, another = Database(":memory:"), Database(":memory:"), Database(":memory:")
+    apply_migrations(migrated, dims=384, now_iso="2026-01-01T00:00:00Z")
+    assert newest_schema(migrated.conn, empty.conn)  # as migrated: rebuilt exactly
+    migrated.execute("INSERT INTO memory_fts_docsize (id, sz) VALUES (7, x'00')")  # a row no statement makes
+    with pytest.raises(SchemaError, match="memory_fts_docsize"):
+        newest_schema(migrated.conn, another.conn)
+    for db in (migrated, empty, another):
+        db.close()
+
 
 @pytest.mark.sqlite_only  # the SQLite migration file itself
 def test_migration_1_is_the_seed_schema_sized_to_the_embedder():

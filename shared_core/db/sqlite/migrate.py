@@ -6,13 +6,14 @@ opening the same file at once take turns and the second finds the first one's ve
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ...errors import SchemaError
 from ..migrations import ConnectionSession, Migration
 from .driver import get_driver
 
-__all__ = ["SqliteMigrationSession", "applied_versions", "statements"]
+__all__ = ["SqliteMigrationSession", "applied_versions", "newest_schema", "statements"]
 
 
 def statements(migration: Migration, dims: int) -> list[str]:
@@ -34,6 +35,75 @@ def statements(migration: Migration, dims: int) -> list[str]:
             raise SchemaError(f"migration {migration.version} ({migration.name}) ends a block with an incomplete "
                               "statement")
     return out
+
+
+def newest_schema(migrated: Any, empty: Any) -> list[str]:
+    """Statements that build the schema of ``migrated`` (a database every migration ran on) on an empty
+    database in one go: a new file needs the result, not the history (each ``ALTER TABLE`` re-reads
+    the whole schema; ~40 ms of statements against a few).
+
+    They are SQLite's own text of each object, tables first, leaving out the tables a virtual table
+    makes for itself, then the FTS5 options and the rows the migrations set. ``empty``, a connection
+    to an empty database with the same extensions, runs them as a check: what they do not rebuild
+    exactly (objects, rows, options) raises :class:`SchemaError`.
+    """
+    objects = migrated.execute(
+        "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite!_%' ESCAPE '!' "
+        "AND tbl_name <> '_migrations' ORDER BY type <> 'table', rowid"
+    ).fetchall()
+    out: list[str] = []
+    ordinary: list[str] = []
+    for kind, name, sql in objects:
+        if _exists(empty, name):  # a virtual table's own tables exist once it does
+            continue
+        empty.execute(sql)
+        out.append(sql)
+        if kind == "table" and not sql.upper().startswith("CREATE VIRTUAL"):
+            ordinary.append(name)
+    fts5 = [name for kind, name, sql in objects if kind == "table" and re.search(r"USING\s+fts5\b", sql, re.I)]
+    for name in fts5:  # options such as automerge live in the table's config rows, set by a command
+        options = migrated.execute(f'SELECT k, v FROM "{name}_config" WHERE k <> \'version\'').fetchall()
+        for key, value in options:
+            out.append(f'INSERT INTO "{name}"("{name}", rank) VALUES ({_literal(empty, key)}, {_literal(empty, value)})')
+            empty.execute(out[-1])
+    for name in ordinary:
+        for (row,) in migrated.execute(f'SELECT {_row_literal(migrated, name)} FROM "{name}"'):
+            out.append(f'INSERT INTO "{name}" VALUES ({row})')
+            empty.execute(out[-1])
+    _check_same(migrated, empty, skip={f"{name}_data" for name in fts5})  # FTS5's cookie and averages differ
+    return out
+
+
+def _exists(conn: Any, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
+
+
+def _literal(conn: Any, value: Any) -> str:
+    return str(conn.execute("SELECT quote(?)", (value,)).fetchone()[0])
+
+
+def _row_literal(conn: Any, table: str) -> str:
+    """An expression giving a row of ``table`` as SQL literals separated by commas."""
+    columns = [row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')]
+    return " || ',' || ".join(f'quote("{column}")' for column in columns)
+
+
+def _check_same(migrated: Any, built: Any, *, skip: set[str]) -> None:
+    """Raise :class:`SchemaError` unless ``built`` has ``migrated``'s objects and, in its tables (a
+    virtual table's own ones included, but not those in ``skip``), its rows."""
+    def objects(conn: Any) -> set[tuple[str, ...]]:
+        return set(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE "
+                                "'sqlite!_%' ESCAPE '!' AND tbl_name <> '_migrations'").fetchall())
+
+    schema = objects(migrated)
+    if schema != objects(built):
+        raise SchemaError(f"the schema built in one go differs from the migrated one: {schema ^ objects(built)}")
+    for kind, name, _, sql in schema:
+        if kind != "table" or name in skip or sql.upper().startswith("CREATE VIRTUAL"):
+            continue
+        rows = [sorted(map(repr, conn.execute(f'SELECT * FROM "{name}"').fetchall())) for conn in (migrated, built)]
+        if rows[0] != rows[1]:
+            raise SchemaError(f"the schema built in one go leaves other rows in {name} than the migrations")
 
 
 def applied_versions(conn: Any) -> set[int]:
