@@ -78,10 +78,10 @@ def _check_consistent(store: MemoryStore) -> int:
 
 # adds per writer. PostgreSQL serialises a memory's writes on one lock and an add there costs a few ms
 # that grow with the namespace (its near-duplicate search and HNSW insert): 2,000 each took 3-4 minutes
-# of the suite, 1,100 each 4.5 minutes beside another test worker. 500 each still takes both namespaces
-# (1,000 rows) past the workers' database.exact_scan_rows (500), so the near-duplicate check runs on the
+# of the suite, 500 each 2 minutes beside another test worker. 250 each still takes both namespaces
+# (500 rows) past the workers' database.exact_scan_rows (250), so the near-duplicate check runs on the
 # HNSW index under the same contention.
-ADDS_PER_WRITER = {"sqlite": 2000, "postgres": 500}
+ADDS_PER_WRITER = {"sqlite": 2000, "postgres": 250}
 
 
 def _overtaken(spans: np.ndarray) -> np.ndarray:
