@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from .conftest import ready, shoot
 from .seed import ALICE, BOB_SECRET
+
+# the page is the same whatever the database: its routes run on both backends in
+# tests/server/test_inspector_routes.py, the inspector's queries in tests/core/test_inspection*.py
+pytestmark = pytest.mark.backend_free
 
 
 def open_as(page, server, token: str, route: str = "/overview", ns: str = ALICE) -> None:
