@@ -55,6 +55,7 @@ class _Template:
         self.db = Database(":memory:")
         apply_migrations(self.db, dims=dims, now_iso=now_iso)
         self._schema: list[str] | None = None
+        self._schema_made = False
 
     @staticmethod
     def of(driver: Driver, dims: int, now_iso: str) -> _Template:
@@ -69,15 +70,16 @@ class _Template:
         """The statements (:func:`.migrate.newest_schema`), made when a new file first needs them;
         None where they would not rebuild the schema exactly: every migration runs then."""
         with _TEMPLATES_LOCK:
-            if self._schema is None:
+            if not self._schema_made:
                 empty = Database(":memory:")
                 try:
                     self._schema = newest_schema(self.db.conn, empty.conn)
                 except SchemaError:
-                    self._schema = []
+                    self._schema = None
                 finally:
                     empty.close()
-        return self._schema or None
+                    self._schema_made = True
+        return self._schema
 
 
 class _ErrorTranslation:

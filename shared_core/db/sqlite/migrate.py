@@ -47,10 +47,7 @@ def newest_schema(migrated: Any, empty: Any) -> list[str]:
     to an empty database with the same extensions, runs them as a check: what they do not rebuild
     exactly (objects, rows, options) raises :class:`SchemaError`.
     """
-    objects = migrated.execute(
-        "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite!_%' ESCAPE '!' "
-        "AND tbl_name <> '_migrations' ORDER BY type <> 'table', rowid"
-    ).fetchall()
+    objects = [(kind, name, sql) for kind, name, _, sql in _objects(migrated) if sql is not None]
     out: list[str] = []
     ordinary: list[str] = []
     for kind, name, sql in objects:
@@ -74,6 +71,15 @@ def newest_schema(migrated: Any, empty: Any) -> list[str]:
     return out
 
 
+def _objects(conn: Any) -> list[tuple[str, str, str, str | None]]:
+    """(type, name, table, SQL) of every object but SQLite's own and the migration log, tables first,
+    each kind in the order made."""
+    return list(conn.execute(
+        "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite!_%' ESCAPE '!' "
+        "AND tbl_name <> '_migrations' ORDER BY type <> 'table', rowid"
+    ).fetchall())
+
+
 def _exists(conn: Any, name: str) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
 
@@ -91,15 +97,11 @@ def _row_literal(conn: Any, table: str) -> str:
 def _check_same(migrated: Any, built: Any, *, skip: set[str]) -> None:
     """Raise :class:`SchemaError` unless ``built`` has ``migrated``'s objects and, in its tables (a
     virtual table's own ones included, but not those in ``skip``), its rows."""
-    def objects(conn: Any) -> set[tuple[str, ...]]:
-        return set(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE "
-                                "'sqlite!_%' ESCAPE '!' AND tbl_name <> '_migrations'").fetchall())
-
-    schema = objects(migrated)
-    if schema != objects(built):
-        raise SchemaError(f"the schema built in one go differs from the migrated one: {schema ^ objects(built)}")
+    schema, rebuilt = set(_objects(migrated)), set(_objects(built))
+    if schema != rebuilt:
+        raise SchemaError(f"the schema built in one go differs from the migrated one: {schema ^ rebuilt}")
     for kind, name, _, sql in schema:
-        if kind != "table" or name in skip or sql.upper().startswith("CREATE VIRTUAL"):
+        if kind != "table" or name in skip or (sql or "").upper().startswith("CREATE VIRTUAL"):
             continue
         rows = [sorted(map(repr, conn.execute(f'SELECT * FROM "{name}"').fetchall())) for conn in (migrated, built)]
         if rows[0] != rows[1]:
