@@ -32,7 +32,7 @@ def test_the_license_is_an_spdx_string_and_the_build_backend_reads_one():
 
 @pytest.mark.slow
 def test_the_wheel_carries_the_static_table_and_its_notice(tmp_path):
-    """A wheel built from a copy of the sources holds the table, its NOTICE and licence, and stays small."""
+    """A wheel built from a copy of the sources holds the table, its directions, NOTICE and licence, and stays small."""
     root = Path(__file__).resolve().parents[1]
     source = tmp_path / "src"
     source.mkdir()
@@ -44,7 +44,7 @@ def test_the_wheel_carries_the_static_table_and_its_notice(tmp_path):
                     "-w", str(tmp_path / "dist"), str(source)], check=True, timeout=600)
     (wheel,) = (tmp_path / "dist").glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for data in ("minilm-static-256.npz", "NOTICE", "LICENSE-Apache-2.0"):
+    for data in ("minilm-static-256.npz", "minilm-static-256.directions.npy", "NOTICE", "LICENSE-Apache-2.0"):
         assert f"shared_core/embed/data/{data}" in names
     assert wheel.stat().st_size < 12_000_000, wheel.stat().st_size
 

@@ -13,7 +13,8 @@ Inputs, exactly:
 Output: one ``.npz`` (numpy only to read, no pickles) holding ``vectors`` (int8, one row per
 token, each row scaled to use the full -127..127 range), ``scales`` (float32, each row's
 scale), ``vocab`` (the tokens, UTF-8, newline-separated) and ``meta`` (JSON: the inputs above,
-the tokeniser settings the embedder must reproduce, the versions). Run it with
+the tokeniser settings the embedder must reproduce, the versions); beside the shipped table, its
+two common directions (``minilm-static-256.directions.npy``, ``common_directions`` of it). Run it with
 
     pip install -r bench/quality/distill-requirements.txt
     HF_HUB_OFFLINE=1 python bench/quality/distill_static.py        # ~7 minutes on 2 cores
@@ -205,6 +206,11 @@ def main(argv: list[str] | None = None) -> int:
         "vocab": np.frombuffer("\n".join(tokens).encode("utf-8"), dtype=np.uint8),
         "meta": np.frombuffer(json.dumps(meta, indent=1, sort_keys=True).encode("utf-8"), dtype=np.uint8),
     })
+    if args.output == OUTPUT:  # the shipped table's common directions ship beside it (a process need not compute them)
+        from shared_core.embed.static import DEFAULT_DIRECTIONS, StaticTable, common_directions
+
+        np.save(DEFAULT_DIRECTIONS, common_directions(StaticTable.load(args.output)), allow_pickle=False)
+        print(f"wrote {DEFAULT_DIRECTIONS}")
     print(f"distilled {len(tokens)} tokens x {matrix.shape[1]} dims in {seconds:.0f} s; "
           f"largest int8 rounding error {error:.2e}")
     print(f"wrote {args.output} ({args.output.stat().st_size / 1e6:.2f} MB), sha256 {sha256(args.output)}")

@@ -5,14 +5,16 @@ A text's vector is the mean of its WordPiece tokens' rows in a 29,525 x 256 tabl
 weighted down for frequent tokens, reduced to 256 dimensions by PCA). It knows that "diet" is
 near "vegetarian" and "vehicle" near "Tesla", which the hashing embedder cannot, and needs only
 numpy and the 7 MB table shipped in the package (``data/minilm-static-256.npz``; how it was
-built: bench/quality/distill_static.py; licence: ``data/NOTICE``).
+built: bench/quality/distill_static.py; licence: ``data/NOTICE``), read once per process.
 
 Static vectors lean one way (frequent words' rows share directions: the mean of 30,000
 LoCoMo-like texts' unit vectors has norm 0.81), which makes their sign bits, the vector index's
 first filter, say less. The embedder removes the two directions they lean along most, as SIF
 removes a first principal component: the top eigenvectors of the rows' second moment weighted by
 Zipf's law (1/rank from "the" on: BERT's vocabulary lists whole words by frequency, the assumption
-the table's own weights were built on). That leaves norm 0.62 and the same LoCoMo recall.
+the table's own weights were built on). That leaves norm 0.62 and the same LoCoMo recall. The
+shipped table's two directions ship beside it (``data/minilm-static-256.directions.npy``, what
+:func:`common_directions` computes from it, ~0.1 s a process otherwise).
 ``centred=False`` gives the vectors of ``static/minilm-256``, the name memories made before this
 recorded (they keep those vectors until ``reembed`` moves them).
 
@@ -38,6 +40,7 @@ from .wordpiece import WordPiece
 __all__ = ["StaticEmbedder", "StaticTable", "DEFAULT_TABLE", "common_directions"]
 
 DEFAULT_TABLE = Path(__file__).with_name("data") / "minilm-static-256.npz"
+DEFAULT_DIRECTIONS = DEFAULT_TABLE.with_name("minilm-static-256.directions.npy")
 _FORMAT = "openkoi-static-table-1"
 COMMON_DIRECTIONS = 2
 
@@ -125,7 +128,11 @@ def _shared_directions(path: Path, count: int) -> np.ndarray:
     key = (path.resolve(), count)
     directions = _directions.get(key)
     if directions is None:  # two threads racing compute the same matrix
-        directions = _directions[key] = common_directions(_shared_table(key[0]), count)
+        if key == (DEFAULT_TABLE.resolve(), COMMON_DIRECTIONS) and DEFAULT_DIRECTIONS.exists():
+            directions = np.load(DEFAULT_DIRECTIONS, allow_pickle=False)
+        else:
+            directions = common_directions(_shared_table(key[0]), count)
+        _directions[key] = directions
     return directions
 
 

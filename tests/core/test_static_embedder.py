@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from shared_core import HashingEmbedder, MemoryStore
-from shared_core.embed import StaticEmbedder, embedder_from_name, profile_of
+from shared_core.embed import StaticEmbedder, embedder_from_name, profile_of, static
 from shared_core.embed.static import (
     COMMON_DIRECTIONS,
+    DEFAULT_DIRECTIONS,
     DEFAULT_TABLE,
     StaticTable,
     common_directions,
@@ -109,6 +110,28 @@ def test_the_common_directions_are_removed_and_come_from_the_table_alone():
     assert np.linalg.norm(centred.mean(axis=0)) < np.linalg.norm(raw.mean(axis=0)) - 0.05
     with pytest.raises(ValueError, match="between 1 and 255"):
         common_directions(embedder.table, 0)
+
+
+def test_the_shipped_directions_are_the_tables_own_and_no_process_computes_them(monkeypatch, tmp_path):
+    shipped = np.load(DEFAULT_DIRECTIONS, allow_pickle=False)
+    computed = common_directions(StaticTable.load(DEFAULT_TABLE))
+    assert shipped.dtype == np.float32 and shipped.shape == computed.shape
+    # what the embedder removes, the projector onto them, is the same to float32 rounding (an
+    # eigenvector's sign may differ from one BLAS to another)
+    assert np.allclose(shipped @ shipped.T, computed @ computed.T, atol=1e-6)
+
+    def computing(*args: object) -> np.ndarray:
+        raise AssertionError("directions computed")
+
+    monkeypatch.setattr(static, "_directions", {})
+    monkeypatch.setattr(static, "common_directions", computing)
+    vectors = StaticEmbedder().embed(["User is vegetarian", "User drives a Tesla Model 3"])
+    assert np.abs(vectors @ shipped).max() < 1e-5
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    other = tmp_path / "other.npz"  # another table's directions are computed from it
+    other.write_bytes(DEFAULT_TABLE.read_bytes())
+    with pytest.raises(AssertionError, match="directions computed"):
+        StaticEmbedder(path=other).embed(["User is vegetarian"])
 
 
 def test_vectors_are_unit_length_and_the_same_alone_or_in_a_batch():
