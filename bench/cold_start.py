@@ -42,6 +42,7 @@ sys.path.insert(0, str(BENCH))
 from core import (  # noqa: E402
     CACHE,
     corpus,
+    embedder_for,
     percentiles,
     settle,
     time_searches,
@@ -50,13 +51,13 @@ from core import (  # noqa: E402
     vectors_cached,
 )
 
-from shared_core import HashingEmbedder, MemoryStore, NewMemory  # noqa: E402
+from shared_core import MemoryStore, NewMemory  # noqa: E402
 
 CHILD = """
 import json, sys, time
 started = time.perf_counter()
 sys.path.insert(0, {root!r})
-from shared_core import HashingEmbedder, MemoryStore
+from shared_core import MemoryStore
 imported = time.perf_counter()
 
 def rss():
@@ -69,7 +70,7 @@ def rss():
 
 queries = {queries!r}
 opened = time.perf_counter()
-store = MemoryStore.open({path!r}, embedder=HashingEmbedder())
+store = MemoryStore.open({path!r})  # the embedder the memory recorded, as a user opens it
 ready = time.perf_counter()
 store.search(queries[0], namespace="bench", limit=10, track_access=False)
 first = time.perf_counter()
@@ -106,7 +107,7 @@ def cached_store(size: int, kind: str, texts: list[str], vectors: np.ndarray) ->
     CACHE.mkdir(parents=True, exist_ok=True)
     items = [NewMemory(text=t, vector=v, namespace="bench") for t, v in zip(texts, vectors, strict=True)]
     started = time.perf_counter()
-    with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
+    with MemoryStore.open(path, embedder=embedder_for(kind)) as store:
         store.add_many(items, batch_size=1000)
     seconds = time.perf_counter() - started
     info = {"size": size, "ingest_s": seconds, "ingest_per_s": size / seconds}
@@ -176,7 +177,7 @@ def cached_run(size: int, kind: str, turns: list[str], questions: list[str], n_q
         exact.append(top[np.argsort(-scores[top])])
         numpy_ms.append((time.perf_counter() - began) * 1000)
     result["numpy_p50"], result["numpy_p95"] = percentiles(numpy_ms)
-    with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
+    with MemoryStore.open(path, embedder=embedder_for(kind)) as store:
         store.search(query_texts[0], namespace="bench", limit=10, track_access=False)
         rowids = np.array(store.db.query("SELECT chunk_rowid FROM memory_chunks ORDER BY chunk_rowid"))[:, 0]
         result.update(time_searches(store, query_texts, query_vectors, exact,
@@ -188,12 +189,12 @@ def cached_run(size: int, kind: str, turns: list[str], questions: list[str], n_q
                 store.search(text, vector=q, namespace="bench", limit=10, track_access=False)
                 uncached.append((time.perf_counter() - started) * 1000)
             result["uncached_hybrid_p50"], result["uncached_hybrid_p95"] = percentiles(uncached)
-    result["sqlite_vec_p50"], result["sqlite_vec_p95"] = time_sqlite_vec(path, HashingEmbedder(), query_vectors[:20])
+    result["sqlite_vec_p50"], result["sqlite_vec_p95"] = time_sqlite_vec(path, embedder_for(kind), query_vectors[:20])
     result["hybrid_vs_numpy"] = result["hybrid_p50"] / result["numpy_p50"]
 
     copy = workdir / f"adds-{kind}-{size}.db"  # single adds change the store: on a copy (sparse, as it is)
     copy_store(path, copy)
-    with MemoryStore.open(copy, embedder=HashingEmbedder()) as store:
+    with MemoryStore.open(copy, embedder=embedder_for(kind)) as store:
         store.search(query_texts[0], namespace="bench", limit=10, track_access=False)
         result.update(time_single_adds(store, turns, add_rounds))
         if drop_from_page_cache(Path(str(copy) + ".files") / "vectors.idx"):

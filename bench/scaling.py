@@ -37,7 +37,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
 from cold_start import cached_run  # noqa: E402
-from core import locomo_texts, run, table  # noqa: E402
+from core import embedder_for, locomo_texts, run, table  # noqa: E402
 from machine import describe as machine  # noqa: E402
 
 DEFAULT_JSON = BENCH / "results" / "scaling.json"
@@ -116,7 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = rest
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
-    parser.add_argument("--vectors", default="hashing", choices=["hashing", "random", "minilm"])
+    parser.add_argument("--vectors", default="hashing", choices=["hashing", "random", "minilm", "static"],
+                        help="hashing (default), random, minilm (all-MiniLM-L6-v2, cached) or static (the "
+                             "default embedder's: real-text vectors at a million's scale)")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"results file (default {DEFAULT_JSON})")
     parser.add_argument("--append", action="store_true", help="merge into the results file instead of replacing it")
@@ -152,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     drawn = [r for r in merged if r["vectors"] == args.vectors]
     loads = [x for r in drawn for x in r.get("load_avg", [])]
     busy = f"; 1-min load average {min(loads):.1f}-{max(loads):.1f}" if loads else ""
-    plot(drawn, args.plot, f"openkoi-memory, {args.vectors} vectors, 384-d; {machine()}{busy}")
+    plot(drawn, args.plot, f"openkoi-memory, {args.vectors} vectors, {embedder_for(args.vectors).dims}-d; {machine()}{busy}")
     print(f"machine: {machine()}\n")
     print(f"load average (1 min) at start: {load_before:.2f}\n")
     for r in runs:
