@@ -209,6 +209,18 @@ def speedups(request, monkeypatch) -> str:
     return request.param
 
 
+@pytest.fixture(params=["avx512", "avx2", "popcnt", "portable"])
+def kernel(request):
+    """Each kernel of the compiled scans (``near``, ``nearest``) this CPU can run (``portable`` is in
+    every build)."""
+    compiled = pytest.importorskip("shared_core._speedups")  # built where a C compiler was at install
+    if request.param not in compiled.near_kernels():
+        pytest.skip(f"this CPU cannot run the {request.param} kernel")
+    before = compiled.use_near_kernel(request.param)
+    yield request.param
+    compiled.use_near_kernel(before)
+
+
 @pytest.fixture
 def fake_embedder() -> FakeEmbedder:
     return FakeEmbedder()

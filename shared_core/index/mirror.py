@@ -2,7 +2,8 @@
 
 Per vector: two sign codes (binary quantisation), the vector in int8 with a scale and in
 float32, beside its row id and filter columns. Small scopes are scored in int8; large ones are
-ranked by Hamming distance on the bits and the best ``rerank_pool`` scored in int8; only the
+ranked by the bits that differ from the query's signs (:mod:`.codes`) and the best ``rerank_pool``
+scored in int8; only the
 final candidates are scored exactly, from their float32 rows. The arrays live in memory
 (``:memory:`` stores) or are the columns of the memory's vector file (:mod:`.vector_file`),
 mapped copy-on-write, so a process only holds the pages it read; :class:`~.vectors.SqliteVectorIndex` keeps them in step with ``memory_vec``.
@@ -18,6 +19,7 @@ from concurrent.futures import wait
 import numpy as np
 
 from . import workers
+from .codes import popcount, sign_code
 from .protocols import RowState
 from .scope import Scope
 from .vector_file import RowReader, column_specs
@@ -27,8 +29,7 @@ try:  # the near-duplicate scan compiled (setup.py builds it where a C compiler 
 except ImportError:  # pragma: no cover - exercised by the tests that force numpy
     _speedups = None
 
-__all__ = ["Mirror", "SMALL_MIRROR", "centred_threshold", "dot", "encode", "least_centred", "popcount",
-           "quantise", "sign_bit_bound", "sign_code", "stamp_hash"]
+__all__ = ["Mirror", "SMALL_MIRROR", "dot", "encode", "quantise", "stamp_hash"]
 
 SMALL_MIRROR = 1024  # rows below which a near-duplicate check just scans every vector
 _SPLIT_ROWS = 1 << 18  # rows from which the near-duplicate scan runs on two cores
@@ -44,62 +45,7 @@ def dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     return np.einsum("ij,j->i", matrix, vector)
 
 
-_BYTE_BITS = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 _BITS_OF_BYTE = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.float32)  # first bit first
-
-
-def popcount(words: np.ndarray) -> np.ndarray:
-    """Set bits of each uint64 in ``words``."""
-    if hasattr(np, "bitwise_count"):
-        return np.bitwise_count(words)
-    return _BYTE_BITS[words.view(np.uint8)].reshape(*words.shape, 8).sum(axis=-1, dtype=np.uint8)  # numpy < 2.0
-
-
-def sign_code(vectors: np.ndarray, words: int) -> np.ndarray:
-    """The sign bits of a vector (or of each row of a matrix) packed into ``words`` uint64 words."""
-    bits = np.packbits(vectors > 0, axis=-1)
-    pad = words * 8 - bits.shape[-1]
-    if pad:
-        bits = np.pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, pad)])
-    return np.ascontiguousarray(bits).view(np.uint64)
-
-
-def sign_bit_bound(threshold: float, bits: int, sigmas: float = 6.0) -> int | None:
-    """How many of ``bits`` sign bits two vectors with cosine similarity ``threshold`` can differ in.
-
-    The sign of a projection differs between two vectors with probability angle / pi (the
-    SimHash argument), so their Hamming distance over ``bits`` sign bits is binomial around
-    ``bits x arccos(threshold) / pi``; the bound is that mean plus ``sigmas`` standard
-    deviations. None when the bound does not separate anything (a threshold near zero).
-    """
-    p = math.acos(max(-1.0, min(1.0, threshold))) / math.pi
-    bound = int(bits * p + sigmas * math.sqrt(bits * p * (1 - p))) + 1
-    return bound if bound < bits // 2 else None
-
-
-def centred_threshold(threshold: float, query: np.ndarray, centre: np.ndarray) -> float | None:
-    """The least cosine similarity between ``query - centre`` and ``x - centre`` for any unit
-    vector ``x`` whose cosine similarity with the unit vector ``query`` exceeds ``threshold``
-    (``threshold`` itself when ``centre`` is zero).
-
-    The shift leaves the difference alone: with a = query - centre and b = x - centre,
-    |a - b|^2 = |query - x|^2 < 2 - 2 x threshold =: D, so cos(a, b) = (|a|^2 + |b|^2 - D) /
-    (2 |a| |b|) at least, which is smallest at |b| = sqrt(|a|^2 - D), kept within what a unit
-    vector allows, |b| in [1 - |centre|, 1 + |centre|]. None when that rules nothing out.
-    """
-    diff = query - centre
-    return least_centred(threshold, math.sqrt(float(diff @ diff)), math.sqrt(float(centre @ centre)))
-
-
-def least_centred(threshold: float, a: float, shift: float) -> float | None:
-    """:func:`centred_threshold` from |query - centre| (``a``) and |centre| (``shift``)."""
-    slack = 2.0 - 2.0 * threshold
-    if a == 0.0:
-        return None
-    low, high = max(1e-6, 1.0 - shift), 1.0 + shift
-    b = min(high, max(low, math.sqrt(max(0.0, a * a - slack))))
-    least = (a * a + b * b - slack) / (2.0 * a * b)
-    return least if least > 0.0 else None
 
 
 def stamp_hash(stamp: str) -> int:
@@ -559,33 +505,44 @@ class Mirror:
             mask &= take(self.current)
         return mask
 
-    def nearest(self, mask: np.ndarray | None, query_code: np.ndarray, pool: int) -> np.ndarray:
+    def nearest(self, mask: np.ndarray | None, query_code: np.ndarray, pool: int,
+                planes: np.ndarray | None = None) -> np.ndarray:
         """The ``pool`` slots in ``mask`` (None: every slot) whose codes are nearest ``query_code`` in
-        Hamming distance, ties to the lower slot, in slot order: the candidates a search scores again."""
+        Hamming distance, each differing bit weighted by ``planes`` when given (:func:`weight_planes`),
+        ties to the lower slot, in slot order: the candidates a search scores again."""
         codes, size = self.codes, self.size
+        levels = 1 if planes is None else len(planes)
+        unranked = ((1 << levels) - 1) * 64 * self.words + 1
         if mask is not None and np.count_nonzero(mask[:size]) * 16 < size:
             # a scope of few rows (a namespace in a big file): their codes gathered; past a sixteenth of
             # the rows one pass over every code costs less (a million rows: 2.2 ms gathered for 10k, 5.5 whole)
             slots = mask[:size].nonzero()[0]
-            return slots[_least(self._distances(query_code, slots), pool, 64 * self.words + 1)]
+            return slots[_least(self._distances(query_code, slots, planes), pool, unranked)]
         if _speedups is not None:
             found = np.empty(max(pool, 0), dtype=np.int64)
             mask_arg = None if mask is None else np.ascontiguousarray(mask[:size], dtype=np.bool_)
             count = _speedups.nearest(codes, self.words, codes.shape[1], size, mask_arg,
-                                      np.ascontiguousarray(query_code, dtype=np.uint64), pool, found)
+                                      np.ascontiguousarray(query_code, dtype=np.uint64), pool, found,
+                                      None if planes is None else np.ascontiguousarray(planes, dtype=np.uint64))
             return found[:count]
-        distances = self._distances(query_code)
-        unranked = 64 * self.words + 1
+        distances = self._distances(query_code, None, planes)
         if mask is not None:
             distances[~mask[:size]] = unranked
         return _least(distances, pool, unranked)
 
-    def _distances(self, query_code: np.ndarray, slots: np.ndarray | None = None) -> np.ndarray:
-        """Hamming distances (uint16) from ``query_code`` to the codes of ``slots`` (None: every slot)."""
+    def _distances(self, query_code: np.ndarray, slots: np.ndarray | None = None,
+                   planes: np.ndarray | None = None) -> np.ndarray:
+        """Distances (uint16) from ``query_code`` to the codes of ``slots`` (None: every slot): the
+        bits that differ, each counted by its weight in ``planes`` when given."""
         rows = slice(0, self.size) if slots is None else slots
-        distances = popcount(self.codes[0, rows] ^ query_code[0]).astype(np.uint16)
-        for word in range(1, self.words):
-            distances += popcount(self.codes[word, rows] ^ query_code[word])
+        distances = np.zeros(self.size if slots is None else len(slots), dtype=np.uint16)
+        for word in range(self.words):
+            differ = self.codes[word, rows] ^ query_code[word]
+            if planes is None:
+                distances += popcount(differ)
+                continue
+            for level in range(len(planes)):
+                distances += popcount(differ & planes[level, word]).astype(np.uint16) << level
         return distances
 
 

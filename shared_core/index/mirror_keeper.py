@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from ..db import Database
-from .mirror import Mirror, encode, sign_code, stamp_hash
+from .codes import sign_code
+from .mirror import Mirror, encode, stamp_hash
 from .protocols import RowState, epoch_of, stamp_of
 from .vector_file import (
     Header,

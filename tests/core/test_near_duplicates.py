@@ -14,22 +14,9 @@ import pytest
 from shared_core import HashingEmbedder, MemoryStore
 from shared_core.index import mirror as mirror_module
 from shared_core.index import workers
-from shared_core.index.mirror import centred_threshold, popcount, sign_bit_bound, sign_code
+from shared_core.index.codes import centred_threshold, popcount, sign_bit_bound, sign_code
 from shared_core.index.protocols import RowState
 from shared_core.index.scope import Scope
-
-_KERNELS = mirror_module._speedups.near_kernels() if mirror_module._speedups is not None else ()
-
-
-@pytest.fixture(params=["avx512", "avx2", "popcnt", "portable"])
-def kernel(request):
-    """Each of the compiled scan's kernels this CPU can run (``portable`` is in every build)."""
-    pytest.importorskip("shared_core._speedups")  # built where a C compiler was at install
-    if request.param not in _KERNELS:
-        pytest.skip(f"this CPU cannot run the {request.param} kernel")
-    before = mirror_module._speedups.use_near_kernel(request.param)
-    yield request.param
-    mirror_module._speedups.use_near_kernel(before)
 
 
 def test_sign_bit_bound_numbers():

@@ -13,7 +13,8 @@ import pytest
 
 from shared_core import HashingEmbedder, MemoryStore
 from shared_core.index import mirror as mirror_module
-from shared_core.index.mirror import Mirror, sign_code
+from shared_core.index.codes import sign_code, weight_planes
+from shared_core.index.mirror import Mirror
 from shared_core.index.protocols import RowState
 
 pytestmark = pytest.mark.backend_free  # the mirror SQLite searches with; PostgreSQL searches its HNSW index
@@ -28,26 +29,60 @@ def _mirror(rng: np.random.Generator, size: int, dims: int) -> Mirror:
     return mirror
 
 
-def _brute_force(mirror: Mirror, mask: np.ndarray | None, code: np.ndarray, pool: int) -> list[int]:
-    """The ``pool`` rows in ``mask`` of least distance, then lowest slot, in slot order."""
-    distances = [sum(bin(int(mirror.codes[w, i]) ^ int(code[w])).count("1") for w in range(mirror.words))
-                 for i in range(mirror.size)]
+def _brute_force(mirror: Mirror, mask: np.ndarray | None, query: np.ndarray, pool: int,
+                 weighted: bool) -> list[int]:
+    """The ``pool`` rows in ``mask`` of least distance, then lowest slot, in slot order: the signs
+    that differ from the query's, each counted once or by the query's component there (0-7, three
+    root mean squares and up counting 7)."""
+    scale = 3 * math.sqrt(float(np.mean(query.astype(np.float64) ** 2)))
+    weights = np.minimum(np.rint(np.abs(query) * 7 / scale), 7).astype(int) if weighted else np.ones(len(query), int)
+    distances = ((mirror.vectors[: mirror.size] > 0) != (query > 0)) @ weights
     rows = [i for i in range(mirror.size) if mask is None or mask[i]]
-    return sorted(sorted(rows, key=lambda i: (distances[i], i))[:pool])
+    return sorted(sorted(rows, key=lambda i: (int(distances[i]), i))[:pool])
 
 
 @pytest.mark.parametrize("dims", [8, 64, 100, 384])  # one word; one; a padded second; six
 @pytest.mark.parametrize("size", [0, 1, 997, 3000])
 @pytest.mark.parametrize("pool", [0, 1, 37, 1024, 5000])  # 5000: more than any scope here holds
-def test_the_nearest_codes_are_the_same_compiled_or_not_and_ties_go_to_the_lower_slot(dims, size, pool, speedups):
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_nearest_codes_are_the_same_compiled_or_not_and_ties_go_to_the_lower_slot(dims, size, pool, weighted,
+                                                                                       speedups):
     rng = np.random.default_rng(dims * 7 + size)
     mirror = _mirror(rng, size, dims)
-    code = sign_code(rng.standard_normal(dims).astype(np.float32), mirror.words)
+    query = rng.standard_normal(dims).astype(np.float32)
+    code = sign_code(query, mirror.words)
+    planes = weight_planes(query, mirror.words) if weighted else None
     # a sparse scope's codes are gathered (under a sixteenth of the rows), a dense one's scanned whole
     for mask in (None, rng.random(size) < 0.3, rng.random(size) < 0.03, np.zeros(size, dtype=bool),
                  np.ones(size, dtype=bool)):
-        found = mirror.nearest(mask, code, pool)
-        assert found.tolist() == _brute_force(mirror, mask, code, pool)  # 8 dims: hundreds of rows tie
+        found = mirror.nearest(mask, code, pool, planes)
+        # 8 dims: hundreds of rows tie
+        assert found.tolist() == _brute_force(mirror, mask, query, pool, weighted)
+
+
+@pytest.mark.parametrize("dims", [100, 384])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_every_compiled_kernel_ranks_as_numpy_does(dims, weighted, kernel, monkeypatch):
+    rng = np.random.default_rng(dims)
+    mirror = _mirror(rng, 4001, dims)  # four rows at a time, and one left over
+    query = rng.standard_normal(dims).astype(np.float32)
+    code, planes = sign_code(query, mirror.words), weight_planes(query, mirror.words) if weighted else None
+    masks = (None, rng.random(4001) < 0.5)
+    compiled = [mirror.nearest(mask, code, 700, planes).tolist() for mask in masks]
+    monkeypatch.setattr(mirror_module, "_speedups", None)
+    assert compiled == [mirror.nearest(mask, code, 700, planes).tolist() for mask in masks]
+
+
+def test_a_sign_bit_weighs_as_much_as_the_querys_component_there_is_large():
+    def weights(query: list[float]) -> list[int]:
+        planes = weight_planes(np.array(query, dtype=np.float32), 1)
+        bits = np.unpackbits(planes.view(np.uint8), axis=1)[:, : len(query)]  # in the query's order
+        return (bits[0] + 2 * bits[1] + 4 * bits[2]).tolist()
+
+    # 3 x the root mean square (here 2.03) weighs 7
+    assert weights([0.0, 0.1, -0.2, 0.4, -0.6, 0.8, 1.0, -1.2]) == [0, 0, 1, 1, 2, 3, 3, 4]
+    assert weights([-100.0] + [1.0] * 63) == [7] + [0] * 63  # no more than 7
+    assert weights([0.0] * 8) == [0] * 8  # nothing to weigh: every row ties
 
 
 def test_the_compiled_ranking_refuses_buffers_too_short_for_its_rows():
@@ -61,6 +96,12 @@ def test_the_compiled_ranking_refuses_buffers_too_short_for_its_rows():
         speedups.nearest(codes, 2, 8, 8, np.ones(4, bool), code, 4, slots)
     with pytest.raises(ValueError, match="slots holds 32 bytes, fewer than the 40"):
         speedups.nearest(codes, 2, 8, 8, None, code, 5, slots)
+    with pytest.raises(ValueError, match="planes holds 8 bytes, fewer than the 16"):
+        speedups.nearest(codes, 2, 8, 8, None, code, 4, slots, np.zeros(1, np.uint64))
+    with pytest.raises(ValueError, match="planes must hold 1 to 3 planes of 2 words"):
+        speedups.nearest(codes, 2, 8, 8, None, code, 4, slots, np.zeros(8, np.uint64))
+    with pytest.raises(ValueError, match="planes must hold 1 to 3 planes of 2 words"):
+        speedups.nearest(codes, 2, 8, 8, None, code, 4, slots, np.zeros(3, np.uint64))
     assert speedups.nearest(codes, 2, 8, 8, None, code, 4, slots) == 4
     assert slots.tolist() == [0, 1, 2, 3]  # every distance 0: the lowest rows
 

@@ -21,7 +21,8 @@ import pytest
 
 from shared_core import MemoryStore
 from shared_core.embed import HashingEmbedder
-from shared_core.index.mirror import sign_code, stamp_hash
+from shared_core.index.codes import sign_code
+from shared_core.index.mirror import stamp_hash
 from shared_core.index.protocols import stamp_of
 from shared_core.index.scope import Scope
 from shared_core.index.vector_file import PAGE, VectorFile, current_boot, file_path, unused_ranges
