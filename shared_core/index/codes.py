@@ -39,7 +39,7 @@ def sign_code(vectors: np.ndarray, words: int) -> np.ndarray:
 
 
 def weight_planes(query: np.ndarray, words: int, levels: int = WEIGHT_PLANES) -> np.ndarray:
-    """How much each of the query's sign bits counts in :meth:`Mirror.nearest`, as bit planes
+    """How much each of the query's sign bits counts in :meth:`.mirror.Mirror.nearest`, as bit planes
     (``levels`` x ``words`` uint64; plane p holds the bits whose weight has bit p set).
 
     A row's sign differing where the query's component is large costs it more than where the

@@ -2,11 +2,11 @@
 
 Per vector: two sign codes (binary quantisation), the vector in int8 with a scale and in
 float32, beside its row id and filter columns. Small scopes are scored in int8; large ones are
-ranked by the bits that differ from the query's signs (:mod:`.codes`) and the best ``rerank_pool``
-scored in int8; only the
-final candidates are scored exactly, from their float32 rows. The arrays live in memory
-(``:memory:`` stores) or are the columns of the memory's vector file (:mod:`.vector_file`),
-mapped copy-on-write, so a process only holds the pages it read; :class:`~.vectors.SqliteVectorIndex` keeps them in step with ``memory_vec``.
+ranked by the bits that differ from the query's signs (:mod:`.codes`) and the best
+``rerank_pool`` scored in int8; only the final candidates are scored exactly, from their float32
+rows. The arrays live in memory (``:memory:`` stores) or are the columns of the memory's vector
+file (:mod:`.vector_file`), mapped copy-on-write, so a process only holds the pages it read;
+:class:`~.vectors.SqliteVectorIndex` keeps them in step with ``memory_vec``.
 """
 
 from __future__ import annotations
@@ -508,7 +508,7 @@ class Mirror:
     def nearest(self, mask: np.ndarray | None, query_code: np.ndarray, pool: int,
                 planes: np.ndarray | None = None) -> np.ndarray:
         """The ``pool`` slots in ``mask`` (None: every slot) whose codes are nearest ``query_code`` in
-        Hamming distance, each differing bit weighted by ``planes`` when given (:func:`weight_planes`),
+        Hamming distance, each differing bit weighted by ``planes`` when given (:func:`.codes.weight_planes`),
         ties to the lower slot, in slot order: the candidates a search scores again."""
         codes, size = self.codes, self.size
         levels = 1 if planes is None else len(planes)
