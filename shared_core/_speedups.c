@@ -238,7 +238,7 @@ __attribute__((target("popcnt"))) static void rank_popcnt(Ranking *r) { rank_row
 /* Four rows at a time (a word of each is contiguous in the column): each plane's bits counted by
  * nibble lookups, the planes summed bytewise as 4 x, 2 x and 1 x (at most 8 x 7 = 56 a byte), then
  * the bytes of each row (vpsadbw). Three planes cost the scalar kernel three popcounts a word:
- * 25 ms at a million rows of four words against ~8 here. */
+ * 25 ms at a million rows of four words against ~9.5 here (plain Hamming one row at a time: 9.3). */
 __attribute__((target("avx2,popcnt"))) static void rank_avx2(Ranking *r) {
     const __m256i lookup = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4,
                                             0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
