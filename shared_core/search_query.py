@@ -15,7 +15,6 @@ import numpy as np
 
 from .clock import to_iso
 from .embed import as_vector
-from .index.filters import And, Condition, Filter
 from .index.scope import Scope
 from .ranking import FUSIONS
 from .time_phrases import TimeWindow, find_time, without_phrase
@@ -132,13 +131,8 @@ class SearchQuery:
 
     def within(self, window: TimeWindow) -> Scope:
         """The scope narrowed to memories created inside ``window``."""
-        conditions: list[Filter] = [] if self.scope.where is None else [self.scope.where]
-        if window.start is not None:
-            conditions.append(Condition("@created_at", "$gte", _iso(window.start)))
-        if window.end is not None:
-            conditions.append(Condition("@created_at", "$lt", _iso(window.end)))
-        where = conditions[0] if len(conditions) == 1 else And(tuple(conditions))
-        return replace(self.scope, where=where)
+        return self.scope.created_within(None if window.start is None else _iso(window.start),
+                                         None if window.end is None else _iso(window.end))
 
     def query_vector(self, dims: int) -> np.ndarray | None:
         return None if self.vector is None else as_vector(self.vector, dims)

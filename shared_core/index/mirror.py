@@ -20,7 +20,7 @@ import numpy as np
 
 from . import workers
 from .codes import popcount, sign_code
-from .protocols import RowState
+from .protocols import RowState, epoch_of
 from .scope import Scope
 from .vector_file import RowReader, column_specs
 
@@ -97,6 +97,7 @@ class Mirror:
     ns: np.ndarray
     kind: np.ndarray
     expires: np.ndarray
+    created: np.ndarray
     current: np.ndarray
     alive: np.ndarray
     stamp: np.ndarray
@@ -230,6 +231,7 @@ class Mirror:
         self.ns[slot] = self._code(state.namespace, self.ns_codes, self.ns_names)
         self.kind[slot] = self._code(state.kind, self.kind_codes, self.kind_names)
         self.expires[slot] = state.expires
+        self.created[slot] = state.created
         self.current[slot] = state.current
         if vector is not None:
             q, scale = quantise(vector)
@@ -268,6 +270,7 @@ class Mirror:
             ns=np.array([self._code(s.namespace, self.ns_codes, self.ns_names) for s in states], dtype=np.int32),
             kind=np.array([self._code(s.kind, self.kind_codes, self.kind_names) for s in states], dtype=np.int32),
             expires=np.array([s.expires for s in states], dtype=np.float64),
+            created=np.array([s.created for s in states], dtype=np.float64),
             current=np.array([s.current for s in states], dtype=bool),
             stamp=np.array([stamp_hash(s.stamp) for s in states], dtype=np.int64),
         )
@@ -331,6 +334,7 @@ class Mirror:
         self.ns[:n] = [self._code(s.namespace, self.ns_codes, self.ns_names) for s in states]
         self.kind[:n] = [self._code(s.kind, self.kind_codes, self.kind_names) for s in states]
         self.expires[:n] = [s.expires for s in states]
+        self.created[:n] = [s.created for s in states]
         self.current[:n] = [s.current for s in states]
         self.stamp[:n] = [stamp_hash(s.stamp) for s in states]
         self.centre = vectors.mean(axis=0, dtype=np.float64).astype(np.float32) if n else self.centre
@@ -503,6 +507,10 @@ class Mirror:
             mask &= take(self.expires) > now
         if scope.current_only:
             mask &= take(self.current)
+        if scope.created_from is not None:
+            mask &= take(self.created) >= epoch_of(scope.created_from)
+        if scope.created_before is not None:
+            mask &= take(self.created) < epoch_of(scope.created_before)
         return mask
 
     def nearest(self, mask: np.ndarray | None, query_code: np.ndarray, pool: int,

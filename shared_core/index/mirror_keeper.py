@@ -50,12 +50,12 @@ SYNC_SECONDS = 30.0  # a save syncs the file to disk when the last synced one is
 _POINT_LOOKUPS = 256  # up to this many vectors are read one by one (vec0 takes ~0.1 ms a lookup)
 _SCAN_BATCH = 20_000  # rowids per IN (...) list past that (each list is a scan of the vec0 table)
 _BUILD_ROWS = 65_536  # vectors encoded at a time when a mirror is built from the rows
-_STATE_COLUMNS = "chunk_rowid, namespace, kind, expires_at, valid_to IS NULL, embedded_at, content_hash"
+_STATE_COLUMNS = "chunk_rowid, namespace, kind, expires_at, valid_to IS NULL, embedded_at, content_hash, created_at"
 _JOINED_STATE_COLUMNS = ", ".join(f"c.{column}" for column in _STATE_COLUMNS.split(", "))
 
 
 def _state(row: Sequence[Any]) -> RowState:
-    return RowState(row[1], row[2], epoch_of(row[3]), bool(row[4]), stamp_of(row[5], row[6]))
+    return RowState(row[1], row[2], epoch_of(row[3]), bool(row[4]), stamp_of(row[5], row[6]), epoch_of(row[7]))
 
 
 def _capacity(rows: int) -> int:
@@ -505,6 +505,7 @@ class MirrorKeeper:
                         arrays["ns"][slot] = code("ns", state.namespace)
                         arrays["kind"][slot] = code("kind", state.kind)
                         arrays["expires"][slot] = state.expires
+                        arrays["created"][slot] = state.created
                         arrays["current"][slot] = state.current
                         arrays["stamp"][slot] = stamp_hash(state.stamp)
                         arrays["alive"][slot] = True

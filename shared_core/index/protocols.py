@@ -32,10 +32,12 @@ class RowState:
     expires: float  # epoch seconds, inf when the row never expires
     current: bool  # not superseded
     stamp: str  # changes whenever the row's vector changes
+    created: float  # epoch seconds of created_at
 
 
 def epoch_of(iso: str | None) -> float:
-    """Epoch seconds of a stored timestamp (infinity for none)."""
+    """Epoch seconds of a stored timestamp (infinity for none). Distinct microseconds stay distinct
+    floats (a float64 keeps a quarter of a microsecond in this century): compared as the text is."""
     when = from_iso(iso)
     return math.inf if when is None else when.timestamp()
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..db.backend import SqlFlavour
@@ -21,6 +21,9 @@ class Scope:
     ``namespaces``: exact namespaces (``None`` only together with ``namespace_prefix``).
     ``live_at``: ISO time; rows that expired at or before it are left out (``None``: keep them).
     ``current_only``: leave out superseded facts (``valid_to`` set).
+    ``created_from`` / ``created_before``: ISO times; rows created before the first, or at or after
+    the second, are left out (``since``/``until`` and a question's time window). A vector index
+    decides them on its own columns, where a ``where`` filter needs the table's rows.
     """
 
     namespaces: tuple[str, ...] | None = ("default",)
@@ -30,6 +33,8 @@ class Scope:
     where: Filter | None = None
     live_at: str | None = None
     current_only: bool = True
+    created_from: str | None = None
+    created_before: str | None = None
 
     @property
     def needs_row_filter(self) -> bool:
@@ -61,11 +66,23 @@ class Scope:
             params.append(self.live_at)
         if self.current_only:
             clauses.append(f"{alias}.valid_to IS NULL")
+        if self.created_from is not None:  # created_at is stored as to_iso() text: compared as text
+            clauses.append(f"{alias}.created_at >= ?")
+            params.append(self.created_from)
+        if self.created_before is not None:
+            clauses.append(f"{alias}.created_at < ?")
+            params.append(self.created_before)
         if self.where is not None:
             where_sql, where_params = compile_filter(self.where, alias, flavour)
             clauses.append(where_sql)
             params.extend(where_params)
         return (" AND ".join(clauses) if clauses else literal(True, flavour)), params
+
+    def created_within(self, start: str | None, end: str | None) -> Scope:
+        """This scope narrowed to rows created at or after ``start`` and before ``end`` (ISO times)."""
+        created_from = max(filter(None, (self.created_from, start)), default=None)
+        created_before = min(filter(None, (self.created_before, end)), default=None)
+        return replace(self, created_from=created_from, created_before=created_before)
 
     def admits_namespace(self, namespace: str) -> bool:
         if self.namespaces is not None and namespace not in self.namespaces:

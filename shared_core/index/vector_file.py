@@ -47,7 +47,7 @@ __all__ = ["Header", "RowReader", "VectorFile", "column_specs", "copy_slots", "c
            "trusted", "unused_ranges"]
 
 MAGIC = b"OKVECIX1"
-VERSION = 1
+VERSION = 2  # 2: the created column (a file of version 1 is rebuilt from the rows)
 PAGE = 4096
 _HEADER = struct.Struct("<8sIIQQQQqQQQQQQI")  # magic, version, dims, capacity, size, sorted_upto, seq, seq_rowid,
 # store, generation, centred_at, boot, names_offset, names_length, names_crc; then the CRC of those bytes
@@ -105,6 +105,7 @@ def column_specs(dims: int) -> list[tuple[str, Any, tuple[int, ...], bool]]:
         ("ns", np.int32, (), False),
         ("kind", np.int32, (), False),
         ("expires", np.float64, (), False),
+        ("created", np.float64, (), False),
         ("current", np.bool_, (), False),
         ("alive", np.bool_, (), False),
         ("stamp", np.int64, (), False),

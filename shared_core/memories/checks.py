@@ -107,10 +107,6 @@ def scope_for(
         conditions.append(Condition("@category", "$in", [category] if isinstance(category, str) else list(category)))
     if source is not None:
         conditions.append(Condition("@source", "$in", [source] if isinstance(source, str) else list(source)))
-    if since is not None:
-        conditions.append(Condition("@created_at", "$gte", to_iso(time_or_none(since, "since"))))
-    if until is not None:
-        conditions.append(Condition("@created_at", "$lt", to_iso(time_or_none(until, "until"))))
     combined: Filter | None
     if not conditions:
         combined = None
@@ -126,4 +122,6 @@ def scope_for(
         where=combined,
         live_at=live_at,
         current_only=current_only,
+        created_from=to_iso(time_or_none(since, "since")),
+        created_before=to_iso(time_or_none(until, "until")),
     )

@@ -369,7 +369,7 @@ class MemoryRepository:
         rowid = inserted_rowid(cursor)
         if not self.vectors.inline:
             state = RowState(memory.namespace, memory.kind, epoch_of(to_iso(memory.expires_at)),
-                             memory.valid_to is None, stamp_of(to_iso(now), text_hash))
+                             memory.valid_to is None, stamp_of(to_iso(now), text_hash), epoch_of(values[3]))
             self.vectors.put(rowid, vector, state, replace=False)
         return rowid
 
@@ -405,11 +405,15 @@ class MemoryRepository:
                 to_iso(item.created_at), existing.rowid,
             ),
         )
-        self.vectors.put(existing.rowid, _vector(item), self._state(item, to_iso(now)), replace=True)
+        self.vectors.put(existing.rowid, _vector(item), self._state(item, to_iso(now), to_iso(existing.created_at)),
+                         replace=True)
 
-    def _state(self, item: Prepared, now_iso: str | None) -> RowState:
+    def _state(self, item: Prepared, now_iso: str | None, created_before: str | None = None) -> RowState:
+        """The vector index's state of a row written from ``item`` (created now unless it says when,
+        or ``created_before``: an upsert keeps the row's)."""
         expires = math.inf if item.expires_at is None else item.expires_at.timestamp()
-        return RowState(item.namespace, item.kind, expires, True, stamp_of(now_iso, item.hash))
+        created = to_iso(item.created_at) if item.created_at is not None else created_before or now_iso
+        return RowState(item.namespace, item.kind, expires, True, stamp_of(now_iso, item.hash), epoch_of(created))
 
     def update(
         self,
@@ -475,7 +479,7 @@ class MemoryRepository:
         if new_vector is not None:
             expiry = to_iso(time_or_none(expires_at, "expires_at")) if expires_at is not ... else to_iso(memory.expires_at)
             state = RowState(memory.namespace, memory.kind, epoch_of(expiry), memory.valid_to is None,
-                             stamp_of(to_iso(now), new_hash))
+                             stamp_of(to_iso(now), new_hash), epoch_of(to_iso(memory.created_at)))
             self.vectors.put(memory.rowid, new_vector, state, replace=True)
 
     def set_expiry(self, rowids: Sequence[int], when: str | None) -> None:

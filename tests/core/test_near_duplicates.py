@@ -65,7 +65,7 @@ def test_the_compiled_scan_finds_what_numpy_finds(dims, size, halves, kernel, mo
     rows = _unit(rng, size, dims)
     if size:
         rows[: size // 3] = [_at_similarity(rng, rows[-1], c) for c in rng.uniform(0.3, 1.0, size // 3)]
-        mirror.bulk_load(np.arange(1, size + 1), [RowState("a", "fact", math.inf, True, "")] * size,
+        mirror.bulk_load(np.arange(1, size + 1), [RowState("a", "fact", math.inf, True, "", 0.0)] * size,
                          rows)
     query = rows[-1] if size else _unit(rng, 1, dims)[0]
     code = mirror.centred(query)[1]
@@ -94,7 +94,7 @@ def test_a_pool_that_refuses_work_at_shutdown_leaves_the_scan_to_the_caller(monk
     rng = np.random.default_rng(3)
     mirror = mirror_module.Mirror(384)
     rows = _unit(rng, 500, 384)
-    mirror.bulk_load(np.arange(1, 501), [RowState("a", "fact", math.inf, True, "")] * 500, rows)
+    mirror.bulk_load(np.arange(1, 501), [RowState("a", "fact", math.inf, True, "", 0.0)] * 500, rows)
     code = mirror.centred(rows[7])[1]
     found, distances = mirror.near_centred(code, 49, 113)
     expected, expected_distances = _numpy_near(mirror, code, 49, 113)
@@ -107,7 +107,7 @@ def test_the_compiled_scores_are_numpys():
     rng = np.random.default_rng(4)
     mirror = mirror_module.Mirror(384)
     rows = _unit(rng, 3000)
-    mirror.bulk_load(np.arange(1, 3001), [RowState("a", "fact", math.inf, True, "")] * 3000, rows)
+    mirror.bulk_load(np.arange(1, 3001), [RowState("a", "fact", math.inf, True, "", 0.0)] * 3000, rows)
     query, slots = rows[7], np.array([7, 2999, 0, 1500, 7] + list(range(100, 300)))
     assert np.allclose(mirror.scores(slots, query), rows[slots] @ query, rtol=0, atol=1e-6)
     assert mirror.scores(slots, query)[0] == pytest.approx(1.0, abs=1e-6)

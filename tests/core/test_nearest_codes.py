@@ -25,7 +25,7 @@ def _mirror(rng: np.random.Generator, size: int, dims: int) -> Mirror:
     if size:
         rows = rng.standard_normal((size, dims)).astype(np.float32)
         rows /= np.linalg.norm(rows, axis=1, keepdims=True)
-        mirror.bulk_load(np.arange(1, size + 1), [RowState("a", "fact", math.inf, True, "")] * size, rows)
+        mirror.bulk_load(np.arange(1, size + 1), [RowState("a", "fact", math.inf, True, "", 0.0)] * size, rows)
     return mirror
 
 

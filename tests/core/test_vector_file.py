@@ -10,9 +10,11 @@ import json
 import mmap
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import textwrap
+import zlib
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,9 +25,18 @@ from shared_core import MemoryStore
 from shared_core.embed import HashingEmbedder
 from shared_core.index.codes import sign_code
 from shared_core.index.mirror import stamp_hash
-from shared_core.index.protocols import stamp_of
+from shared_core.index.protocols import epoch_of, stamp_of
 from shared_core.index.scope import Scope
-from shared_core.index.vector_file import PAGE, VectorFile, current_boot, file_path, unused_ranges
+from shared_core.index.vector_file import (
+    _CRC,
+    _HEADER,
+    PAGE,
+    VERSION,
+    VectorFile,
+    current_boot,
+    file_path,
+    unused_ranges,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 # The hashing embedder throughout: these texts differ only in numbers, which the default static
@@ -42,6 +53,7 @@ def _check(store: MemoryStore) -> None:
         "SELECT chunk_rowid, embedding FROM memory_vec")}
     stamps = {int(r): stamp_hash(stamp_of(e, h)) for r, e, h in store.db.query(
         "SELECT chunk_rowid, embedded_at, content_hash FROM memory_chunks")}
+    created = dict(store.db.query("SELECT chunk_rowid, created_at FROM memory_chunks"))
     live = np.flatnonzero(mirror.alive[: mirror.size])
     assert sorted(int(r) for r in mirror.rowids[live]) == sorted(stored)
     for rowid, vector in stored.items():
@@ -49,6 +61,7 @@ def _check(store: MemoryStore) -> None:
         assert slot is not None and np.array_equal(mirror.vectors[slot], vector)
         assert np.array_equal(mirror.codes[:, slot], sign_code(vector, mirror.words))
         assert int(mirror.stamp[slot]) == stamps[rowid]
+        assert mirror.created[slot] == epoch_of(created[rowid])
     scope = Scope(namespaces=None, current_only=False)
     for rowid, query in sorted(stored.items())[:: max(1, len(stored) // 5)]:
         found = index.search(query, 5, scope, now=0.0)
@@ -183,8 +196,17 @@ def _spoil_names(path: Path, file: Path) -> None:
         f.write(b"{")
 
 
+def _spoil_version(path: Path, file: Path) -> None:
+    """The header of the file's previous format (before the created column), whole and checksummed."""
+    with open(file, "r+b") as f:
+        body = bytearray(f.read(_HEADER.size))
+        struct.pack_into("<I", body, 8, VERSION - 1)
+        f.seek(0)
+        f.write(bytes(body) + _CRC.pack(zlib.crc32(bytes(body))))
+
+
 SPOILERS = {"missing": _spoil_missing, "torn header": _spoil_torn, "cut short": _spoil_cut_short,
-            "torn names": _spoil_names}
+            "torn names": _spoil_names, "an older format": _spoil_version}
 
 
 @pytest.mark.parametrize("how", list(SPOILERS))
