@@ -351,8 +351,9 @@ class MemoryRepository:
             "updated_at", "expires_at", "valid_from", "valid_to", "superseded_by", "session_id", "task_id",
             "content_hash", "embedding_model", "embedded_at",
         ]
+        created = to_iso(memory.created_at or now)
         values: list[Any] = [
-            memory.id, memory.source, check_text(memory.text), to_iso(memory.created_at or now), check_kind(memory.kind),
+            memory.id, memory.source, check_text(memory.text), created, check_kind(memory.kind),
             check_namespace(memory.namespace), memory.owner_id, json.dumps(check_tags(memory.tags), ensure_ascii=False),
             memory.category, metadata_json(memory.metadata), memory.importance, memory.confidence, int(memory.pinned),
             memory.score, to_iso(memory.last_hit_at), memory.access_count, to_iso(memory.last_access_at),
@@ -369,7 +370,7 @@ class MemoryRepository:
         rowid = inserted_rowid(cursor)
         if not self.vectors.inline:
             state = RowState(memory.namespace, memory.kind, epoch_of(to_iso(memory.expires_at)),
-                             memory.valid_to is None, stamp_of(to_iso(now), text_hash), epoch_of(values[3]))
+                             memory.valid_to is None, stamp_of(to_iso(now), text_hash), epoch_of(created))
             self.vectors.put(rowid, vector, state, replace=False)
         return rowid
 
@@ -408,11 +409,11 @@ class MemoryRepository:
         self.vectors.put(existing.rowid, _vector(item), self._state(item, to_iso(now), to_iso(existing.created_at)),
                          replace=True)
 
-    def _state(self, item: Prepared, now_iso: str | None, created_before: str | None = None) -> RowState:
-        """The vector index's state of a row written from ``item`` (created now unless it says when,
-        or ``created_before``: an upsert keeps the row's)."""
+    def _state(self, item: Prepared, now_iso: str | None, kept_created: str | None = None) -> RowState:
+        """The vector index's state of a row written from ``item``: created when it says, else at
+        ``kept_created`` (an upsert keeps the row's time), else now."""
         expires = math.inf if item.expires_at is None else item.expires_at.timestamp()
-        created = to_iso(item.created_at) if item.created_at is not None else created_before or now_iso
+        created = to_iso(item.created_at) if item.created_at is not None else kept_created or now_iso
         return RowState(item.namespace, item.kind, expires, True, stamp_of(now_iso, item.hash), epoch_of(created))
 
     def update(
