@@ -10,7 +10,7 @@ out as LangChain ``Document``s, file by file (``lazy_load``), for any vector sto
 * ``"file"`` (default): one ``Document`` per file, its whole text;
 * ``"sections"``: one per page, slide, spreadsheet row or Markdown section, with its location
   (``page``, ``slide``, ``sheet``/``row``, ``heading``);
-* ``"chunks"``: the knowledge base's own chunks (seed 003: 1000 characters, 200 overlap, or
+* ``"chunks"``: the knowledge base's own chunks (OpenLoomi's: 1000 characters, 200 overlap, or
   the ``knowledge_base`` settings given), with the metadata ingest gives each chunk
   (``file_name``, ``chunk_index``, ``start``/``end`` offsets, location, ``title``).
 

@@ -92,7 +92,7 @@ def to_langchain(message: Message) -> BaseMessage:
 
 
 def summary_message(content: str) -> SystemMessage:
-    """The ``[Compacted history]`` message as LangChain's ``SystemMessage`` (seed 000's form), marked by
+    """The ``[Compacted history]`` message as LangChain's ``SystemMessage`` (OpenKoi's form), marked by
     ``additional_kwargs["lc_source"]`` as LangChain's own SummarizationMiddleware marks its summary."""
     if not content.startswith(COMPACTED_HEADER):
         content = f"{COMPACTED_HEADER}\n{content}"

@@ -32,7 +32,7 @@ the window instead of growing for ever, and each compaction reads only the messa
 last one (its summary is folded into the next). What is dropped is not lost: its facts and the
 summary were stored before, and every message is in the session's transcript
 (``store.conversations.messages(thread_id)``; ``OpenKoiChatMessageHistory(thread_id, store)``
-reads it back as LangChain messages). The summary is a ``SystemMessage`` (seed 000's form,
+reads it back as LangChain messages). The summary is a ``SystemMessage`` (OpenKoi's form,
 marked ``additional_kwargs["lc_source"] == "openkoi.compaction"``) at the head of the
 conversation, right after the system prompt; since the messages carry it, the prompt addendum
 leaves the conversation's summary out.
@@ -91,7 +91,7 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
     runtime returning one, e.g. ``lambda runtime: ("memories", runtime.context.user_id)``).
     ``context``: the compaction policy (a preset name or a ``ContextPolicy``; default the store's ``context.preset``) and
     ``window_tokens`` its window (default ``context.window_tokens``). ``memory_tokens``: the
-    budget of the memory added to the system prompt (default: seed 000's recall budget).
+    budget of the memory added to the system prompt (default: OpenKoi's recall budget).
     ``session_id``: the conversation id when the agent runs without a checkpointer.
     The switches turn parts off: ``inject`` (the system prompt), ``compact``, ``store_transcript``,
     ``extract_facts`` (after the run) and ``record_tool_errors``.
@@ -254,7 +254,7 @@ class OpenKoiMemoryMiddleware(AgentMiddleware):
         return len(new)
 
     def end_conversation(self, session_id: str, *, namespace: Namespace | None = None) -> Any:
-        """The conversation is over: facts of its unread messages and its summary (seed 002), from the
+        """The conversation is over: facts of its unread messages and its summary (Koshi's), from the
         stored transcript (``memory_manager.end_session``). Returns the core's ``SessionEnd``.
         ``namespace``: whose conversation (needed when the middleware's namespace is a template or a function)."""
         ns = self._given_namespace(namespace, "end_conversation()")

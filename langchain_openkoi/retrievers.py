@@ -27,7 +27,7 @@ __all__ = ["OpenKoiRetriever"]
 
 
 class OpenKoiRetriever(BaseRetriever):
-    """Hybrid search (BM25 + vectors, fused, then seed 002's feedback and recency rank).
+    """Hybrid search (BM25 + vectors, fused, then Koshi's feedback and recency rank).
 
     ``store``: a :class:`MemoryStore` (or an openkoi adapter built on one). ``k``, ``filter``
     (the core's filter language over metadata; ``@kind``, ``@tags``, ... reach built-in

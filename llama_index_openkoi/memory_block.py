@@ -11,7 +11,7 @@ prompt (``aget``). This block:
 * on get, searches the namespace's facts and episodes for the latest user message with the
   core's recall gate (``shared_core.relevance.relevant``: hybrid search on the message's
   content words, so a memory that shares only stop words with it is never recalled, kept
-  when its keywords matched or its vector is close enough, seed 003), takes the best that
+  when its keywords matched or its vector is close enough: OpenLoomi's similarity threshold), takes the best that
   fit the block's ``token_budget`` (counted with the core's ``count_tokens``), and adds the
   learnings recall (``store.recall``) in what is left.
 
@@ -50,7 +50,7 @@ class OpenKoiMemoryBlock(BaseMemoryBlock[str]):
     ``path``. ``namespace``: whose memory (a user, an agent; a string, or a tuple read as
     everywhere else; a template is refused); every session of the namespace shares it. ``kinds``: what is recalled (facts and episodes by default). ``token_budget``:
     the most tokens the block adds to the prompt; ``max_items``: the most memories it lists.
-    ``include_learnings``: add the learnings recall (seed 000) in the budget left over.
+    ``include_learnings``: add the learnings recall (OpenKoi's) in the budget left over.
     """
 
     name: str = Field(default="OpenKoiMemory", description="The name of the memory block.")
@@ -128,11 +128,11 @@ class OpenKoiMemoryBlock(BaseMemoryBlock[str]):
             line = _item(hit.text)
             cost = count_tokens(line + "\n")
             if used + cost > self.token_budget:
-                break  # the best that fit, in rank order (seed 000's recall does the same)
+                break  # the best that fit, in rank order (OpenKoi's recall does the same)
             lines.append(line)
             recalled.append(hit)
             used += cost
-        mark_recalled(store, recalled)  # what was recalled counts as accessed (seed 003), not the rest
+        mark_recalled(store, recalled)  # what was recalled counts as accessed (OpenLoomi's access tracking), not the rest
         remaining = self.token_budget - used
         if self.include_learnings and remaining > 0:
             learned = store.recall(query, token_budget=remaining, namespace=self.namespace)

@@ -2,7 +2,7 @@
 
 Unlike a vector-store retriever it searches any memories (facts, learnings, document
 chunks, LlamaIndex nodes), fuses FTS5 BM25 with vector similarity and ranks by the
-core's feedback and recency weights (seed 002). Each ``NodeWithScore`` carries the
+core's feedback and recency weights (Koshi's rank). Each ``NodeWithScore`` carries the
 final score on a 0..1 scale (divided by the largest relevance the fusion gives, so the order
 stays; a memory lifted by feedback may exceed 1); the node's metadata carries
 ``score_parts`` (BM25, similarity, fusion, feedback, recency), ``memory_id``,

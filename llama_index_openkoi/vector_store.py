@@ -71,7 +71,7 @@ class OpenKoiVectorStore(BasePydanticVectorStore):
     ``path`` (``None``: the default data file). ``embed_dim`` sizes a new file; without
     it the file takes the size of the first embeddings added or queried. ``namespace``
     separates independent stores in one file. ``ranking=True`` weights relevance by the
-    core's feedback and recency (seed 002), as :class:`OpenKoiRetriever` does; by default
+    core's feedback and recency (Koshi's rank), as :class:`OpenKoiRetriever` does; by default
     results come in plain similarity order, as LlamaIndex expects of a vector store.
     ``namespace`` is a string, or a tuple read as everywhere else (``("users", "ann")`` is
     ``"users.ann."``); a template such as ``"user:{user_id}"`` is refused. ``kinds``: the

@@ -206,7 +206,7 @@ class MemoryStore:
     def data_dir(self) -> Path:
         """Where the files that belong to this database go (transcripts, skills, workspace).
 
-        ``openkoi.db`` keeps seed 000's layout: its folder (``sessions/``, ``skills/`` beside it).
+        ``openkoi.db`` keeps OpenKoi's layout: its folder (``sessions/``, ``skills/`` beside it).
         Any other file gets a folder of its own, ``<file>.files/``, so two memory files in one
         folder never share transcripts. A ``":memory:"`` store gets a private temporary folder,
         removed on close: nothing of it lands in the user's data directory. The whole layout, and
@@ -301,7 +301,7 @@ class MemoryStore:
         vector: Any = None,
         namespace: str | None = None,
     ) -> Memory:
-        """Fix or update a memory in place (seed 002): score kept, ``last_hit_at`` refreshed, re-indexed.
+        """Fix or update a memory in place (Koshi's update): score kept, ``last_hit_at`` refreshed, re-indexed.
 
         Only the arguments given change; ``tags`` and ``metadata`` replace the old values.
         """
@@ -406,8 +406,8 @@ class MemoryStore:
         (default), ``weighted``, ``rrf``, ``keyword`` (BM25 only) or ``vector`` (KNN only).
         ``include_archive`` adds keyword matches from the archive. ``mmr_lambda`` (0..1) reorders
         the best ``fetch_k`` candidates by maximal marginal relevance for diversity. Each returned
-        live hit's ``access_count`` goes up by one unless ``track_access=False`` (seed 003), and
-        the top hits are linked as co-recalled (Hebbian links, seed 002; ``links.enabled``).
+        live hit's ``access_count`` goes up by one unless ``track_access=False`` (OpenLoomi's access tracking), and
+        the top hits are linked as co-recalled (Koshi's Hebbian links; ``links.enabled``).
         ``expand_links`` (default ``links.expand_by_default``) appends strongly linked neighbours
         of the hits, in the same scope, marked ``parts.fusion == "link"``. ``rank=False`` orders
         by relevance alone, without the feedback and recency weights (for adapters whose
@@ -537,7 +537,7 @@ class MemoryStore:
         """Re-embed what needs it; return how many memories were re-embedded.
 
         With a different ``embedder`` (an embedder or its name, such as ``"openai/text-embedding-3-small"``,
-        or other dims): everything, and the database then records the new embedder. Otherwise: only rows whose versioned FNV-64a content hash (seed 003) or
+        or other dims): everything, and the database then records the new embedder. Otherwise: only rows whose versioned FNV-64a content hash (OpenLoomi's) or
         embedder name no longer matches. The embedding (minutes with a real model) runs without
         the store's lock and outside any write transaction, so searches go on and other writers
         get their turns; only the writing of each batch (or, for a new embedder, of all the new
@@ -572,6 +572,6 @@ class MemoryStore:
 
         Idempotent (a second run right after changes nothing), safe from several processes at once
         (the second returns ``status == "skipped_locked"``); ``if_due=True`` runs only when
-        ``memory.prune_schedule`` (seed 002: "0 4 * * *") has fired since the last run.
+        ``memory.prune_schedule`` (Koshi's: "0 4 * * *") has fired since the last run.
         """
         return self.kernel.service(Maintenance).run(if_due=if_due, steps=steps)
