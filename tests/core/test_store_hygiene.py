@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from shared_core import MemoryStore
+from shared_core.db.postgres.pool import POOLS
 from shared_core.embed import EmbeddingError
 from shared_core.files import data_dir_of
 
@@ -24,7 +25,11 @@ def _descriptors() -> int:
 
 
 @pytest.mark.slow
-def test_300_stores_opened_by_path_and_dropped_do_not_keep_descriptors(tmp_path):
+def test_300_stores_opened_by_path_and_dropped_do_not_keep_descriptors(tmp_path, monkeypatch):
+    # as a program runs: the PostgreSQL test harness keeps each memory's pool open after its last store
+    # (POOLS.linger), where a pool that once ran a search and its vector side at the same time keeps a
+    # second connection, more often on a busy machine
+    monkeypatch.setattr(POOLS, "linger", False)
     path = tmp_path / "agent.db"
     MemoryStore.open(path).close()  # created once; what follows is the per-request pattern
     gc.collect()

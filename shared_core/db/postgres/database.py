@@ -29,6 +29,7 @@ import time
 import weakref
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from ...errors import BusyError, SchemaError, StorageError, StoreClosedError
@@ -63,6 +64,20 @@ _ERASE_CAVEATS = (
     "the table files until PostgreSQL reuses that space (VACUUM FULL rewrites them), and in the server's "
     "WAL, WAL archive, replicas and backups until those are recycled",
 )
+
+
+def _search_path(schema: str, conn: Any) -> str:
+    """A connection's search_path: the memory's schema, then pgvector's (for its types), then public."""
+    row = conn.execute(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+        "WHERE e.extname = 'vector'"
+    ).fetchone()
+    parts = [schema]
+    if row and row[0] != schema:
+        parts.append(row[0])
+    if "public" not in parts:
+        parts.append("public")
+    return ", ".join(ident(p) for p in parts)
 
 
 class PostgresDatabase(NestedTransactions):
@@ -104,7 +119,9 @@ class PostgresDatabase(NestedTransactions):
         self._stale_catalog = False
         self._column_types: dict[str, dict[str, tuple[int, str]]] = {}  # by table, until the catalog changes
         self._lock_key = zlib.crc32(self.schema.encode()) - (1 << 31)
-        self._pool = POOLS.acquire(self.target, pool_size, self._search_path, read_only)
+        # the pool outlives this object (shared, and kept when POOLS.linger): it holds a function of the
+        # schema, not a method, or this object would never be collected and its finalizer never run
+        self._pool = POOLS.acquire(self.target, pool_size, partial(_search_path, self.schema), read_only)
         # dropped without close(): the garbage collector gives the pool back instead
         self._release = weakref.finalize(self, POOLS.release, self._pool)
         self._release.atexit = False
@@ -115,18 +132,6 @@ class PostgresDatabase(NestedTransactions):
             raise
         self.driver = PgDriver("psycopg", f"PostgreSQL {version}", psycopg.Error)
         self.refresh_catalog()
-
-    def _search_path(self, conn: Any) -> str:
-        row = conn.execute(
-            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
-            "WHERE e.extname = 'vector'"
-        ).fetchone()
-        parts = [self.schema]
-        if row and row[0] != self.schema:
-            parts.append(row[0])
-        if "public" not in parts:
-            parts.append("public")
-        return ", ".join(ident(p) for p in parts)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
