@@ -21,6 +21,7 @@ import numpy as np
 from .clock import Clock, days_between
 from .config import Config
 from .embed import Embedder, as_vector, profile_of
+from .index.keyword_query import KeywordQuery
 from .index.protocols import KeywordIndex, VectorIndex
 from .index.scope import Scope
 from .memories import Memory
@@ -230,7 +231,11 @@ class Searcher:
         if boosted is not None and window is not None and self._window_missed(boosted, window, sides, pool, wanted,
                                                                                columns):
             # the window's own best candidates, which the whole scope's pool missed
-            more_bm25, more_similarity, _, _ = self._candidates(q, boosted, query_vector, searched_keywords, pool)
+            # with the whole scope's keyword query: its BM25 values are the same query's, comparable with
+            # the first side's, and the window's own word gate would count its rows again (a window of a
+            # third of a million memories: 0.1-0.15 s a count)
+            more_bm25, more_similarity, _, _ = self._candidates(q, boosted, query_vector, searched_keywords, pool,
+                                                                keyword_query)
             bm25.update(more_bm25)
             similarity.update(more_similarity)
 
@@ -285,19 +290,21 @@ class Searcher:
         return hits[q.offset : q.offset + q.limit], query_vector
 
     def _candidates(self, q: SearchQuery, scope: Scope, query_vector: np.ndarray | None, searched_keywords: bool,
-                    pool: int) -> tuple[dict[int, float], dict[int, float], Any, set[int]]:
+                    pool: int, keyword_query: KeywordQuery | None = None
+                    ) -> tuple[dict[int, float], dict[int, float], KeywordQuery | None, set[int]]:
         """BM25 and similarity of each side's best ``pool`` rows in ``scope`` (the vector scan runs
-        beside the keyword ranking where that pays), the keyword query, and the rows the vector side
-        found itself (``similarity`` also holds the keyword side's rows)."""
+        beside the keyword ranking where that pays), the keyword query (``keyword_query``, or prepared
+        for ``scope``), and the rows the vector side found itself (``similarity`` also holds the
+        keyword side's rows)."""
         scan = None
         now_ts = self.clock.now().timestamp()
         if query_vector is not None and searched_keywords:
             scan = self.vectors.search_in_background(query_vector, pool, scope, now=now_ts)
         bm25: dict[int, float] = {}
-        keyword_query = None
         if searched_keywords:
             try:
-                keyword_query = self.keyword.prepare(q.keyword_text, scope)
+                if keyword_query is None:
+                    keyword_query = self.keyword.prepare(q.keyword_text, scope)
                 bm25 = dict(self.keyword.search(keyword_query, scope, pool))
             except BaseException:
                 if scan is not None:

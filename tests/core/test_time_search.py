@@ -149,3 +149,31 @@ def test_a_time_phrase_reads_each_candidates_ranking_columns_once(diary, monkeyp
     hits = store.search("garden in the last 3 days", track_access=False)  # the window decision reads them first
     assert hits.ids[0] in (written["Garden: the tomatoes need stakes"], written["Garden looks great after the rain"])
     assert asked and len(asked) == len(set(asked))
+
+
+def test_the_window_search_asks_the_scope_keyword_query_again(tmp_path, monkeypatch):
+    """The window's own search ranks the whole scope's keyword query in the window (BM25 of one query,
+    comparable with the first side's) instead of gating its words on counts of the window's rows."""
+    from shared_core.search import Searcher
+
+    clock = ManualClock(THURSDAY - timedelta(days=60))
+    config = {"search": {"candidates": 5, "track_access": False}}
+    with MemoryStore.open(tmp_path / "pool.db", clock=clock, embedder="hashing", config=config) as store:
+        for i in range(12):
+            store.add(f"garden note {i}: garden garden tomatoes", dedup=False)
+        clock.set(THURSDAY - timedelta(days=2))
+        tuesday = store.add("Tuesday in the garden: the beans climb", dedup=False)
+        clock.set(THURSDAY)
+        calls = []
+        original = Searcher._candidates
+
+        def recorded(self, q, scope, query_vector, searched_keywords, pool, keyword_query=None):
+            found = original(self, q, scope, query_vector, searched_keywords, pool, keyword_query)
+            calls.append((scope, keyword_query, found[2]))
+            return found
+
+        monkeypatch.setattr(Searcher, "_candidates", recorded)
+        assert store.search("garden last Tuesday", limit=1).ids == [tuesday]
+        (whole, given, prepared), (window, given_again, used) = calls
+        assert whole.created_from is None and given is None and prepared is not None
+        assert window.created_from is not None and given_again is prepared and used is prepared
