@@ -78,6 +78,29 @@ class Scope:
             params.extend(where_params)
         return (" AND ".join(clauses) if clauses else literal(True, flavour)), params
 
+    def count_terms(self, alias: str = "c", flavour: SqlFlavour = "sqlite") -> list[tuple[int, str, list[Any]]]:
+        """(sign, SQL condition, parameters) whose row counts, signed and summed, are this scope's.
+
+        A scope of namespaces and kinds, live and current: its namespaces' rows less the superseded
+        and the expired ones (plus those both), each a count an index answers (a million rows: 0.1 s
+        against 0.5-1.5 s reading every row's valid_to and expires_at), while few rows are replaced
+        or expired. Any other scope: itself."""
+        if (self.ids is not None or self.where is not None or self.created_from is not None
+                or self.created_before is not None or (self.live_at is None and not self.current_only)):
+            sql, params = self.sql(alias, flavour)
+            return [(1, sql, params)]
+        base, params = replace(self, live_at=None, current_only=False).sql(alias, flavour)
+        superseded = f"{base} AND {alias}.valid_to IS NOT NULL"
+        terms = [(1, base, params)]
+        if self.current_only:
+            terms.append((-1, superseded, params))
+        if self.live_at is not None:
+            expired = f" AND {alias}.expires_at IS NOT NULL AND {alias}.expires_at <= ?"
+            terms.append((-1, base + expired, [*params, self.live_at]))
+            if self.current_only:
+                terms.append((1, superseded + expired, [*params, self.live_at]))
+        return terms
+
     def created_within(self, start: str | None, end: str | None) -> Scope:
         """This scope narrowed to rows created at or after ``start`` and before ``end`` (ISO times)."""
         created_from = max(filter(None, (self.created_from, start)), default=None)

@@ -205,10 +205,13 @@ class MemoryRepository:
 
     def count(self, scope: Scope, cap: int | None = None) -> int:
         """The rows in ``scope``, counted up to ``cap`` (a capped count stops there: ``cap=1`` asks if any)."""
-        sql, params = scope.sql("c", self.db.capabilities.sql_flavour)
-        limit, bound = (" LIMIT ?", [cap]) if cap is not None else ("", [])
-        return int(self.db.scalar(f"SELECT count(*) FROM (SELECT 1 FROM memory_chunks c WHERE {sql}{limit}) AS counted",
-                                  [*params, *bound]) or 0)
+        flavour = self.db.capabilities.sql_flavour
+        if cap is None:
+            return sum(sign * int(self.db.scalar(f"SELECT count(*) FROM memory_chunks c WHERE {sql}", params) or 0)
+                       for sign, sql, params in scope.count_terms("c", flavour))
+        sql, params = scope.sql("c", flavour)
+        return int(self.db.scalar(f"SELECT count(*) FROM (SELECT 1 FROM memory_chunks c WHERE {sql} LIMIT ?) AS counted",
+                                  [*params, cap]) or 0)
 
     def rowids(self, scope: Scope) -> list[int]:
         sql, params = scope.sql("c", self.db.capabilities.sql_flavour)
