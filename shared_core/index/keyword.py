@@ -122,9 +122,7 @@ class SqliteKeywordIndex:
                     f"SELECT count(*) FROM (SELECT 1 FROM memory_chunks c WHERE {scope_sql} LIMIT ?)", (*params, cap)
                 ) or 0)
             if (key, "", 0) not in self._scope_cache:
-                self._scope_cache[(key, "", 0)] = sum(
-                    sign * int(self.db.scalar(f"SELECT count(*) FROM memory_chunks c WHERE {sql}", terms) or 0)
-                    for sign, sql, terms in scope.count_terms("c"))
+                self._scope_cache[(key, "", 0)] = int(self.db.scalar(*scope.count_query()) or 0)
             return self._scope_cache[(key, "", 0)]
 
         def containing(term: str, cap: int) -> int:

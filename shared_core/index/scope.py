@@ -101,6 +101,15 @@ class Scope:
                 terms.append((1, superseded + expired, [*params, self.live_at]))
         return terms
 
+    def count_query(self, table: str = "memory_chunks", flavour: SqlFlavour = "sqlite") -> tuple[str, list[Any]]:
+        """One statement (one snapshot: a write between the terms cannot skew the sum) that counts
+        this scope's rows of ``table``, from :meth:`count_terms`."""
+        parts, params = [], []
+        for sign, sql, terms in self.count_terms("c", flavour):
+            parts.append(f"{'+' if sign > 0 else '-'} (SELECT count(*) FROM {table} c WHERE {sql})")
+            params.extend(terms)
+        return "SELECT 0 " + " ".join(parts), params
+
     def created_within(self, start: str | None, end: str | None) -> Scope:
         """This scope narrowed to rows created at or after ``start`` and before ``end`` (ISO times)."""
         created_from = max(filter(None, (self.created_from, start)), default=None)

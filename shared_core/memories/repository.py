@@ -207,8 +207,7 @@ class MemoryRepository:
         """The rows in ``scope``, counted up to ``cap`` (a capped count stops there: ``cap=1`` asks if any)."""
         flavour = self.db.capabilities.sql_flavour
         if cap is None:
-            return sum(sign * int(self.db.scalar(f"SELECT count(*) FROM memory_chunks c WHERE {sql}", params) or 0)
-                       for sign, sql, params in scope.count_terms("c", flavour))
+            return int(self.db.scalar(*scope.count_query("memory_chunks", flavour)) or 0)
         sql, params = scope.sql("c", flavour)
         return int(self.db.scalar(f"SELECT count(*) FROM (SELECT 1 FROM memory_chunks c WHERE {sql} LIMIT ?) AS counted",
                                   [*params, cap]) or 0)
