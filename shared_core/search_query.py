@@ -131,12 +131,8 @@ class SearchQuery:
 
     def within(self, window: TimeWindow) -> Scope:
         """The scope narrowed to memories created inside ``window``."""
-        return self.scope.created_within(None if window.start is None else _iso(window.start),
-                                         None if window.end is None else _iso(window.end))
+        return self.scope.created_within(to_iso(window.start), to_iso(window.end))
 
     def query_vector(self, dims: int) -> np.ndarray | None:
         return None if self.vector is None else as_vector(self.vector, dims)
 
-
-def _iso(when: datetime) -> str:
-    return to_iso(when)
